@@ -1,0 +1,245 @@
+// co_up: the command-line front end. Parses options, builds the network, partitions it by
+// --order, sets the sub-graphs up on their processors' plugins, runs, reports.
+//
+// Errors end as one line on stderr: exit 2 for bad usage or input, 1 for runtime failures,
+// 128+signal when interrupted (after writing the profile).
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "core/cli/options.h"
+#include "core/cli/stop_signal.h"
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/network.h"
+#include "core/partition.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "graph/image.h"
+#include "graph/npy.h"
+#include "graph/zoo/zoo.h"
+#include "power/frequency_plan.h"
+#include "profiler/report.h"
+
+namespace co_up::cli {
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+void list_layers(const graph::Graph& g, bool constants) {
+  if (constants) {
+    for (const graph::Tensor& t : g.tensors()) {
+      if (t.is_constant) std::cout << t.name << " " << t.desc.shape_string() << "\n";
+    }
+    return;
+  }
+  int64_t total = 0;
+  for (const graph::LayerSummary& l : graph::summarize_layers(g)) {
+    std::cout << std::setw(3) << l.index << "  " << std::left << std::setw(22) << l.name
+              << std::setw(48) << l.ops << std::setw(18) << l.output_shape << std::right
+              << std::fixed << std::setprecision(1) << static_cast<double>(l.macs) / 1e6
+              << " MMACs\n";
+    total += l.macs;
+  }
+  std::cout << g.layer_count() << " layers, " << std::fixed << std::setprecision(3)
+            << static_cast<double>(total) / 1e9 << " GMACs\n";
+}
+
+void list_plugins(const PluginRegistry& registry) {
+  std::cout << "plugins in " << registry.directory().string() << ":\n";
+  if (registry.records().empty()) std::cout << "  (no .so files)\n";
+  for (const PluginRecord& r : registry.records()) {
+    std::cout << "  " << std::left << std::setw(9) << outcome_name(r.outcome) << std::setw(16)
+              << (r.backend.empty() ? "-" : r.backend) << r.path.filename().string();
+    if (!r.version.empty()) std::cout << " v" << r.version;
+    if (!r.description.empty()) std::cout << " — " << r.description;
+    if (!r.reason.empty()) std::cout << "\n            reason: " << r.reason;
+    std::cout << "\n";
+  }
+}
+
+void list_devices(const Platform& platform, const PluginRegistry& registry) {
+  std::cout << "platform " << platform.name;
+  if (!platform.description.empty()) std::cout << " (" << platform.description << ")";
+  std::cout << "\n";
+  for (const ProcessorSpec& p : platform.processors) {
+    std::string backend = "none available";
+    for (const std::string& b : p.backends) {
+      if (registry.find(b)) {
+        backend = b;
+        break;
+      }
+    }
+    std::cout << "  " << p.letter << "  " << std::left << std::setw(28) << p.name << std::setw(5)
+              << p.kind << " backend " << std::setw(16) << backend;
+    if (p.is_cpu()) {
+      std::cout << "cores ";
+      for (size_t i = 0; i < p.cores.size(); ++i) std::cout << (i ? "," : "") << p.cores[i];
+      std::cout << ", threads " << p.threads;
+    } else {
+      std::cout << "host " << p.host;
+    }
+    std::cout << "\n";
+  }
+}
+
+std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph& g) {
+  if (!o.input.empty() && !o.image.empty()) {
+    throw InputError("--input and --image both given; use one");
+  }
+  const graph::TensorDesc& desc = g.tensor(g.inputs().at(0)).desc;
+  if (!o.input.empty()) {
+    graph::NpyArray array = graph::read_npy(o.input);
+    if (array.shape != desc.shape) {
+      graph::TensorDesc got;
+      got.shape = array.shape;
+      throw InputError("--input '" + o.input + "' has shape " + got.shape_string() + " but " +
+                       g.name() + " needs " + desc.shape_string());
+    }
+    return {std::move(array.data)};
+  }
+  if (!o.image.empty()) {
+    const graph::ZooEntry* entry = graph::find_zoo_entry(o.graph);
+    graph::ImagePreprocess pre;
+    pre.width = static_cast<int>(desc.shape.at(3));
+    pre.height = static_cast<int>(desc.shape.at(2));
+    if (entry != nullptr) {
+      pre.bgr = entry->bgr;
+      pre.mean = {entry->mean[0], entry->mean[1], entry->mean[2]};
+      pre.std = {entry->std[0], entry->std[1], entry->std[2]};
+    }
+    std::vector<float> image = graph::load_image_nchw(o.image, pre);
+    const auto batch = static_cast<size_t>(desc.shape.at(0));
+    std::vector<float> input;
+    for (size_t b = 0; b < batch; ++b) input.insert(input.end(), image.begin(), image.end());
+    return {std::move(input)};
+  }
+  return seeded_inputs(g, o.seed);
+}
+
+void print_top5(const Options& o, const std::vector<float>& scores) {
+  std::vector<std::string> labels;
+  if (!o.labels.empty()) labels = graph::read_labels(o.labels);
+  std::cout << "top-5 of the last frame:\n";
+  for (const graph::Prediction& p : graph::top_k(scores, 5)) {
+    std::cout << "  " << std::fixed << std::setprecision(4) << p.score << "  [" << p.index << "] "
+              << (static_cast<size_t>(p.index) < labels.size() ? labels[p.index] : "") << "\n";
+  }
+}
+
+int run(const Options& o, StopSignal& stop) {
+  if (o.help) {
+    std::cout << usage();
+    return 0;
+  }
+  if (o.version) {
+    std::cout << "co_up " << kVersion << " (plugin ABI " << CO_UP_ABI_VERSION_MAJOR << "."
+              << CO_UP_ABI_VERSION_MINOR << ")\n";
+    return 0;
+  }
+  if (o.command != "run") {
+    throw InputError("'co_up " + o.command +
+                     "' is not available in this version yet; run co_up --help for what is");
+  }
+
+  const std::filesystem::path plugin_dir =
+      o.plugins.empty() ? PluginRegistry::default_directory() : std::filesystem::path(o.plugins);
+  if (!o.plugins.empty() && !std::filesystem::is_directory(plugin_dir)) {
+    throw InputError("--plugins='" + o.plugins + "' is not a directory");
+  }
+  Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root)
+                                         : load_platform(o.platform);
+  apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu,
+                             o.host_npu});
+
+  if (o.list_plugins || o.list_devices) {
+    const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
+    if (o.list_plugins) list_plugins(registry);
+    if (o.list_devices) list_devices(platform, registry);
+    return 0;
+  }
+  if (o.list_frequencies) {
+    std::cout << "platform " << platform.name
+              << " declares no DVFS frequency tables (the power manager adds them)\n";
+    return 0;
+  }
+  if (!o.model.empty()) {
+    throw InputError("--model (ONNX import) is not available in this version yet; use --graph");
+  }
+  if (o.graph.empty()) throw InputError("no network given (use --graph=NAME; see --help)");
+
+  const graph::Graph g = build_network({o.graph, o.units, o.image_size, o.seed, o.data});
+  if (o.list_layers || o.list_constants) {
+    list_layers(g, o.list_constants);
+    return 0;
+  }
+
+  const std::string order = o.order.empty() ? std::string(g.layer_count(), 'B') : o.order;
+  Partition partition = Partition::create(g, order);
+  std::string subgraph_letters;
+  for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
+  power::parse_frequency(o.frequency, order, subgraph_letters);  // validated; applied by power/
+  ExecutorOptions exec_options;
+  exec_options.mode = parse_mode(o.mode);
+  exec_options.receiver_buffers = o.buffers;
+  exec_options.profile_level = o.profile;
+  check_cores_exist(platform);
+  RunRequest request;
+  request.frames = static_cast<uint64_t>(o.frames);
+  request.input_sets.push_back(load_input(o, g));
+  if (!o.profile_out.empty()) {
+    // Fail on an unwritable path now, not after a long run.
+    profiler::RunProfile empty;
+    profiler::write_json(o.profile_out, empty);
+  }
+
+  const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
+  Executor executor(g, std::move(partition), platform, registry, exec_options);
+  if (stop.stopped()) return 128 + stop.signal_number();
+  stop.on_stop([&executor] { executor.request_stop(); });
+  RunResult result;
+  try {
+    result = executor.run(request);
+  } catch (...) {
+    stop.on_stop(nullptr);
+    throw;
+  }
+  stop.on_stop(nullptr);
+
+  profiler::print_report(std::cout, result.profile);
+  if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);
+  if (result.profile.frames_completed > 0) {
+    if (!o.output.empty()) {
+      const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
+      graph::write_npy(o.output, out_desc.shape, result.last_outputs.at(0));
+    }
+    if (!o.labels.empty() || !o.image.empty()) print_top5(o, result.last_outputs.at(0));
+  }
+  if (result.profile.interrupted) {
+    std::cerr << "co_up: interrupted after " << result.profile.frames_completed << " of "
+              << result.profile.frames_requested << " frames; profile written\n";
+    return 128 + (stop.signal_number() != 0 ? stop.signal_number() : SIGINT);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace co_up::cli
+
+int main(int argc, char** argv) {
+  using namespace co_up;
+  cli::StopSignal stop;  // first: every thread created later inherits the blocked signals
+  try {
+    const cli::Options options =
+        cli::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    return cli::run(options, stop);
+  } catch (const InputError& e) {
+    std::cerr << "co_up: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "co_up: failed: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,163 @@
+#include "core/cli/options.h"
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+
+namespace co_up::cli {
+namespace {
+
+int64_t parse_int(const std::string& name, const std::string& value, int64_t min, int64_t max) {
+  int64_t result = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, result);
+  if (ec != std::errc() || ptr != end || value.empty()) {
+    throw InputError("--" + name + "='" + value + "' is not an integer");
+  }
+  if (result < min || result > max) {
+    throw InputError("--" + name + "=" + value + " is out of range (" + std::to_string(min) +
+                     ".." + std::to_string(max) + ")");
+  }
+  return result;
+}
+
+char parse_cluster(const std::string& name, const std::string& value) {
+  if (value != "B" && value != "L") {
+    throw InputError("--" + name + "='" + value + "' must be B (big) or L (LITTLE)");
+  }
+  return value[0];
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  using Setter = std::function<void(const std::string&)>;
+  const std::map<std::string, Setter> with_value = {
+      {"graph", [&](const std::string& v) { o.graph = v; }},
+      {"model", [&](const std::string& v) { o.model = v; }},
+      {"order", [&](const std::string& v) { o.order = v; }},
+      {"mode", [&](const std::string& v) { o.mode = v; }},
+      {"n", [&](const std::string& v) { o.frames = parse_int("n", v, 1, int64_t{1} << 40); }},
+      {"units", [&](const std::string& v) {
+         if (v != "layers" && v != "ops") {
+           throw InputError("--units='" + v + "' must be 'layers' or 'ops'");
+         }
+         o.units = v;
+       }},
+      {"image-size", [&](const std::string& v) { o.image_size = parse_int("image-size", v, 1, 4096); }},
+      {"seed", [&](const std::string& v) { o.seed = static_cast<uint64_t>(parse_int("seed", v, 0, INT64_MAX)); }},
+      {"buffers", [&](const std::string& v) { o.buffers = static_cast<uint32_t>(parse_int("buffers", v, 1, 64)); }},
+      {"threads", [&](const std::string& v) { o.threads = static_cast<int>(parse_int("threads", v, 1, 1024)); }},
+      {"cores", [&](const std::string& v) { o.cores = static_cast<int>(parse_int("cores", v, 1, 1024)); }},
+      {"threads_little", [&](const std::string& v) { o.threads_little = static_cast<int>(parse_int("threads_little", v, 1, 1024)); }},
+      {"cores_little", [&](const std::string& v) { o.cores_little = static_cast<int>(parse_int("cores_little", v, 1, 1024)); }},
+      {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster("host_gpu", v); }},
+      {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster("host_npu", v); }},
+      {"frequency", [&](const std::string& v) { o.frequency = v; }},
+      {"profile", [&](const std::string& v) { o.profile = static_cast<int>(parse_int("profile", v, 0, 2)); }},
+      {"profile-out", [&](const std::string& v) { o.profile_out = v; }},
+      {"platform", [&](const std::string& v) { o.platform = v; }},
+      {"plugins", [&](const std::string& v) { o.plugins = v; }},
+      {"sysfs-root", [&](const std::string& v) { o.sysfs_root = v; }},
+      {"data", [&](const std::string& v) { o.data = v; }},
+      {"image", [&](const std::string& v) { o.image = v; }},
+      {"labels", [&](const std::string& v) { o.labels = v; }},
+      {"input", [&](const std::string& v) { o.input = v; }},
+      {"output", [&](const std::string& v) { o.output = v; }},
+  };
+  const std::map<std::string, bool*> flags = {
+      {"help", &o.help},
+      {"version", &o.version},
+      {"list-layers", &o.list_layers},
+      {"list-plugins", &o.list_plugins},
+      {"list-devices", &o.list_devices},
+      {"list-frequencies", &o.list_frequencies},
+      {"list-constants", &o.list_constants},
+  };
+
+  size_t i = 0;
+  if (!args.empty() && args[0].rfind("--", 0) != 0 && args[0] != "-h") {
+    o.command = args[0];
+    if (o.command != "profile" && o.command != "plan") {
+      throw InputError("unknown command '" + o.command +
+                       "' (commands: profile, plan; options start with --, see --help)");
+    }
+    i = 1;
+  }
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      throw InputError("unexpected argument '" + arg + "' (options look like --name=value)");
+    }
+    const auto eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (auto flag = flags.find(name); flag != flags.end()) {
+      if (eq != std::string::npos) throw InputError("--" + name + " takes no value");
+      *flag->second = true;
+      continue;
+    }
+    auto setter = with_value.find(name);
+    if (setter == with_value.end()) {
+      throw InputError("unknown option '--" + name + "' (see co_up --help)");
+    }
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      throw InputError("--" + name + " needs a value (--" + name + "=...)");
+    }
+    setter->second(value);
+  }
+  return o;
+}
+
+std::string usage() {
+  return R"(co_up — run one CNN across the processors of a heterogeneous SoC (ARM-CO-UP)
+
+usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
+       co_up --graph=NAME --list-layers | --list-constants
+       co_up --list-plugins | --list-devices | --list-frequencies
+
+network
+  --graph=NAME          zoo network: alexnet, googlenet, mobilenet, resnet50, squeezenet
+  --units=layers|ops    layer units of --order: the paper's layers (default) or one per compute op
+  --image-size=N        input height/width (default: the network's own; smaller runs faster)
+  --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)
+  --image=FILE          input image (PPM, PNG, JPEG), preprocessed as the network expects
+  --labels=FILE         class names, one per line: prints the top-5 of the last frame
+  --input=FILE.npy      input tensor (default: seeded random)
+  --output=FILE.npy     writes the network output of the last frame
+
+mapping and execution (paper Table 2)
+  --order=LETTERS       one processor letter per layer: B big CPU, L LITTLE CPU, G GPU, N NPU
+  --mode=pipeline|switch  overlap frames across processors, or one frame at a time
+  --n=FRAMES            frames to run (default 10)
+  --threads=N --cores=N                 big cluster: worker threads, cores used
+  --threads_little=N --cores_little=N   LITTLE cluster: worker threads, cores used
+  --host_gpu=B|L --host_npu=B|L         CPU cluster hosting the GPU / NPU thread
+  --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max
+  --buffers=N           receive buffers between adjacent stages (default 2)
+
+platform and plugins
+  --platform=FILE       platform JSON (default: detected from this machine)
+  --plugins=DIR         plugin directory (default: $CO_UP_PLUGIN_PATH or plugins/ next to co_up)
+  --sysfs-root=DIR      stands in for /sys (cpufreq, devfreq), for simulated boards
+
+profiling
+  --profile=0|1|2       0: latency and throughput; 1: + per sub-graph; 2: + per layer
+  --profile-out=FILE    every number as JSON (written even when interrupted)
+
+exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 interrupted
+)";
+}
+
+}  // namespace co_up::cli

@@ -1,0 +1,52 @@
+// Command-line options of `co_up` (names as the paper's Table 2 and ARCHITECTURE.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace co_up::cli {
+
+struct Options {
+  std::string command = "run";  // "run", or a subcommand: "profile", "plan"
+  bool help = false;
+  bool version = false;
+  bool list_layers = false;
+  bool list_plugins = false;
+  bool list_devices = false;
+  bool list_frequencies = false;
+  bool list_constants = false;
+
+  std::string graph;         // --graph=NAME (zoo)
+  std::string model;         // --model=FILE.onnx (ONNX import issue)
+  std::string order;         // empty: every layer on B
+  std::string mode = "pipeline";
+  int64_t frames = 10;       // --n
+  std::string units = "layers";  // --units=layers|ops
+  int64_t image_size = 0;    // --image-size (0: the network's own)
+  uint64_t seed = 1;         // --seed for generated weights and input
+  uint32_t buffers = 2;      // --buffers: receive buffers between adjacent stages
+
+  std::optional<int> threads, cores, threads_little, cores_little;
+  std::optional<char> host_gpu, host_npu;
+  std::string frequency;
+
+  int profile = 0;
+  std::string profile_out;
+  std::string platform;
+  std::string plugins;
+  std::string sysfs_root = "/sys";
+  std::string data;
+  std::string image;
+  std::string labels;
+  std::string input;
+  std::string output;
+};
+
+// Throws InputError for unknown options, missing or malformed values.
+Options parse_options(const std::vector<std::string>& args);
+
+std::string usage();
+
+}  // namespace co_up::cli

@@ -1,0 +1,59 @@
+#include "core/cli/stop_signal.h"
+
+#include <pthread.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+
+namespace co_up::cli {
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+StopSignal::StopSignal() {
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, &previous_mask_);
+  watcher_ = std::thread([this] { watch(); });
+}
+
+StopSignal::~StopSignal() {
+  done_ = true;
+  watcher_.join();
+  pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+}
+
+void StopSignal::on_stop(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  callback_ = std::move(callback);
+  if (signal_ != 0 && callback_) callback_();
+}
+
+void StopSignal::watch() {
+  const sigset_t set = stop_signals();
+  const timespec poll{0, 50 * 1000 * 1000};  // how often the destructor's request is noticed
+  while (!done_) {
+    const int sig = sigtimedwait(&set, nullptr, &poll);
+    if (sig <= 0) continue;
+    if (signal_ != 0) {
+      // A second Ctrl-C means the orderly stop is not wanted (or is stuck): leave now.
+      static const char kMessage[] = "co_up: second signal, exiting without cleanup\n";
+      [[maybe_unused]] ssize_t ignored = write(2, kMessage, sizeof(kMessage) - 1);
+      std::_Exit(128 + sig);
+    }
+    signal_ = sig;
+    std::lock_guard lock(mutex_);
+    if (callback_) callback_();
+  }
+}
+
+}  // namespace co_up::cli

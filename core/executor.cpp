@@ -1,0 +1,604 @@
+#include "core/executor.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/affinity.h"
+#include "core/error.h"
+#include "core/receiver.h"
+#include "core/sender.h"
+#include "core/subgraph_desc.h"
+#include "profiler/events.h"
+
+namespace co_up {
+
+using profiler::Event;
+using profiler::EventKind;
+using profiler::now_ns;
+
+ExecutionMode parse_mode(const std::string& text) {
+  if (text == "pipeline") return ExecutionMode::kPipeline;
+  if (text == "switch") return ExecutionMode::kSwitch;
+  throw InputError("unknown mode '" + text + "' (use --mode=pipeline or --mode=switch)");
+}
+
+const char* mode_name(ExecutionMode mode) {
+  return mode == ExecutionMode::kPipeline ? "pipeline" : "switch";
+}
+
+namespace {
+
+constexpr uint32_t kToUser = UINT32_MAX;
+
+struct SubGraphRuntime;
+
+struct Processor {
+  char letter = 0;
+  const ProcessorSpec* spec = nullptr;
+  std::string backend;
+  std::shared_ptr<Device> device;
+  std::vector<int> host_cores;
+  std::vector<SubGraphRuntime*> subgraphs;
+  std::vector<Event> events;  // written only by this processor's thread while running
+};
+
+struct InputPort {
+  Receiver* receiver = nullptr;  // nullptr: a graph input
+  uint32_t graph_input = 0;
+  size_t bytes = 0;
+  bool bind_supported = true;  // cleared the first time the backend refuses a binding
+};
+
+struct OutputPort {
+  std::optional<Sender> sender;               // when later sub-graphs read it
+  std::optional<uint32_t> graph_output;       // when the user reads it
+  uint32_t layer = 0;                         // layer unit that produced it
+  size_t bytes = 0;
+};
+
+struct SubGraphRuntime {
+  const SubGraph* subgraph = nullptr;
+  Processor* processor = nullptr;
+  std::unique_ptr<CompiledSubGraph> compiled;
+  std::vector<InputPort> inputs;
+  std::vector<OutputPort> outputs;
+  bool reads_graph_input = false;
+  bool writes_graph_output = false;
+  // Scheduling state, guarded by Impl::mutex.
+  uint64_t next_frame = 0;
+  uint64_t stall_counted_frame = UINT64_MAX;
+  // The frame being run: claimed inputs and reserved output slots (per output port).
+  std::vector<const void*> claimed_inputs;
+  std::vector<std::vector<void*>> reserved_slots;
+};
+
+// State the layer hooks need; lives on the processor thread's stack during one sub-graph run.
+struct HookState {
+  std::vector<Event>* events;
+  uint32_t subgraph;
+  uint64_t frame;
+  int64_t layer_begin_ns;
+};
+
+void on_layer_begin(void* user, uint32_t) {
+  static_cast<HookState*>(user)->layer_begin_ns = now_ns();
+}
+
+void on_layer_end(void* user, uint32_t layer) {
+  auto* state = static_cast<HookState*>(user);
+  Event e;
+  e.kind = EventKind::kLayer;
+  e.subgraph = state->subgraph;
+  e.layer = layer;
+  e.frame = state->frame;
+  e.begin_ns = state->layer_begin_ns;
+  e.end_ns = now_ns();
+  state->events->push_back(e);
+}
+
+std::string subgraph_label(const SubGraph& sg) {
+  return "sub-graph " + std::to_string(sg.index) + " (layers " + std::to_string(sg.first_layer) +
+         "-" + std::to_string(sg.last_layer) + " on " + std::string(1, sg.processor) + ")";
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  const graph::Graph& graph;
+  Partition partition;
+  const Platform& platform;
+  ExecutorOptions options;
+  int64_t setup_ns = 0;
+
+  // Destruction order matters: sub-graphs (compiled objects) before processors (devices);
+  // receivers outlive both users. Members are destroyed in reverse order of declaration.
+  std::vector<std::unique_ptr<Receiver>> receivers;
+  std::vector<std::unique_ptr<Processor>> processors;
+  std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
+
+  // Scheduling state.
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stop = false;
+  std::exception_ptr error;
+  uint64_t frames = 0;
+  uint64_t completed = 0;
+  const RunRequest* request = nullptr;
+  std::vector<int64_t> frame_start;
+  std::vector<int64_t> frame_end;
+  std::vector<std::vector<float>> last_outputs;
+
+  Impl(const graph::Graph& g, Partition p, const Platform& pl, ExecutorOptions o)
+      : graph(g), partition(std::move(p)), platform(pl), options(o) {}
+
+  void set_up(const PluginRegistry& plugins);
+  void create_processors(const PluginRegistry& plugins);
+  void compile_all();
+  void connect();
+
+  bool inputs_ready(const SubGraphRuntime& s) const;
+  bool runnable(SubGraphRuntime& s);
+  void claim(SubGraphRuntime& s);
+  void execute(SubGraphRuntime& s, uint64_t frame);
+  void commit(SubGraphRuntime& s);
+  void processor_loop(Processor& p);
+  void fail(std::exception_ptr e);
+  profiler::RunProfile make_profile(bool interrupted) const;
+};
+
+void Executor::Impl::set_up(const PluginRegistry& plugins) {
+  const int64_t start = now_ns();
+  create_processors(plugins);
+  compile_all();
+  connect();
+  setup_ns = now_ns() - start;
+}
+
+void Executor::Impl::create_processors(const PluginRegistry& plugins) {
+  for (char letter : partition.processors()) {
+    const ProcessorSpec* spec = platform.find(letter);
+    if (spec == nullptr) {
+      throw InputError("order '" + partition.order() + "' uses '" + std::string(1, letter) +
+                       "', but platform '" + platform.name + "' defines only " +
+                       platform.letters() + " (see --list-devices)");
+    }
+    std::shared_ptr<const Plugin> plugin;
+    for (const std::string& backend : spec->backends) {
+      if ((plugin = plugins.find(backend))) break;
+    }
+    if (!plugin) {
+      std::string wanted;
+      for (const std::string& b : spec->backends) wanted += (wanted.empty() ? "'" : " or '") + b + "'";
+      throw InputError("processor '" + std::string(1, letter) + "' (" + spec->name +
+                       ") needs backend plugin " + wanted + ", which is not available in '" +
+                       plugins.directory().string() + "' [" + plugins.summary() +
+                       "]; map its layers to another processor or install the plugin");
+    }
+    auto p = std::make_unique<Processor>();
+    p->letter = letter;
+    p->spec = spec;
+    p->backend = plugin->name();
+    p->host_cores = platform.host_cores(letter);
+    std::vector<std::pair<std::string, std::string>> device_options = {
+        {"processor", std::string(1, letter)},
+        {"cores", format_cores(p->host_cores)},
+        {"threads", std::to_string(spec->is_cpu() ? spec->threads : 1)},
+    };
+    device_options.insert(device_options.end(), spec->options.begin(), spec->options.end());
+    p->device = Device::create(plugin, device_options,
+                               "creating device '" + std::string(1, letter) + "' on backend '" +
+                                   p->backend + "'");
+    processors.push_back(std::move(p));
+  }
+  for (const SubGraph& sg : partition.subgraphs()) {
+    auto s = std::make_unique<SubGraphRuntime>();
+    s->subgraph = &sg;
+    for (auto& p : processors) {
+      if (p->letter == sg.processor) s->processor = p.get();
+    }
+    s->processor->subgraphs.push_back(s.get());
+    subgraphs.push_back(std::move(s));
+  }
+}
+
+void Executor::Impl::compile_all() {
+  // Sub-graphs are compiled in parallel (weight packing dominates setup), each on a thread pinned
+  // to its processor's host cores so first-touch memory lands near the processor that uses it.
+  std::vector<std::exception_ptr> errors(subgraphs.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < subgraphs.size(); ++i) {
+    threads.emplace_back([this, i, &errors] {
+      SubGraphRuntime& s = *subgraphs[i];
+      try {
+        pin_current_thread(s.processor->host_cores);
+        SubGraphDesc desc(graph, *s.subgraph);
+        const co_up_plugin_api& api = s.processor->device->plugin().api();
+        if (api.device_query_node != nullptr) {
+          for (uint32_t n = 0; n < desc.get().node_count; ++n) {
+            co_up_node_support support{};
+            support.struct_size = sizeof(support);
+            check_status(api,
+                         api.device_query_node(s.processor->device->handle(), &desc.get(), n,
+                                               &support),
+                         "querying " + subgraph_label(*s.subgraph));
+            if (!support.supported) {
+              const co_up_node_desc& node = desc.get().nodes[n];
+              throw InputError("layer " + std::to_string(node.layer) + " node '" + node.name +
+                               "' (" + node.op_type + ") cannot run on '" +
+                               std::string(1, s.subgraph->processor) + "' (backend '" +
+                               s.processor->backend + "'): " + support.reason +
+                               "; map that layer to another processor");
+            }
+          }
+        }
+        s.compiled = std::make_unique<CompiledSubGraph>(
+            s.processor->device, desc.get(),
+            subgraph_label(*s.subgraph) + " on backend '" + s.processor->backend + "'");
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+void Executor::Impl::connect() {
+  const auto capacities = receiver_capacities(partition, std::max(options.receiver_buffers, 1u));
+  std::map<std::pair<graph::TensorId, uint32_t>, Receiver*> receiver_of;  // (tensor, dest)
+  const auto& edges = partition.edges();
+  for (size_t e = 0; e < edges.size(); ++e) {
+    const Edge& edge = edges[e];
+    if (edge.source == kGraphInput) continue;  // the graph input is read in place
+    const graph::Tensor& t = graph.tensor(edge.tensor);
+    for (size_t k = 0; k < edge.destinations.size(); ++k) {
+      receivers.push_back(std::make_unique<Receiver>(t.name, t.desc.byte_size(), capacities[e][k],
+                                                     edge.source, edge.destinations[k]));
+      receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
+    }
+  }
+  const auto& graph_inputs = graph.inputs();
+  const auto& graph_outputs = graph.outputs();
+  for (auto& s : subgraphs) {
+    const SubGraph& sg = *s->subgraph;
+    for (graph::TensorId t : sg.inputs) {
+      InputPort port;
+      port.bytes = graph.tensor(t).desc.byte_size();
+      auto it = std::find(graph_inputs.begin(), graph_inputs.end(), t);
+      if (it != graph_inputs.end()) {
+        port.graph_input = static_cast<uint32_t>(it - graph_inputs.begin());
+        s->reads_graph_input = true;
+      } else {
+        port.receiver = receiver_of.at({t, sg.index});
+      }
+      s->inputs.push_back(port);
+    }
+    for (size_t o = 0; o < sg.outputs.size(); ++o) {
+      const graph::TensorId t = sg.outputs[o];
+      OutputPort port;
+      port.bytes = graph.tensor(t).desc.byte_size();
+      port.layer = graph.node(graph.tensor(t).producer).layer;
+      std::vector<Receiver*> targets;
+      for (const Edge& edge : edges) {
+        if (edge.tensor != t) continue;
+        for (uint32_t d : edge.destinations) targets.push_back(receiver_of.at({t, d}));
+      }
+      if (!targets.empty()) port.sender.emplace(static_cast<uint32_t>(o), std::move(targets));
+      auto it = std::find(graph_outputs.begin(), graph_outputs.end(), t);
+      if (it != graph_outputs.end()) {
+        port.graph_output = static_cast<uint32_t>(it - graph_outputs.begin());
+        s->writes_graph_output = true;
+      }
+      s->outputs.push_back(std::move(port));
+    }
+    s->reserved_slots.resize(s->outputs.size());
+    s->claimed_inputs.resize(s->inputs.size());
+  }
+}
+
+bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
+  if (s.next_frame >= frames) return false;
+  if (s.reads_graph_input && options.mode == ExecutionMode::kSwitch && completed < s.next_frame) {
+    return false;  // switch mode: one frame in flight
+  }
+  for (const InputPort& in : s.inputs) {
+    if (in.receiver != nullptr && !in.receiver->has_frame()) return false;
+  }
+  return true;
+}
+
+bool Executor::Impl::runnable(SubGraphRuntime& s) {
+  if (!inputs_ready(s)) return false;
+  std::vector<Receiver*> full;
+  for (const OutputPort& out : s.outputs) {
+    if (!out.sender) continue;
+    std::vector<Receiver*> f = out.sender->full_receivers();
+    full.insert(full.end(), f.begin(), f.end());
+  }
+  if (full.empty()) return true;
+  // Attribute the stall to a receive buffer only when it alone holds the sender back, once per
+  // frame: that is the stall a deeper buffer would have avoided.
+  if (full.size() == 1 && s.stall_counted_frame != s.next_frame) {
+    full[0]->count_full_stall();
+    s.stall_counted_frame = s.next_frame;
+  }
+  return false;
+}
+
+void Executor::Impl::claim(SubGraphRuntime& s) {
+  const uint64_t frame = s.next_frame;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const InputPort& in = s.inputs[i];
+    if (in.receiver != nullptr) {
+      s.claimed_inputs[i] = in.receiver->claim(frame);
+    } else {
+      const auto& set = request->input_sets[frame % request->input_sets.size()];
+      s.claimed_inputs[i] = set[in.graph_input].data();
+    }
+  }
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    if (s.outputs[o].sender) s.reserved_slots[o] = s.outputs[o].sender->reserve();
+  }
+  if (s.reads_graph_input && frame_start[frame] == 0) frame_start[frame] = now_ns();
+}
+
+void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
+  Processor& p = *s.processor;
+  const SubGraph& sg = *s.subgraph;
+  const int level = options.profile_level;
+  auto record_transfer = [&](int64_t begin, uint32_t layer, uint32_t peer, uint64_t bytes) {
+    if (level < 1) return;
+    Event e;
+    e.kind = EventKind::kTransfer;
+    e.subgraph = sg.index;
+    e.layer = layer;
+    e.peer = peer;
+    e.frame = frame;
+    e.begin_ns = begin;
+    e.end_ns = now_ns();
+    e.bytes = bytes;
+    p.events.push_back(e);
+  };
+
+  // Receive: bind each input buffer in place, or map and copy where the backend cannot.
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    InputPort& in = s.inputs[i];
+    const auto index = static_cast<uint32_t>(i);
+    if (in.bind_supported && s.compiled->bind_input(index, s.claimed_inputs[i])) continue;
+    in.bind_supported = false;
+    const int64_t begin = now_ns();
+    void* dst = s.compiled->map(CO_UP_IO_INPUT, index);
+    std::memcpy(dst, s.claimed_inputs[i], in.bytes);
+    s.compiled->unmap(CO_UP_IO_INPUT, index);
+    record_transfer(begin, sg.first_layer, sg.index, in.bytes);
+  }
+
+  HookState hook_state{&p.events, sg.index, frame, 0};
+  co_up_run_hooks hooks{};
+  hooks.struct_size = sizeof(hooks);
+  hooks.user_data = &hook_state;
+  hooks.layer_begin = on_layer_begin;
+  hooks.layer_end = on_layer_end;
+  const int64_t run_begin = now_ns();
+  s.compiled->run(level >= 2 ? &hooks : nullptr);
+  if (level >= 1) {
+    Event e;
+    e.kind = EventKind::kSubGraph;
+    e.subgraph = sg.index;
+    e.layer = sg.first_layer;
+    e.frame = frame;
+    e.begin_ns = run_begin;
+    e.end_ns = now_ns();
+    p.events.push_back(e);
+  }
+
+  // Send (Algorithm 1): map once, copy into every receiver's reserved slot, unmap.
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    OutputPort& out = s.outputs[o];
+    const auto index = static_cast<uint32_t>(o);
+    const int64_t map_begin = now_ns();
+    const void* src = s.compiled->map(CO_UP_IO_OUTPUT, index);
+    if (out.sender) {
+      const auto& targets = out.sender->receivers();
+      for (size_t k = 0; k < targets.size(); ++k) {
+        const int64_t begin = k == 0 ? map_begin : now_ns();
+        std::memcpy(s.reserved_slots[o][k], src, out.bytes);
+        record_transfer(begin, out.layer, targets[k]->destination(), out.bytes);
+      }
+    }
+    if (out.graph_output) {
+      const auto* values = static_cast<const float*>(src);
+      const size_t count = out.bytes / sizeof(float);
+      std::copy(values, values + count, last_outputs[*out.graph_output].begin());
+      if (request->on_output) {
+        request->on_output(frame, *out.graph_output, std::span<const float>(values, count));
+      }
+    }
+    s.compiled->unmap(CO_UP_IO_OUTPUT, index);
+  }
+}
+
+void Executor::Impl::commit(SubGraphRuntime& s) {
+  const uint64_t frame = s.next_frame;
+  for (InputPort& in : s.inputs) {
+    if (in.receiver != nullptr) in.receiver->release();
+  }
+  for (OutputPort& out : s.outputs) {
+    if (out.sender) out.sender->publish(frame);
+  }
+  ++s.next_frame;
+  if (s.writes_graph_output) {
+    uint64_t done = frames;
+    for (const auto& other : subgraphs) {
+      if (other->writes_graph_output) done = std::min(done, other->next_frame);
+    }
+    const int64_t now = now_ns();
+    for (; completed < done; ++completed) frame_end[completed] = now;
+  }
+}
+
+void Executor::Impl::fail(std::exception_ptr e) {
+  std::lock_guard lock(mutex);
+  if (!error) error = e;
+  stop = true;
+  changed.notify_all();
+}
+
+void Executor::Impl::processor_loop(Processor& p) {
+  try {
+    pin_current_thread(p.host_cores);
+  } catch (...) {
+    fail(std::current_exception());
+    return;
+  }
+  std::unique_lock lock(mutex);
+  while (!stop) {
+    SubGraphRuntime* pick = nullptr;
+    bool finished = true;
+    for (SubGraphRuntime* s : p.subgraphs) {
+      if (s->next_frame < frames) finished = false;
+      // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
+      if (runnable(*s) && (pick == nullptr || s->next_frame < pick->next_frame)) pick = s;
+    }
+    if (finished) break;
+    if (pick == nullptr) {
+      changed.wait(lock);
+      continue;
+    }
+    claim(*pick);
+    const uint64_t frame = pick->next_frame;
+    lock.unlock();
+    try {
+      execute(*pick, frame);
+    } catch (...) {
+      fail(std::current_exception());
+      return;
+    }
+    lock.lock();
+    commit(*pick);
+    changed.notify_all();
+  }
+}
+
+profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
+  profiler::RunProfile profile;
+  profile.graph = graph.name();
+  profile.order = partition.order();
+  profile.mode = mode_name(options.mode);
+  profile.platform = platform.name;
+  profile.level = options.profile_level;
+  profile.frames_requested = frames;
+  profile.frames_completed = completed;
+  profile.interrupted = interrupted;
+  profile.setup_ns = setup_ns;
+  profile.frame_start_ns.assign(frame_start.begin(), frame_start.begin() + completed);
+  profile.frame_end_ns.assign(frame_end.begin(), frame_end.begin() + completed);
+  for (const auto& p : processors) {
+    profile.processors.push_back({p->letter, p->spec->name, p->backend, format_cores(p->host_cores),
+                                  p->spec->is_cpu() ? p->spec->threads : 1});
+    profile.events.insert(profile.events.end(), p->events.begin(), p->events.end());
+  }
+  std::sort(profile.events.begin(), profile.events.end(),
+            [](const Event& a, const Event& b) { return a.begin_ns < b.begin_ns; });
+  for (const graph::LayerSummary& l : graph::summarize_layers(graph)) {
+    const uint32_t sg = partition.subgraph_of_layer(l.index);
+    profile.layers.push_back({l.index, l.name, l.ops, l.output_shape, l.macs,
+                              partition.subgraphs()[sg].processor, sg});
+  }
+  for (const auto& s : subgraphs) {
+    profile.subgraphs.push_back({s->subgraph->index, s->subgraph->processor, s->processor->backend,
+                                 s->subgraph->first_layer, s->subgraph->last_layer});
+  }
+  for (const auto& r : receivers) {
+    profile.receivers.push_back({r->tensor_name(), r->source(), r->destination(), r->bytes(),
+                                 r->capacity(), r->max_occupancy(), r->transfers(),
+                                 r->full_stalls()});
+  }
+  return profile;
+}
+
+Executor::Executor(const graph::Graph& graph, Partition partition, const Platform& platform,
+                   const PluginRegistry& plugins, ExecutorOptions options)
+    : impl_(std::make_unique<Impl>(graph, std::move(partition), platform, options)) {
+  impl_->set_up(plugins);
+}
+
+Executor::~Executor() = default;
+
+const Partition& Executor::partition() const { return impl_->partition; }
+int64_t Executor::setup_ns() const { return impl_->setup_ns; }
+
+void Executor::request_stop() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->stop = true;
+  impl_->changed.notify_all();
+}
+
+RunResult Executor::run(const RunRequest& request) {
+  Impl& m = *impl_;
+  const auto& graph_inputs = m.graph.inputs();
+  if (request.input_sets.empty()) throw InputError("no input given for the run");
+  for (const auto& set : request.input_sets) {
+    if (set.size() != graph_inputs.size()) {
+      throw InputError("graph '" + m.graph.name() + "' has " +
+                       std::to_string(graph_inputs.size()) + " inputs but " +
+                       std::to_string(set.size()) + " were given");
+    }
+    for (size_t i = 0; i < set.size(); ++i) {
+      const graph::Tensor& t = m.graph.tensor(graph_inputs[i]);
+      if (static_cast<int64_t>(set[i].size()) != t.desc.element_count()) {
+        throw InputError("input '" + t.name + "' needs shape " + t.desc.shape_string() + " (" +
+                         std::to_string(t.desc.element_count()) + " values) but got " +
+                         std::to_string(set[i].size()) + " values");
+      }
+    }
+  }
+  {
+    std::lock_guard lock(m.mutex);
+    // A previous, interrupted run may have left frames in flight: start from a clean state.
+    for (auto& r : m.receivers) {
+      *r = Receiver(r->tensor_name(), r->bytes(), r->capacity(), r->source(), r->destination());
+    }
+    for (auto& s : m.subgraphs) {
+      s->next_frame = 0;
+      s->stall_counted_frame = UINT64_MAX;
+    }
+    for (auto& p : m.processors) {
+      p->events.clear();
+      const size_t per_frame = m.options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
+      p->events.reserve(static_cast<size_t>(std::min<uint64_t>(request.frames, 4096)) * per_frame);
+    }
+    m.stop = false;
+    m.error = nullptr;
+    m.frames = request.frames;
+    m.completed = 0;
+    m.request = &request;
+    m.frame_start.assign(request.frames, 0);
+    m.frame_end.assign(request.frames, 0);
+    m.last_outputs.clear();
+    for (graph::TensorId t : m.graph.outputs()) {
+      m.last_outputs.emplace_back(static_cast<size_t>(m.graph.tensor(t).desc.element_count()));
+    }
+  }
+  std::vector<std::thread> threads;
+  for (auto& p : m.processors) threads.emplace_back([&m, &p] { m.processor_loop(*p); });
+  for (std::thread& t : threads) t.join();
+
+  std::lock_guard lock(m.mutex);
+  m.request = nullptr;
+  if (m.error) std::rethrow_exception(m.error);
+  RunResult result;
+  result.profile = m.make_profile(m.completed < m.frames);
+  result.last_outputs = m.last_outputs;
+  return result;
+}
+
+}  // namespace co_up

@@ -1,0 +1,85 @@
+// Executor: sets up a Partition on its processors and runs frames through it.
+//
+// Setup (constructor): one device per processor letter from its backend plugin; every sub-graph
+// checked node by node (capability query) and compiled, all sub-graphs in parallel; one Receiver
+// per (boundary edge, destination) with the capacity the pipeline depth needs.
+//
+// Run: one host thread per *processor* (not per sub-graph), pinned to that processor's host
+// cores. A processor that owns several sub-graphs (order "BLB") runs whichever has a frame ready,
+// oldest frame first; a sub-graph is ready when every input holds its next frame and every
+// receiver it feeds has a free slot — slots are reserved before the run starts, so no thread ever
+// blocks half-way through a frame and non-contiguous mappings cannot deadlock.
+//   pipeline mode: frames overlap across processors (throughput);
+//   switch mode:   frame f+1 enters only after frame f has left (latency), the same machinery
+//                  with one frame in flight.
+// Frames are numbered; receivers check the numbers, so a lost, duplicated or reordered frame is
+// an error, never a silent wrong answer.
+//
+// Threading: run() is called from one thread at a time; request_stop() from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/partition.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "graph/graph.h"
+#include "profiler/run_profile.h"
+
+namespace co_up {
+
+enum class ExecutionMode { kPipeline, kSwitch };
+// Throws InputError for anything but "pipeline" or "switch".
+ExecutionMode parse_mode(const std::string& text);
+const char* mode_name(ExecutionMode mode);
+
+struct ExecutorOptions {
+  ExecutionMode mode = ExecutionMode::kPipeline;
+  // Receive buffers of an edge between adjacent stages (2: producer and consumer overlap);
+  // edges that skip stages get proportionally more (see receiver_capacities).
+  uint32_t receiver_buffers = 2;
+  int profile_level = 0;  // 0: frames; 1: + sub-graphs and transfers; 2: + layers
+};
+
+struct RunRequest {
+  uint64_t frames = 1;
+  // Frame f reads input_sets[f % input_sets.size()]; a set holds one f32 tensor per graph input.
+  std::vector<std::vector<std::vector<float>>> input_sets;
+  // Optional: each frame's graph outputs, in frame order, on the thread that produced them.
+  std::function<void(uint64_t frame, uint32_t output, std::span<const float> values)> on_output;
+};
+
+struct RunResult {
+  profiler::RunProfile profile;
+  std::vector<std::vector<float>> last_outputs;  // graph outputs of the last completed frame
+};
+
+class Executor {
+ public:
+  // Throws InputError (unknown letter, missing plugin, unsupported node) or RuntimeError.
+  Executor(const graph::Graph& graph, Partition partition, const Platform& platform,
+           const PluginRegistry& plugins, ExecutorOptions options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs until all frames completed or request_stop(); then the profile says how far it got.
+  // Rethrows the first error any processor thread hit, after all threads stopped.
+  RunResult run(const RunRequest& request);
+  // Asks a running run() to stop after the sub-graph runs in progress. Idempotent.
+  void request_stop();
+
+  const Partition& partition() const;
+  int64_t setup_ns() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace co_up

@@ -1,0 +1,125 @@
+#include "core/partition.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+
+namespace co_up {
+
+using graph::kNoTensor;
+using graph::NodeId;
+using graph::OpType;
+using graph::TensorId;
+
+Partition Partition::create(const graph::Graph& graph, const std::string& order) {
+  const uint32_t layers = graph.layer_count();
+  if (order.size() != layers) {
+    throw InputError("order '" + order + "' has " + std::to_string(order.size()) +
+                     " letters but graph '" + graph.name() + "' has " + std::to_string(layers) +
+                     " layers (one letter per layer; see --list-layers)");
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] < 'A' || order[i] > 'Z') {
+      throw InputError("order '" + order + "' has invalid character '" + std::string(1, order[i]) +
+                       "' at position " + std::to_string(i + 1) +
+                       " (use processor letters such as B, L, G, N)");
+    }
+  }
+
+  Partition p;
+  p.order_ = order;
+  p.layer_to_subgraph_.resize(layers);
+  for (uint32_t layer = 0; layer < layers; ++layer) {
+    if (layer == 0 || order[layer] != order[layer - 1]) {
+      SubGraph sg;
+      sg.index = static_cast<uint32_t>(p.subgraphs_.size());
+      sg.processor = order[layer];
+      sg.first_layer = layer;
+      p.subgraphs_.push_back(sg);
+    }
+    p.subgraphs_.back().last_layer = layer;
+    p.layer_to_subgraph_[layer] = p.subgraphs_.back().index;
+  }
+
+  auto source_of = [&](TensorId t) -> uint32_t {
+    const NodeId producer = graph.tensor(t).producer;
+    if (graph.node(producer).op == OpType::kInput) return kGraphInput;
+    return p.layer_to_subgraph_[graph.node(producer).layer];
+  };
+  std::map<TensorId, size_t> edge_of_tensor;
+  auto edge_for = [&](TensorId t, uint32_t source) -> Edge& {
+    auto [it, inserted] = edge_of_tensor.try_emplace(t, p.edges_.size());
+    if (inserted) p.edges_.push_back(Edge{t, source, {}, false});
+    return p.edges_[it->second];
+  };
+
+  for (const graph::Node& node : graph.nodes()) {
+    if (node.op == OpType::kInput) continue;
+    SubGraph& sg = p.subgraphs_[p.layer_to_subgraph_[node.layer]];
+    sg.nodes.push_back(node.id);
+    for (TensorId t : node.inputs) {
+      if (t == kNoTensor || graph.tensor(t).is_constant) continue;
+      const uint32_t source = source_of(t);
+      if (source == sg.index) continue;
+      Edge& edge = edge_for(t, source);
+      if (std::find(edge.destinations.begin(), edge.destinations.end(), sg.index) ==
+          edge.destinations.end()) {
+        edge.destinations.push_back(sg.index);
+        sg.inputs.push_back(t);
+      }
+    }
+  }
+  for (TensorId t : graph.outputs()) {
+    const uint32_t source = source_of(t);
+    if (source == kGraphInput) {
+      throw InputError("graph '" + graph.name() + "' returns its input unchanged; nothing to run");
+    }
+    edge_for(t, source).is_graph_output = true;
+  }
+  for (const Edge& edge : p.edges_) {
+    if (edge.source != kGraphInput) p.subgraphs_[edge.source].outputs.push_back(edge.tensor);
+  }
+  return p;
+}
+
+std::string Partition::processors() const {
+  std::string letters;
+  for (const SubGraph& sg : subgraphs_) {
+    if (letters.find(sg.processor) == std::string::npos) letters += sg.processor;
+  }
+  return letters;
+}
+
+std::vector<std::vector<uint32_t>> receiver_capacities(const Partition& partition, uint32_t base) {
+  const auto& subgraphs = partition.subgraphs();
+  const size_t n = subgraphs.size();
+  // Sub-graph DAG (edges only point to higher indices).
+  std::vector<std::vector<bool>> adjacent(n, std::vector<bool>(n, false));
+  for (const Edge& e : partition.edges()) {
+    if (e.source == kGraphInput) continue;
+    for (uint32_t d : e.destinations) adjacent[e.source][d] = true;
+  }
+  // hops[a][b]: most edges on any path a -> b (0 when unreachable).
+  std::vector<std::vector<uint32_t>> hops(n, std::vector<uint32_t>(n, 0));
+  for (size_t a = n; a-- > 0;) {
+    for (size_t b = a + 1; b < n; ++b) {
+      if (adjacent[a][b]) hops[a][b] = std::max(hops[a][b], 1u);
+      for (size_t m = a + 1; m < b; ++m) {
+        if (adjacent[a][m] && hops[m][b] > 0) hops[a][b] = std::max(hops[a][b], 1 + hops[m][b]);
+      }
+    }
+  }
+  std::vector<std::vector<uint32_t>> capacities;
+  for (const Edge& e : partition.edges()) {
+    std::vector<uint32_t> per_destination;
+    for (uint32_t d : e.destinations) {
+      per_destination.push_back(e.source == kGraphInput ? base
+                                                        : base * std::max(1u, hops[e.source][d]));
+    }
+    capacities.push_back(std::move(per_destination));
+  }
+  return capacities;
+}
+
+}  // namespace co_up

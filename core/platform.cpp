@@ -1,0 +1,360 @@
+#include "core/platform.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace co_up {
+namespace {
+
+using nlohmann::json;
+
+std::string core_list(const std::vector<int>& cores) {
+  std::ostringstream out;
+  for (size_t i = 0; i < cores.size(); ++i) out << (i ? "," : "") << cores[i];
+  return out.str();
+}
+
+char parse_letter(const json& value, const std::string& where) {
+  if (!value.is_string() || value.get<std::string>().size() != 1 ||
+      !std::isupper(static_cast<unsigned char>(value.get<std::string>()[0]))) {
+    throw InputError(where + " must be one upper-case letter such as \"B\"");
+  }
+  return value.get<std::string>()[0];
+}
+
+ProcessorSpec parse_processor(const json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + " must be an object");
+  ProcessorSpec p;
+  if (!j.contains("letter")) throw InputError(where + " has no \"letter\"");
+  p.letter = parse_letter(j["letter"], where + ".letter");
+  const std::string here = where + " ('" + std::string(1, p.letter) + "')";
+  p.name = j.value("name", std::string(1, p.letter));
+  p.kind = j.value("kind", std::string("cpu"));
+  if (p.kind != "cpu" && p.kind != "gpu" && p.kind != "npu" && p.kind != "dsp") {
+    throw InputError(here + " has kind \"" + p.kind + "\"; use cpu, gpu, npu or dsp");
+  }
+  if (!j.contains("backend")) throw InputError(here + " has no \"backend\" (plugin name)");
+  const json& backend = j["backend"];
+  if (backend.is_string()) {
+    p.backends.push_back(backend.get<std::string>());
+  } else if (backend.is_array() && !backend.empty()) {
+    for (const json& b : backend) {
+      if (!b.is_string()) throw InputError(here + ".backend entries must be strings");
+      p.backends.push_back(b.get<std::string>());
+    }
+  } else {
+    throw InputError(here + ".backend must be a plugin name or a list of names");
+  }
+  if (p.is_cpu()) {
+    if (!j.contains("cores") || !j["cores"].is_array() || j["cores"].empty()) {
+      throw InputError(here + " is a CPU cluster and needs \"cores\": [ids]");
+    }
+    for (const json& c : j["cores"]) {
+      if (!c.is_number_integer() || c.get<int>() < 0) {
+        throw InputError(here + ".cores must hold non-negative integers");
+      }
+      p.cores.push_back(c.get<int>());
+    }
+    p.threads = j.value("threads", static_cast<int>(p.cores.size()));
+    if (p.threads < 1 || p.threads > static_cast<int>(p.cores.size())) {
+      throw InputError(here + " has threads " + std::to_string(p.threads) + " for " +
+                       std::to_string(p.cores.size()) + " cores (use 1.." +
+                       std::to_string(p.cores.size()) + ")");
+    }
+  } else {
+    if (!j.contains("host")) throw InputError(here + " needs \"host\": the CPU letter hosting it");
+    p.host = parse_letter(j["host"], here + ".host");
+  }
+  if (j.contains("options")) {
+    if (!j["options"].is_object()) throw InputError(here + ".options must be an object");
+    for (const auto& [key, value] : j["options"].items()) {
+      p.options.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  return p;
+}
+
+void check_consistency(const Platform& platform, const std::string& origin) {
+  std::set<char> letters;
+  std::map<int, char> owner;
+  for (const ProcessorSpec& p : platform.processors) {
+    if (!letters.insert(p.letter).second) {
+      throw InputError(origin + ": letter '" + std::string(1, p.letter) + "' is defined twice");
+    }
+    for (int core : p.cores) {
+      auto [it, inserted] = owner.emplace(core, p.letter);
+      if (!inserted) {
+        throw InputError(origin + ": core " + std::to_string(core) + " belongs to both '" +
+                         std::string(1, it->second) + "' and '" + std::string(1, p.letter) +
+                         "' (CPU clusters must not overlap)");
+      }
+    }
+  }
+  for (const ProcessorSpec& p : platform.processors) {
+    if (p.is_cpu()) continue;
+    const ProcessorSpec* host = platform.find(p.host);
+    if (host == nullptr || !host->is_cpu()) {
+      throw InputError(origin + ": '" + std::string(1, p.letter) + "' has host '" +
+                       std::string(1, p.host) + "', which is not a CPU cluster of this platform");
+    }
+  }
+}
+
+std::vector<int> online_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cores.push_back(c);
+    }
+  }
+  if (cores.empty()) cores.push_back(0);
+  return cores;
+}
+
+std::string read_line(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "0-3,6" -> {0,1,2,3,6}
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cores;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (part.empty()) continue;
+    const auto dash = part.find('-');
+    try {
+      const int first = std::stoi(part.substr(0, dash));
+      const int last = dash == std::string::npos ? first : std::stoi(part.substr(dash + 1));
+      for (int c = first; c <= last; ++c) cores.push_back(c);
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  return cores;
+}
+
+ProcessorSpec cpu_cluster(char letter, const std::string& name, std::vector<int> cores) {
+  ProcessorSpec p;
+  p.letter = letter;
+  p.name = name + " (cores " + core_list(cores) + ")";
+  p.kind = "cpu";
+  p.backends = {"cpu-reference"};
+  p.threads = static_cast<int>(cores.size());
+  p.cores = std::move(cores);
+  return p;
+}
+
+}  // namespace
+
+const ProcessorSpec* Platform::find(char letter) const {
+  for (const ProcessorSpec& p : processors) {
+    if (p.letter == letter) return &p;
+  }
+  return nullptr;
+}
+
+ProcessorSpec* Platform::find(char letter) {
+  for (ProcessorSpec& p : processors) {
+    if (p.letter == letter) return &p;
+  }
+  return nullptr;
+}
+
+std::string Platform::letters() const {
+  std::string result;
+  for (const ProcessorSpec& p : processors) result += p.letter;
+  return result;
+}
+
+const std::vector<int>& Platform::host_cores(char letter) const {
+  const ProcessorSpec* p = find(letter);
+  if (p == nullptr) throw InputError("platform '" + name + "' has no processor '" + letter + "'");
+  if (p->is_cpu()) return p->cores;
+  return host_cores(p->host);
+}
+
+Platform parse_platform(const std::string& json_text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw InputError(origin + " is not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw InputError(origin + " must hold a JSON object");
+  Platform platform;
+  platform.name = j.value("name", std::string("unnamed"));
+  platform.description = j.value("description", std::string());
+  if (!j.contains("processors") || !j["processors"].is_array() || j["processors"].empty()) {
+    throw InputError(origin + " has no \"processors\" list");
+  }
+  try {
+    for (size_t i = 0; i < j["processors"].size(); ++i) {
+      platform.processors.push_back(
+          parse_processor(j["processors"][i], origin + ": processors[" + std::to_string(i) + "]"));
+    }
+  } catch (const json::exception& e) {
+    throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
+  }
+  check_consistency(platform, origin);
+  return platform;
+}
+
+Platform load_platform(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw InputError("cannot read platform file '" + path.string() +
+                     "' (check the path; shipped ones are in platforms/)");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_platform(text.str(), "platform file '" + path.string() + "'");
+}
+
+Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
+  // Group cores by cpufreq policy; rank clusters by their maximum frequency.
+  struct Cluster {
+    long max_khz;
+    std::vector<int> cores;
+  };
+  std::vector<Cluster> clusters;
+  const auto cpufreq = sysfs_root / "devices/system/cpu/cpufreq";
+  std::error_code ec;
+  if (std::filesystem::is_directory(cpufreq, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(cpufreq, ec)) {
+      if (entry.path().filename().string().rfind("policy", 0) != 0) continue;
+      std::vector<int> cores = parse_cpu_list(read_line(entry.path() / "related_cpus"));
+      if (cores.empty()) cores = parse_cpu_list(read_line(entry.path() / "affected_cpus"));
+      if (cores.empty()) continue;
+      long khz = 0;
+      try {
+        khz = std::stol(read_line(entry.path() / "cpuinfo_max_freq"));
+      } catch (const std::exception&) {
+      }
+      clusters.push_back({khz, std::move(cores)});
+    }
+  }
+  std::sort(clusters.begin(), clusters.end(), [](const Cluster& a, const Cluster& b) {
+    return a.max_khz != b.max_khz ? a.max_khz > b.max_khz : a.cores < b.cores;
+  });
+  // Clusters at one frequency are one kind of core: merge them.
+  std::vector<Cluster> merged;
+  for (Cluster& c : clusters) {
+    if (!merged.empty() && merged.back().max_khz == c.max_khz) {
+      merged.back().cores.insert(merged.back().cores.end(), c.cores.begin(), c.cores.end());
+    } else {
+      merged.push_back(std::move(c));
+    }
+  }
+
+  Platform platform;
+  platform.name = "host";
+  if (merged.size() >= 2) {
+    platform.description = "this machine: big.LITTLE clusters from cpufreq";
+    platform.processors.push_back(cpu_cluster('B', "big CPU cluster", merged[0].cores));
+    platform.processors.push_back(cpu_cluster('L', "LITTLE CPU cluster", merged[1].cores));
+  } else {
+    // A symmetric CPU: split the cores into two halves so that B and L are real, separate
+    // clusters whose threads never compete for a core.
+    std::vector<int> cores = merged.empty() ? online_cores() : merged[0].cores;
+    std::sort(cores.begin(), cores.end());
+    platform.description = "this machine: symmetric CPU split into two halves";
+    const size_t half = (cores.size() + 1) / 2;
+    platform.processors.push_back(
+        cpu_cluster('B', "CPU half B", std::vector<int>(cores.begin(), cores.begin() + half)));
+    if (cores.size() > 1) {
+      platform.processors.push_back(
+          cpu_cluster('L', "CPU half L", std::vector<int>(cores.begin() + half, cores.end())));
+    }
+  }
+  ProcessorSpec gpu;
+  gpu.letter = 'G';
+  gpu.name = "OpenCL GPU";
+  gpu.kind = "gpu";
+  gpu.backends = {"opencl"};
+  gpu.host = 'B';
+  platform.processors.push_back(gpu);
+  ProcessorSpec npu;
+  npu.letter = 'N';
+  npu.name = "NPU";
+  npu.kind = "npu";
+  npu.backends = {"rknn", "npu-int8"};
+  npu.host = platform.find('L') != nullptr ? 'L' : 'B';
+  platform.processors.push_back(npu);
+  return platform;
+}
+
+void apply_overrides(Platform& platform, const CpuOverrides& o) {
+  auto apply_cpu = [&](char letter, const char* cores_flag, const char* threads_flag,
+                       std::optional<int> cores, std::optional<int> threads) {
+    if (!cores && !threads) return;
+    ProcessorSpec* p = platform.find(letter);
+    if (p == nullptr || !p->is_cpu()) {
+      throw InputError(std::string(cores ? cores_flag : threads_flag) + " is set but platform '" +
+                       platform.name + "' has no CPU cluster '" + letter + "'");
+    }
+    if (cores) {
+      if (*cores < 1 || *cores > static_cast<int>(p->cores.size())) {
+        throw InputError(std::string(cores_flag) + "=" + std::to_string(*cores) + " but cluster '" +
+                         letter + "' of platform '" + platform.name + "' has " +
+                         std::to_string(p->cores.size()) + " cores (" + core_list(p->cores) +
+                         "); use 1.." + std::to_string(p->cores.size()));
+      }
+      p->cores.resize(static_cast<size_t>(*cores));
+      p->threads = std::min(p->threads, *cores);
+    }
+    if (threads) {
+      if (*threads < 1 || *threads > static_cast<int>(p->cores.size())) {
+        throw InputError(std::string(threads_flag) + "=" + std::to_string(*threads) +
+                         " but cluster '" + letter + "' has " + std::to_string(p->cores.size()) +
+                         " cores (" + core_list(p->cores) + "); use 1.." +
+                         std::to_string(p->cores.size()));
+      }
+      p->threads = *threads;
+    }
+  };
+  apply_cpu('B', "--cores", "--threads", o.cores_big, o.threads_big);
+  apply_cpu('L', "--cores_little", "--threads_little", o.cores_little, o.threads_little);
+  auto apply_host = [&](std::optional<char> host, const char* kind, const char* flag) {
+    if (!host) return;
+    const ProcessorSpec* h = platform.find(*host);
+    if (h == nullptr || !h->is_cpu()) {
+      throw InputError(std::string(flag) + "=" + std::string(1, *host) +
+                       " is not a CPU cluster of platform '" + platform.name + "' (use B or L)");
+    }
+    for (ProcessorSpec& p : platform.processors) {
+      if (p.kind == kind) p.host = *host;
+    }
+  };
+  apply_host(o.host_gpu, "gpu", "--host_gpu");
+  apply_host(o.host_npu, "npu", "--host_npu");
+}
+
+void check_cores_exist(const Platform& platform) {
+  const std::vector<int> online = online_cores();
+  for (const ProcessorSpec& p : platform.processors) {
+    for (int core : p.cores) {
+      if (std::find(online.begin(), online.end(), core) == online.end()) {
+        throw InputError("processor '" + std::string(1, p.letter) + "' of platform '" +
+                         platform.name + "' uses core " + std::to_string(core) +
+                         ", which this machine does not offer (available: " +
+                         core_list(online) + "); pick another --platform or fix its cores");
+      }
+    }
+  }
+}
+
+}  // namespace co_up

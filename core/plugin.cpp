@@ -1,0 +1,92 @@
+#include "core/plugin.h"
+
+#include <dlfcn.h>
+
+#include "core/error.h"
+
+namespace co_up {
+namespace {
+
+struct StatusReleaser {
+  const co_up_plugin_api* api;
+  void operator()(co_up_status* s) const { api->status_release(s); }
+};
+
+std::vector<co_up_option> to_c_options(
+    const std::vector<std::pair<std::string, std::string>>& options) {
+  std::vector<co_up_option> c_options;
+  for (const auto& [key, value] : options) c_options.push_back({key.c_str(), value.c_str()});
+  return c_options;
+}
+
+}  // namespace
+
+void check_status(const co_up_plugin_api& api, co_up_status* status, const std::string& context) {
+  if (status == nullptr) return;
+  std::unique_ptr<co_up_status, StatusReleaser> owned(status, StatusReleaser{&api});
+  const std::string message = owned->message != nullptr ? owned->message : "(no message)";
+  throw RuntimeError(context + ": " + message);
+}
+
+Plugin::Plugin(std::string path, void* dl_handle, const co_up_plugin_api* api,
+               co_up_factory* factory)
+    : path_(std::move(path)), dl_handle_(dl_handle), api_(api), factory_(factory) {}
+
+Plugin::~Plugin() {
+  if (factory_ != nullptr) api_->factory_release(factory_);
+  if (dl_handle_ != nullptr) dlclose(dl_handle_);
+}
+
+std::shared_ptr<Device> Device::create(
+    std::shared_ptr<const Plugin> plugin,
+    const std::vector<std::pair<std::string, std::string>>& options, const std::string& context) {
+  const std::vector<co_up_option> c_options = to_c_options(options);
+  co_up_device* device = nullptr;
+  check_status(plugin->api(),
+               plugin->api().device_create(plugin->factory(), c_options.data(),
+                                           static_cast<uint32_t>(c_options.size()), &device),
+               context);
+  return std::make_shared<Device>(Key{}, std::move(plugin), device);
+}
+
+Device::~Device() {
+  if (device_ != nullptr) plugin_->api().device_release(device_);
+}
+
+CompiledSubGraph::CompiledSubGraph(std::shared_ptr<Device> device, const co_up_subgraph_desc& desc,
+                                   const std::string& context)
+    : device_(std::move(device)), context_(context) {
+  check_status(api(), api().compiled_create(device_->handle(), &desc, &compiled_),
+               context_ + ": compile failed");
+}
+
+CompiledSubGraph::~CompiledSubGraph() {
+  if (compiled_ != nullptr) api().compiled_release(compiled_);
+}
+
+void* CompiledSubGraph::map(co_up_io_direction direction, uint32_t index) {
+  void* ptr = nullptr;
+  check_status(api(), api().compiled_map(compiled_, direction, index, &ptr), context_ + ": map");
+  return ptr;
+}
+
+void CompiledSubGraph::unmap(co_up_io_direction direction, uint32_t index) {
+  check_status(api(), api().compiled_unmap(compiled_, direction, index), context_ + ": unmap");
+}
+
+bool CompiledSubGraph::bind_input(uint32_t index, const void* host_ptr) {
+  if (api().compiled_bind_input == nullptr) return false;
+  co_up_status* status = api().compiled_bind_input(compiled_, index, host_ptr);
+  if (status != nullptr && status->code == CO_UP_STATUS_UNSUPPORTED) {
+    api().status_release(status);
+    return false;
+  }
+  check_status(api(), status, context_ + ": bind input");
+  return true;
+}
+
+void CompiledSubGraph::run(const co_up_run_hooks* hooks) {
+  check_status(api(), api().compiled_run(compiled_, hooks), context_ + ": run");
+}
+
+}  // namespace co_up

@@ -1,0 +1,89 @@
+// C++ side of the plugin ABI: RAII owners for the objects a plugin hands out.
+//
+// Destruction order follows the ABI chain — compiled sub-graphs, then devices, then the factory,
+// then dlclose — and is enforced by ownership: a Device keeps its Plugin alive (shared_ptr), a
+// CompiledSubGraph keeps its Device alive.
+//
+// Threading: as the ABI says — Plugin and Device may be shared across threads; one
+// CompiledSubGraph is used by one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "co_up/plugin_abi.h"
+
+namespace co_up {
+
+// Throws RuntimeError "<context>: <plugin message>" when `status` is non-NULL; releases it.
+void check_status(const co_up_plugin_api& api, co_up_status* status, const std::string& context);
+
+// One loaded shared object and its factory.
+class Plugin {
+ public:
+  // Takes ownership of the dlopen handle and factory.
+  Plugin(std::string path, void* dl_handle, const co_up_plugin_api* api, co_up_factory* factory);
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  const co_up_plugin_api& api() const { return *api_; }
+  co_up_factory* factory() const { return factory_; }
+  const std::string& path() const { return path_; }
+  std::string name() const { return api_->name; }
+
+ private:
+  std::string path_;
+  void* dl_handle_;
+  const co_up_plugin_api* api_;
+  co_up_factory* factory_;
+};
+
+// A plugin's device for one processor letter.
+class Device {
+  struct Key {};  // only create() constructs, always into a shared_ptr
+
+ public:
+  Device(Key, std::shared_ptr<const Plugin> plugin, co_up_device* device)
+      : plugin_(std::move(plugin)), device_(device) {}
+  static std::shared_ptr<Device> create(std::shared_ptr<const Plugin> plugin,
+                                        const std::vector<std::pair<std::string, std::string>>& options,
+                                        const std::string& context);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const Plugin& plugin() const { return *plugin_; }
+  co_up_device* handle() const { return device_; }
+
+ private:
+  std::shared_ptr<const Plugin> plugin_;
+  co_up_device* device_;
+};
+
+// A sub-graph compiled by a device.
+class CompiledSubGraph {
+ public:
+  CompiledSubGraph(std::shared_ptr<Device> device, const co_up_subgraph_desc& desc,
+                   const std::string& context);
+  ~CompiledSubGraph();
+  CompiledSubGraph(const CompiledSubGraph&) = delete;
+  CompiledSubGraph& operator=(const CompiledSubGraph&) = delete;
+
+  void* map(co_up_io_direction direction, uint32_t index);
+  void unmap(co_up_io_direction direction, uint32_t index);
+  // False when the backend cannot read host memory directly (the caller then maps and copies).
+  bool bind_input(uint32_t index, const void* host_ptr);
+  void run(const co_up_run_hooks* hooks);
+
+ private:
+  const co_up_plugin_api& api() const { return device_->plugin().api(); }
+
+  std::shared_ptr<Device> device_;
+  co_up_compiled* compiled_ = nullptr;
+  std::string context_;
+};
+
+}  // namespace co_up

@@ -1,0 +1,155 @@
+#include "core/plugin_registry.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace co_up {
+
+const char* outcome_name(PluginRecord::Outcome outcome) {
+  switch (outcome) {
+    case PluginRecord::Outcome::kLoaded: return "loaded";
+    case PluginRecord::Outcome::kDeclined: return "declined";
+    case PluginRecord::Outcome::kRefused: return "refused";
+  }
+  return "?";
+}
+
+namespace {
+
+struct DlCloser {
+  void operator()(void* handle) const { dlclose(handle); }
+};
+using DlHandle = std::unique_ptr<void, DlCloser>;
+
+std::string abi_string(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Loads one file; fills `record`; returns the plugin when it loaded.
+std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, PluginRecord& record) {
+  record.path = path;
+  dlerror();
+  DlHandle handle(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
+  if (!handle) {
+    const char* err = dlerror();
+    record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
+    return nullptr;
+  }
+  auto get_api = reinterpret_cast<co_up_plugin_get_api_fn>(
+      dlsym(handle.get(), CO_UP_PLUGIN_ENTRY_POINT));
+  if (get_api == nullptr) {
+    record.reason = std::string("not a co_up plugin: no symbol '") + CO_UP_PLUGIN_ENTRY_POINT + "'";
+    return nullptr;
+  }
+  const co_up_plugin_api* api = get_api(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR);
+  if (api == nullptr) {
+    record.reason = "the plugin does not support co_up ABI " +
+                    abi_string(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR) +
+                    " (rebuild it against this co_up's SDK)";
+    return nullptr;
+  }
+  // ABI 1.0's table ends with compiled_run; later minors only append.
+  if (api->struct_size < offsetof(co_up_plugin_api, compiled_run) + sizeof(api->compiled_run)) {
+    record.reason = "the plugin's function table is truncated (struct_size " +
+                    std::to_string(api->struct_size) + ")";
+    return nullptr;
+  }
+  if (api->abi_major != CO_UP_ABI_VERSION_MAJOR) {
+    record.reason = "built for co_up ABI " + abi_string(api->abi_major, api->abi_minor) +
+                    ", this co_up speaks " +
+                    abi_string(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR) +
+                    " (majors must match; rebuild the plugin)";
+    return nullptr;
+  }
+  if (api->abi_minor > CO_UP_ABI_VERSION_MINOR) {
+    record.reason = "built for co_up ABI " + abi_string(api->abi_major, api->abi_minor) +
+                    ", newer than this co_up's " +
+                    abi_string(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR) +
+                    " (upgrade co_up)";
+    return nullptr;
+  }
+  if (api->name == nullptr || api->status_release == nullptr || api->factory_create == nullptr ||
+      api->device_create == nullptr || api->compiled_create == nullptr ||
+      api->compiled_run == nullptr || api->compiled_map == nullptr) {
+    record.reason = "the plugin's function table lacks required entries";
+    return nullptr;
+  }
+  record.backend = api->name;
+  record.version = api->version != nullptr ? api->version : "";
+  record.description = api->description != nullptr ? api->description : "";
+
+  co_up_factory* factory = nullptr;
+  co_up_status* status = api->factory_create(nullptr, 0, &factory);
+  if (status != nullptr) {
+    record.outcome = status->code == CO_UP_STATUS_NO_DEVICE ? PluginRecord::Outcome::kDeclined
+                                                            : PluginRecord::Outcome::kRefused;
+    record.reason = status->message != nullptr ? status->message : "factory_create failed";
+    api->status_release(status);
+    return nullptr;
+  }
+  record.outcome = PluginRecord::Outcome::kLoaded;
+  return std::make_shared<const Plugin>(path.string(), handle.release(), api, factory);
+}
+
+}  // namespace
+
+PluginRegistry PluginRegistry::load_directory(const std::filesystem::path& directory) {
+  PluginRegistry registry;
+  registry.directory_ = directory;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(directory, ec)) return registry;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+    if (entry.path().extension() == ".so") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    PluginRecord record;
+    std::shared_ptr<const Plugin> plugin = load_one(file, record);
+    if (plugin && registry.find(plugin->name())) {
+      record.outcome = PluginRecord::Outcome::kRefused;
+      record.reason = "backend '" + plugin->name() + "' is already provided by an earlier file";
+      plugin.reset();
+    }
+    if (plugin) registry.plugins_.push_back(std::move(plugin));
+    registry.records_.push_back(std::move(record));
+  }
+  return registry;
+}
+
+std::filesystem::path PluginRegistry::default_directory() {
+  if (const char* env = std::getenv("CO_UP_PLUGIN_PATH"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "plugins";
+  return exe.parent_path() / "plugins";
+}
+
+std::shared_ptr<const Plugin> PluginRegistry::find(const std::string& backend) const {
+  for (const auto& plugin : plugins_) {
+    if (plugin->name() == backend) return plugin;
+  }
+  return nullptr;
+}
+
+std::string PluginRegistry::summary() const {
+  if (records_.empty()) return "no plugin files in '" + directory_.string() + "'";
+  std::string text;
+  for (const PluginRecord& r : records_) {
+    if (!text.empty()) text += "; ";
+    text += (r.backend.empty() ? r.path.filename().string() : r.backend) + " " +
+            outcome_name(r.outcome);
+    if (!r.reason.empty()) text += " (" + r.reason + ")";
+  }
+  return text;
+}
+
+}  // namespace co_up

@@ -1,0 +1,379 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/error.h"
+
+namespace co_up::graph {
+
+size_t dtype_size(DataType dtype) {
+  switch (dtype) {
+    case DataType::kF32: return 4;
+    case DataType::kF16: return 2;
+    case DataType::kI8: return 1;
+    case DataType::kU8: return 1;
+    case DataType::kI32: return 4;
+    case DataType::kI64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DataType dtype) {
+  switch (dtype) {
+    case DataType::kF32: return "f32";
+    case DataType::kF16: return "f16";
+    case DataType::kI8: return "int8";
+    case DataType::kU8: return "uint8";
+    case DataType::kI32: return "int32";
+    case DataType::kI64: return "int64";
+  }
+  return "?";
+}
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::kAny: return "any";
+    case Layout::kNchw: return "NCHW";
+    case Layout::kNhwc: return "NHWC";
+  }
+  return "?";
+}
+
+int64_t TensorDesc::element_count() const {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+std::string TensorDesc::shape_string() const {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& node_name, OpType op, const std::string& what) {
+  throw InputError("node '" + node_name + "' (" + std::string(op_type_name(op)) + "): " + what);
+}
+
+int64_t pooled_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
+                      int64_t pad_end, int64_t dilation, bool ceil_mode) {
+  const int64_t effective = dilation * (kernel - 1) + 1;
+  const int64_t span = in + pad_begin + pad_end - effective;
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // ONNX/Caffe: the last window must start inside the input or the leading padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+void require_rank(const std::string& name, OpType op, const TensorDesc& d, size_t rank) {
+  if (d.shape.size() != rank) {
+    fail(name, op, "expects a rank-" + std::to_string(rank) + " input, got " + d.shape_string());
+  }
+}
+
+}  // namespace
+
+TensorDesc infer_output(const std::string& name, OpType op,
+                        const std::vector<const TensorDesc*>& inputs, const Attributes& attrs) {
+  auto input = [&](size_t i) -> const TensorDesc& {
+    if (i >= inputs.size() || inputs[i] == nullptr) {
+      fail(name, op, "input " + std::to_string(i) + " is missing");
+    }
+    return *inputs[i];
+  };
+  const TensorDesc& x = input(0);
+  TensorDesc out = x;
+  out.quant = {};
+  switch (op) {
+    case OpType::kInput:
+      fail(name, op, "Input nodes are created with Graph::add_input");
+    case OpType::kConv: {
+      require_rank(name, op, x, 4);
+      const TensorDesc& w = input(1);
+      const auto& strides = attrs.get_ints("strides");
+      const auto& pads = attrs.get_ints("pads");
+      const auto& dilations = attrs.get_ints("dilations");
+      const int64_t group = attrs.get_int("group");
+      if (w.shape.size() != 4) fail(name, op, "weights must be [M, C/group, kH, kW]");
+      if (group <= 0 || x.shape[1] % group != 0 || w.shape[0] % group != 0 ||
+          w.shape[1] * group != x.shape[1]) {
+        fail(name, op, "input channels " + std::to_string(x.shape[1]) + ", weights " +
+                           w.shape_string() + " and group " + std::to_string(group) +
+                           " do not fit");
+      }
+      if (inputs.size() > 2 && inputs[2] != nullptr && inputs[2]->element_count() != w.shape[0]) {
+        fail(name, op, "bias has " + std::to_string(inputs[2]->element_count()) +
+                           " values for " + std::to_string(w.shape[0]) + " output channels");
+      }
+      const int64_t oh = pooled_extent(x.shape[2], w.shape[2], strides[0], pads[0], pads[2],
+                                       dilations[0], false);
+      const int64_t ow = pooled_extent(x.shape[3], w.shape[3], strides[1], pads[1], pads[3],
+                                       dilations[1], false);
+      if (oh <= 0 || ow <= 0) fail(name, op, "input " + x.shape_string() + " is too small");
+      out.shape = {x.shape[0], w.shape[0], oh, ow};
+      return out;
+    }
+    case OpType::kFullyConnected: {
+      const TensorDesc& w = input(1);
+      int64_t k = 1;
+      for (size_t i = 1; i < x.shape.size(); ++i) k *= x.shape[i];
+      if (w.shape.size() != 2 || w.shape[1] != k) {
+        fail(name, op, "weights " + w.shape_string() + " do not fit input " + x.shape_string() +
+                           " (expected [M, " + std::to_string(k) + "])");
+      }
+      out.shape = {x.shape[0], w.shape[0]};
+      out.layout = Layout::kAny;
+      return out;
+    }
+    case OpType::kMaxPool:
+    case OpType::kAveragePool: {
+      require_rank(name, op, x, 4);
+      const auto& kernel = attrs.get_ints("kernel_shape");
+      const auto& strides = attrs.get_ints("strides");
+      const auto& pads = attrs.get_ints("pads");
+      const bool ceil_mode = attrs.get_int("ceil_mode") != 0;
+      const int64_t oh = pooled_extent(x.shape[2], kernel[0], strides[0], pads[0], pads[2], 1,
+                                       ceil_mode);
+      const int64_t ow = pooled_extent(x.shape[3], kernel[1], strides[1], pads[1], pads[3], 1,
+                                       ceil_mode);
+      if (oh <= 0 || ow <= 0) fail(name, op, "input " + x.shape_string() + " is too small");
+      out.shape = {x.shape[0], x.shape[1], oh, ow};
+      return out;
+    }
+    case OpType::kGlobalAveragePool:
+    case OpType::kGlobalMaxPool:
+      require_rank(name, op, x, 4);
+      out.shape = {x.shape[0], x.shape[1], 1, 1};
+      return out;
+    case OpType::kRelu:
+    case OpType::kClip:
+    case OpType::kSigmoid:
+    case OpType::kHardSwish:
+    case OpType::kIdentity:
+    case OpType::kSoftmax:
+      return out;
+    case OpType::kLrn:
+      require_rank(name, op, x, 4);
+      return out;
+    case OpType::kBatchNormalization:
+      require_rank(name, op, x, 4);
+      for (size_t i = 1; i <= 4; ++i) {
+        if (input(i).element_count() != x.shape[1]) {
+          fail(name, op, "parameter " + std::to_string(i) + " must have one value per channel");
+        }
+      }
+      return out;
+    case OpType::kConcat: {
+      const int64_t axis = attrs.get_int("axis");
+      if (axis < 0 || axis >= static_cast<int64_t>(x.shape.size())) {
+        fail(name, op, "axis " + std::to_string(axis) + " is out of range");
+      }
+      out.shape[axis] = 0;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const TensorDesc& in = input(i);
+        for (size_t d = 0; d < x.shape.size(); ++d) {
+          if (static_cast<int64_t>(d) != axis &&
+              (in.shape.size() != x.shape.size() || in.shape[d] != x.shape[d])) {
+            fail(name, op, "inputs " + x.shape_string() + " and " + in.shape_string() +
+                               " differ outside axis " + std::to_string(axis));
+          }
+        }
+        out.shape[axis] += in.shape[axis];
+      }
+      return out;
+    }
+    case OpType::kAdd:
+      if (input(1).shape != x.shape) {
+        fail(name, op, "operands " + x.shape_string() + " and " + input(1).shape_string() +
+                           " must have the same shape");
+      }
+      return out;
+    case OpType::kFlatten: {
+      const int64_t axis = attrs.get_int("axis");
+      int64_t outer = 1;
+      int64_t inner = 1;
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        (static_cast<int64_t>(d) < axis ? outer : inner) *= x.shape[d];
+      }
+      out.shape = {outer, inner};
+      out.layout = Layout::kAny;
+      return out;
+    }
+    case OpType::kReshape: {
+      out.shape = attrs.get_ints("shape");
+      if (out.element_count() != x.element_count()) {
+        fail(name, op, "cannot reshape " + x.shape_string() + " to " + out.shape_string());
+      }
+      out.layout = out.shape.size() == 4 ? x.layout : Layout::kAny;
+      return out;
+    }
+  }
+  fail(name, op, "unknown operator");
+}
+
+TensorId Graph::add_input(const std::string& name, TensorDesc desc) {
+  const auto tensor_id = static_cast<TensorId>(tensors_.size());
+  const auto node_id = static_cast<NodeId>(nodes_.size());
+  tensors_.push_back(Tensor{tensor_id, name, std::move(desc), node_id, false, {}});
+  nodes_.push_back(Node{node_id, name, OpType::kInput, {}, {}, {tensor_id}, 0});
+  inputs_.push_back(tensor_id);
+  return tensor_id;
+}
+
+TensorId Graph::add_constant(const std::string& name, TensorDesc desc, std::vector<float> data) {
+  if (static_cast<int64_t>(data.size()) != desc.element_count()) {
+    throw InputError("constant '" + name + "' has " + std::to_string(data.size()) +
+                     " values but shape " + desc.shape_string() + " needs " +
+                     std::to_string(desc.element_count()));
+  }
+  const auto id = static_cast<TensorId>(tensors_.size());
+  tensors_.push_back(Tensor{id, name, std::move(desc), kNoNode, true, std::move(data)});
+  return id;
+}
+
+TensorId Graph::add_node(const std::string& name, OpType op, std::vector<TensorId> inputs,
+                         Attributes attrs, uint32_t layer) {
+  std::vector<const TensorDesc*> descs;
+  for (TensorId t : inputs) descs.push_back(t == kNoTensor ? nullptr : &tensors_.at(t).desc);
+  TensorDesc out_desc = infer_output(name, op, descs, attrs);
+  const auto node_id = static_cast<NodeId>(nodes_.size());
+  const auto tensor_id = static_cast<TensorId>(tensors_.size());
+  tensors_.push_back(Tensor{tensor_id, name, std::move(out_desc), node_id, false, {}});
+  nodes_.push_back(Node{node_id, name, op, std::move(attrs), std::move(inputs), {tensor_id}, layer});
+  return tensor_id;
+}
+
+void Graph::mark_output(TensorId tensor) { outputs_.push_back(tensor); }
+
+void Graph::set_layer_name(uint32_t layer, std::string name) {
+  if (layer_names_.size() <= layer) layer_names_.resize(layer + 1);
+  layer_names_[layer] = std::move(name);
+}
+
+uint32_t Graph::layer_count() const {
+  uint32_t count = 0;
+  for (const Node& n : nodes_) count = std::max(count, n.layer + 1);
+  return count;
+}
+
+std::vector<LayerUnit> Graph::layers() const {
+  std::vector<LayerUnit> units(layer_count());
+  for (uint32_t i = 0; i < units.size(); ++i) {
+    units[i].name = i < layer_names_.size() && !layer_names_[i].empty()
+                        ? layer_names_[i]
+                        : "layer" + std::to_string(i);
+  }
+  for (const Node& n : nodes_) units[n.layer].nodes.push_back(n.id);
+  return units;
+}
+
+std::vector<NodeId> Graph::consumers(TensorId tensor) const {
+  std::vector<NodeId> result;
+  for (const Node& n : nodes_) {
+    if (std::find(n.inputs.begin(), n.inputs.end(), tensor) != n.inputs.end()) {
+      result.push_back(n.id);
+    }
+  }
+  return result;
+}
+
+void Graph::erase_passthrough_nodes_impl(const std::vector<bool>& erase) {
+  // Replacement map for tensors produced by erased nodes, resolved transitively.
+  std::vector<TensorId> replace(tensors_.size());
+  for (TensorId t = 0; t < replace.size(); ++t) replace[t] = t;
+  for (const Node& n : nodes_) {
+    if (!erase[n.id]) continue;
+    if (n.outputs.size() != 1 || n.inputs.empty()) {
+      throw std::logic_error("node '" + n.name + "' is not a pass-through node");
+    }
+    replace[n.outputs[0]] = replace[n.inputs[0]];
+  }
+  auto resolve = [&](TensorId t) { return t == kNoTensor ? t : replace[t]; };
+  std::vector<Node> kept;
+  for (Node& n : nodes_) {
+    if (erase[n.id]) continue;
+    for (TensorId& t : n.inputs) t = resolve(t);
+    n.id = static_cast<NodeId>(kept.size());
+    for (TensorId t : n.outputs) tensors_[t].producer = n.id;
+    kept.push_back(std::move(n));
+  }
+  for (TensorId& t : outputs_) t = resolve(t);
+  for (Tensor& t : tensors_) {
+    if (t.producer != kNoNode && replace[t.id] != t.id) t.producer = kNoNode;  // now dead
+  }
+  nodes_ = std::move(kept);
+}
+
+void Graph::validate() const {
+  std::vector<bool> available(tensors_.size(), false);
+  for (const Tensor& t : tensors_) available[t.id] = t.is_constant;
+  uint32_t previous_layer = 0;
+  std::vector<bool> layer_closed;
+  for (const Node& n : nodes_) {
+    for (TensorId t : n.inputs) {
+      if (t != kNoTensor && !available.at(t)) {
+        throw std::logic_error("node '" + n.name + "' reads tensor '" + tensors_.at(t).name +
+                               "' before it is produced");
+      }
+    }
+    for (TensorId t : n.outputs) available.at(t) = true;
+    if (n.layer != previous_layer) {
+      if (layer_closed.size() <= previous_layer) layer_closed.resize(previous_layer + 1);
+      layer_closed[previous_layer] = true;
+      if (n.layer < layer_closed.size() && layer_closed[n.layer]) {
+        throw std::logic_error("layer unit " + std::to_string(n.layer) + " is not contiguous");
+      }
+      previous_layer = n.layer;
+    }
+  }
+  for (TensorId t : outputs_) {
+    if (!available.at(t)) throw std::logic_error("graph output is never produced");
+  }
+}
+
+int64_t node_macs(const Graph& graph, const Node& node) {
+  const TensorDesc& out = graph.tensor(node.outputs.at(0)).desc;
+  switch (node.op) {
+    case OpType::kConv: {
+      const TensorDesc& w = graph.tensor(node.inputs.at(1)).desc;
+      return out.element_count() * w.shape[1] * w.shape[2] * w.shape[3];
+    }
+    case OpType::kFullyConnected: {
+      const TensorDesc& w = graph.tensor(node.inputs.at(1)).desc;
+      return out.element_count() * w.shape[1];
+    }
+    default:
+      return 0;
+  }
+}
+
+std::vector<LayerSummary> summarize_layers(const Graph& graph) {
+  std::vector<LayerSummary> result;
+  for (const LayerUnit& unit : graph.layers()) {
+    LayerSummary summary;
+    summary.index = static_cast<uint32_t>(result.size());
+    summary.name = unit.name;
+    for (NodeId id : unit.nodes) {
+      const Node& n = graph.node(id);
+      if (n.op == OpType::kInput) continue;
+      if (!summary.ops.empty()) summary.ops += "+";
+      summary.ops += op_type_name(n.op);
+      if (n.attrs.has("activation") && n.attrs.get_string("activation") != "none") {
+        summary.ops += "(" + n.attrs.get_string("activation") + ")";
+      }
+      summary.macs += node_macs(graph, n);
+      summary.output_shape = graph.tensor(n.outputs.at(0)).desc.shape_string();
+    }
+    result.push_back(std::move(summary));
+  }
+  return result;
+}
+
+}  // namespace co_up::graph

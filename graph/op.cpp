@@ -1,0 +1,49 @@
+#include "graph/op.h"
+
+#include <array>
+#include <utility>
+
+namespace co_up::graph {
+namespace {
+
+constexpr std::array<std::pair<OpType, std::string_view>, 19> kOpNames{{
+    {OpType::kInput, "Input"},
+    {OpType::kConv, "Conv"},
+    {OpType::kFullyConnected, "FullyConnected"},
+    {OpType::kMaxPool, "MaxPool"},
+    {OpType::kAveragePool, "AveragePool"},
+    {OpType::kGlobalAveragePool, "GlobalAveragePool"},
+    {OpType::kGlobalMaxPool, "GlobalMaxPool"},
+    {OpType::kRelu, "Relu"},
+    {OpType::kClip, "Clip"},
+    {OpType::kSigmoid, "Sigmoid"},
+    {OpType::kHardSwish, "HardSwish"},
+    {OpType::kLrn, "LRN"},
+    {OpType::kBatchNormalization, "BatchNormalization"},
+    {OpType::kConcat, "Concat"},
+    {OpType::kAdd, "Add"},
+    {OpType::kSoftmax, "Softmax"},
+    {OpType::kFlatten, "Flatten"},
+    {OpType::kReshape, "Reshape"},
+    {OpType::kIdentity, "Identity"},
+}};
+
+}  // namespace
+
+std::string_view op_type_name(OpType op) {
+  for (const auto& [type, name] : kOpNames) {
+    if (type == op) return name;
+  }
+  return "Unknown";
+}
+
+std::optional<OpType> op_type_from_name(std::string_view name) {
+  for (const auto& [type, op_name] : kOpNames) {
+    if (op_name == name) return type;
+  }
+  return std::nullopt;
+}
+
+bool is_compute_op(OpType op) { return op == OpType::kConv || op == OpType::kFullyConnected; }
+
+}  // namespace co_up::graph

@@ -1,0 +1,78 @@
+// Operators of the co_up IR: names and attributes, as they cross the plugin ABI.
+//
+// Activations are 4-D NCHW f32 tensors unless said otherwise (batch N is 1 in the zoo, but kernels
+// handle any N). Names and attributes follow ONNX where ONNX has the operator, so importers map
+// one-to-one. Every attribute listed is always present on a node the builder made.
+//
+//  op_type            inputs                         attributes (type)
+//  ------------------ ------------------------------ ---------------------------------------------
+//  Conv               X, W[M, C/group, kH, kW], B[M]? strides(ints 2), pads(ints 4: top,left,
+//                                                    bottom,right), dilations(ints 2), group(int),
+//                                                    activation(string: "none"|"relu"|"relu6")
+//                     Depthwise = group == C == M (or M a multiple of C).
+//  FullyConnected     X[N, K] (or N,C,H,W flattened), W[M, K], B[M]?   activation(string)
+//                     Y[n, m] = sum_k X[n, k] * W[m, k] + B[m]
+//  MaxPool            X                              kernel_shape(ints 2), strides(ints 2),
+//  AveragePool                                       pads(ints 4), ceil_mode(int 0|1),
+//                                                    count_include_pad(int, AveragePool only)
+//                     Padding never wins a max; out = floor_or_ceil((H + pt + pb - k) / s) + 1,
+//                     and with ceil_mode the last window must start inside the input or top/left
+//                     padding (ONNX/Caffe rule).
+//  GlobalAveragePool  X                              -           (Y is N,C,1,1)
+//  GlobalMaxPool      X                              -
+//  Relu               X                              -
+//  Clip               X                              min(float), max(float)   (ReLU6 = Clip 0..6)
+//  Sigmoid            X                              -
+//  HardSwish          X                              -   y = x * clip(x + 3, 0, 6) / 6
+//  LRN                X                              size(int), alpha(float), beta(float),
+//                                                    bias(float)   across channels, ONNX formula:
+//                     y = x / (bias + alpha / size * sum_{c' in window} x[c']^2) ^ beta
+//  BatchNormalization X, scale, bias, mean, var      epsilon(float)  (folded into Conv at load;
+//                                                    backends may still see it after a non-Conv)
+//  Concat             X0, X1, ...                    axis(int)
+//  Add                A, B (same shape)              activation(string)
+//  Softmax            X                              axis(int)   (over that one axis)
+//  Flatten            X                              axis(int)   -> 2-D [prod(dims<axis), rest]
+//  Reshape            X                              shape(ints)  (resolved, no -1 or 0 entries)
+//  Identity           X                              -   (Dropout at inference maps here)
+//
+// "activation" is a fused activation the graph passes may attach to Conv, FullyConnected and Add;
+// the builder always sets it to "none", fusion sets it. Backends must honour it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace co_up::graph {
+
+enum class OpType : uint8_t {
+  kInput,  // graph input placeholder: no computation, never sent to a backend
+  kConv,
+  kFullyConnected,
+  kMaxPool,
+  kAveragePool,
+  kGlobalAveragePool,
+  kGlobalMaxPool,
+  kRelu,
+  kClip,
+  kSigmoid,
+  kHardSwish,
+  kLrn,
+  kBatchNormalization,
+  kConcat,
+  kAdd,
+  kSoftmax,
+  kFlatten,
+  kReshape,
+  kIdentity,
+};
+
+// ABI spelling of an op ("Conv", "FullyConnected", ...).
+std::string_view op_type_name(OpType op);
+std::optional<OpType> op_type_from_name(std::string_view name);
+
+// Compute ops start a new layer unit with --units=ops and carry the MAC count.
+bool is_compute_op(OpType op);
+
+}  // namespace co_up::graph

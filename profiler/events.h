@@ -1,0 +1,34 @@
+// Profiler events. One clock for everything: CLOCK_MONOTONIC nanoseconds, so layer, transfer,
+// DVFS and sensor timelines line up.
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace co_up::profiler {
+
+inline int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+enum class EventKind : uint8_t {
+  kSubGraph,  // one run of a sub-graph's nodes (level >= 1)
+  kLayer,     // one layer unit inside a sub-graph run (level 2)
+  kTransfer,  // a copy across a sub-graph boundary, incl. map/unmap (level >= 1)
+};
+
+struct Event {
+  EventKind kind = EventKind::kSubGraph;
+  uint32_t subgraph = 0;  // where it ran (transfers: the producing sub-graph)
+  uint32_t layer = 0;     // kLayer: the unit; kTransfer: the layer whose output crossed
+  uint32_t peer = 0;      // kTransfer: the receiving sub-graph (UINT32_MAX: the user/output)
+  uint64_t frame = 0;
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t bytes = 0;  // kTransfer
+};
+
+}  // namespace co_up::profiler

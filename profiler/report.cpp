@@ -1,0 +1,240 @@
+#include "profiler/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+
+namespace co_up::profiler {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+struct PerFrameStats {
+  double exec_ms = 0;      // median per frame
+  double transfer_ms = 0;  // median per frame
+};
+
+// Median over frames of the per-frame sum of matching event durations. Frames with no matching
+// event count as 0 only when `count_missing` (transfers), not for execution.
+template <typename Match>
+double per_frame_median(const RunProfile& p, Match match, bool count_missing) {
+  std::map<uint64_t, double> per_frame;
+  for (const Event& e : p.events) {
+    if (match(e)) per_frame[e.frame] += static_cast<double>(e.end_ns - e.begin_ns) / kNsPerMs;
+  }
+  std::vector<double> values;
+  if (count_missing) {
+    for (uint64_t f = 0; f < p.frames_completed; ++f) {
+      auto it = per_frame.find(f);
+      values.push_back(it == per_frame.end() ? 0.0 : it->second);
+    }
+  } else {
+    for (const auto& [frame, ms] : per_frame) values.push_back(ms);
+  }
+  return median(std::move(values));
+}
+
+PerFrameStats subgraph_stats(const RunProfile& p, uint32_t sg) {
+  PerFrameStats s;
+  s.exec_ms = per_frame_median(
+      p, [&](const Event& e) { return e.kind == EventKind::kSubGraph && e.subgraph == sg; }, false);
+  s.transfer_ms = per_frame_median(
+      p, [&](const Event& e) { return e.kind == EventKind::kTransfer && e.subgraph == sg; }, true);
+  return s;
+}
+
+PerFrameStats layer_stats(const RunProfile& p, uint32_t layer) {
+  PerFrameStats s;
+  s.exec_ms = per_frame_median(
+      p, [&](const Event& e) { return e.kind == EventKind::kLayer && e.layer == layer; }, false);
+  s.transfer_ms = per_frame_median(
+      p, [&](const Event& e) { return e.kind == EventKind::kTransfer && e.layer == layer; }, true);
+  return s;
+}
+
+std::string format(const char* fmt, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), fmt, value);
+  return buffer;
+}
+
+std::string pad(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  double m = values[mid];
+  if (values.size() % 2 == 0) {
+    m = (m + *std::max_element(values.begin(), values.begin() + mid)) / 2;
+  }
+  return m;
+}
+
+Summary summarize(const RunProfile& p) {
+  Summary s;
+  const size_t n = std::min(p.frame_start_ns.size(), p.frame_end_ns.size());
+  if (n == 0) return s;
+  std::vector<double> latencies;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double ms = static_cast<double>(p.frame_end_ns[i] - p.frame_start_ns[i]) / kNsPerMs;
+    latencies.push_back(ms);
+    sum += ms;
+    s.latency_max_ms = std::max(s.latency_max_ms, ms);
+  }
+  s.latency_mean_ms = sum / static_cast<double>(n);
+  s.latency_median_ms = median(latencies);
+  s.wall_ms = static_cast<double>(p.frame_end_ns[n - 1] - p.frame_start_ns[0]) / kNsPerMs;
+  if (n >= 2) {
+    // The first frame fills the pipeline; steady-state throughput counts completions after it.
+    const double span_s = static_cast<double>(p.frame_end_ns[n - 1] - p.frame_end_ns[0]) / 1e9;
+    s.throughput_fps = span_s > 0 ? static_cast<double>(n - 1) / span_s : 0;
+  } else if (s.latency_median_ms > 0) {
+    s.throughput_fps = 1000.0 / s.latency_median_ms;
+  }
+  return s;
+}
+
+void print_report(std::ostream& out, const RunProfile& p) {
+  const Summary s = summarize(p);
+  out << "graph " << p.graph << ", order " << p.order << ", mode " << p.mode << ", platform "
+      << p.platform << ": " << p.frames_completed << "/" << p.frames_requested << " frames"
+      << (p.interrupted ? " (interrupted)" : "") << "\n";
+  out << "  throughput " << format("%.2f", s.throughput_fps) << " frames/s, latency median "
+      << format("%.2f", s.latency_median_ms) << " ms (mean " << format("%.2f", s.latency_mean_ms)
+      << ", max " << format("%.2f", s.latency_max_ms) << "), setup "
+      << format("%.1f", static_cast<double>(p.setup_ns) / kNsPerMs) << " ms\n";
+  if (p.level >= 1) {
+    out << "\n  sub-graph  proc  backend          layers    exec ms/frame  transfer ms/frame\n";
+    for (const SubGraphInfo& sg : p.subgraphs) {
+      const PerFrameStats st = subgraph_stats(p, sg.index);
+      out << "  " << pad(std::to_string(sg.index), 11) << pad(std::string(1, sg.processor), 6)
+          << pad(sg.backend, 17)
+          << pad(std::to_string(sg.first_layer) + "-" + std::to_string(sg.last_layer), 10)
+          << pad(format("%.3f", st.exec_ms), 15) << format("%.3f", st.transfer_ms) << "\n";
+    }
+  }
+  if (p.level >= 2) {
+    out << "\n  layer  name                  proc  exec ms  transfer ms  MMACs     output\n";
+    for (const LayerInfo& l : p.layers) {
+      const PerFrameStats st = layer_stats(p, l.index);
+      out << "  " << pad(std::to_string(l.index), 7) << pad(l.name, 22)
+          << pad(std::string(1, l.processor), 6) << pad(format("%.3f", st.exec_ms), 9)
+          << pad(format("%.3f", st.transfer_ms), 13)
+          << pad(format("%.1f", static_cast<double>(l.macs) / 1e6), 10) << l.output_shape << "\n";
+    }
+  }
+}
+
+nlohmann::json to_json(const RunProfile& p) {
+  using nlohmann::json;
+  const Summary s = summarize(p);
+  json j;
+  j["graph"] = p.graph;
+  j["order"] = p.order;
+  j["mode"] = p.mode;
+  j["platform"] = p.platform;
+  j["profile_level"] = p.level;
+  j["frames_requested"] = p.frames_requested;
+  j["frames_completed"] = p.frames_completed;
+  j["interrupted"] = p.interrupted;
+  j["clock"] = "CLOCK_MONOTONIC ns";
+  j["setup_ms"] = static_cast<double>(p.setup_ns) / kNsPerMs;
+  j["summary"] = {{"throughput_fps", s.throughput_fps},
+                  {"latency_median_ms", s.latency_median_ms},
+                  {"latency_mean_ms", s.latency_mean_ms},
+                  {"latency_max_ms", s.latency_max_ms},
+                  {"wall_ms", s.wall_ms}};
+  j["frames"] = {{"start_ns", p.frame_start_ns}, {"end_ns", p.frame_end_ns}};
+  json processors = json::array();
+  for (const ProcessorInfo& pr : p.processors) {
+    processors.push_back({{"letter", std::string(1, pr.letter)},
+                          {"name", pr.name},
+                          {"backend", pr.backend},
+                          {"host_cores", pr.host_cores},
+                          {"threads", pr.threads}});
+  }
+  j["processors"] = processors;
+  json subgraphs = json::array();
+  for (const SubGraphInfo& sg : p.subgraphs) {
+    const PerFrameStats st = subgraph_stats(p, sg.index);
+    subgraphs.push_back({{"index", sg.index},
+                         {"processor", std::string(1, sg.processor)},
+                         {"backend", sg.backend},
+                         {"first_layer", sg.first_layer},
+                         {"last_layer", sg.last_layer},
+                         {"exec_ms_median", st.exec_ms},
+                         {"transfer_ms_median", st.transfer_ms}});
+  }
+  j["subgraphs"] = subgraphs;
+  json layers = json::array();
+  for (const LayerInfo& l : p.layers) {
+    json entry = {{"index", l.index},         {"name", l.name},
+                  {"ops", l.ops},             {"output_shape", l.output_shape},
+                  {"macs", l.macs},           {"processor", std::string(1, l.processor)},
+                  {"subgraph", l.subgraph}};
+    if (p.level >= 2) {
+      const PerFrameStats st = layer_stats(p, l.index);
+      entry["exec_ms_median"] = st.exec_ms;
+      entry["transfer_ms_median"] = st.transfer_ms;
+    }
+    layers.push_back(entry);
+  }
+  j["layers"] = layers;
+  json receivers = json::array();
+  for (const ReceiverInfo& r : p.receivers) {
+    receivers.push_back({{"tensor", r.tensor},
+                         {"source", r.source},
+                         {"destination", r.destination},
+                         {"bytes", r.bytes},
+                         {"capacity", r.capacity},
+                         {"max_occupancy", r.max_occupancy},
+                         {"transfers", r.transfers},
+                         {"full_stalls", r.full_stalls}});
+  }
+  j["receivers"] = receivers;
+  json events = json::array();
+  for (const Event& e : p.events) {
+    static constexpr const char* kKinds[] = {"subgraph", "layer", "transfer"};
+    json ev = {{"kind", kKinds[static_cast<int>(e.kind)]},
+               {"subgraph", e.subgraph},
+               {"frame", e.frame},
+               {"begin_ns", e.begin_ns},
+               {"end_ns", e.end_ns}};
+    if (e.kind != EventKind::kSubGraph) ev["layer"] = e.layer;
+    if (e.kind == EventKind::kTransfer) {
+      ev["to"] = e.peer == UINT32_MAX ? json("output") : json(e.peer);
+      ev["bytes"] = e.bytes;
+    }
+    events.push_back(std::move(ev));
+  }
+  j["events"] = events;
+  return j;
+}
+
+void write_json(const std::filesystem::path& path, const RunProfile& profile) {
+  const std::filesystem::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary);
+    if (!out) {
+      throw InputError("cannot write profile '" + path.string() +
+                       "' (check that the directory exists and is writable)");
+    }
+    out << to_json(profile).dump(1) << "\n";
+    if (!out.flush()) throw InputError("failed writing profile '" + path.string() + "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw InputError("cannot write profile '" + path.string() + "': " + ec.message());
+}
+
+}  // namespace co_up::profiler

@@ -1,0 +1,33 @@
+// Reports over a RunProfile: the stdout table and the --profile-out JSON.
+//
+// Level 0: throughput and latency. Level 1: + per sub-graph execution and transfer time.
+// Level 2: + per layer execution and transfer time. Times per frame are medians over frames,
+// because these machines are shared and noisy.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "profiler/run_profile.h"
+
+namespace co_up::profiler {
+
+struct Summary {
+  double throughput_fps = 0;  // steady state: frames after the first / time between completions
+  double latency_median_ms = 0;
+  double latency_mean_ms = 0;
+  double latency_max_ms = 0;
+  double wall_ms = 0;  // first start to last completion
+};
+
+Summary summarize(const RunProfile& profile);
+double median(std::vector<double> values);
+
+void print_report(std::ostream& out, const RunProfile& profile);
+nlohmann::json to_json(const RunProfile& profile);
+// Writes atomically (temporary file + rename) so an interrupted run never leaves half a file.
+// Throws InputError when the file cannot be written.
+void write_json(const std::filesystem::path& path, const RunProfile& profile);
+
+}  // namespace co_up::profiler
