@@ -112,7 +112,7 @@ std::string subgraph_label(const SubGraph& sg) {
 struct Executor::Impl {
   const graph::Graph& graph;
   Partition partition;
-  const Platform& platform;
+  Platform platform;  // a copy: callers need not keep theirs alive (spec pointers point here)
   ExecutorOptions options;
   int64_t setup_ns = 0;
 

@@ -128,8 +128,9 @@ std::string read_line(const std::filesystem::path& path) {
   return line;
 }
 
-// "0-3,6" -> {0,1,2,3,6}
-std::vector<int> parse_cpu_list(const std::string& text) {
+// "0-3,6" or "0 1 2 3" (sysfs uses both) -> {0,1,2,3,...}
+std::vector<int> parse_cpu_list(std::string text) {
+  std::replace(text.begin(), text.end(), ' ', ',');
   std::vector<int> cores;
   std::stringstream ss(text);
   std::string part;
@@ -152,7 +153,7 @@ ProcessorSpec cpu_cluster(char letter, const std::string& name, std::vector<int>
   p.letter = letter;
   p.name = name + " (cores " + core_list(cores) + ")";
   p.kind = "cpu";
-  p.backends = {"cpu-reference"};
+  p.backends = {"cpu-xnnpack", "cpu-reference"};  // the fast one once its plugin exists
   p.threads = static_cast<int>(cores.size());
   p.cores = std::move(cores);
   return p;

@@ -13,6 +13,9 @@
  * Conventions, stated once:
  *  - C99, C types only. Every struct starts with `struct_size` (sizeof as the creator compiled it);
  *    structs grow only by appending members. Creators zero-initialise structs before filling them.
+ *    Arrays of such structs (tensors, nodes) are walked with a stride of the first element's
+ *    `struct_size`, so that an older or newer peer still finds element i. The small pair-like
+ *    structs without `struct_size` (co_up_option, co_up_attr) are frozen: they never grow.
  *  - Every fallible call returns `co_up_status*`: NULL means success; a non-NULL status is owned by
  *    the caller, who releases it with `api->status_release`. Nothing throws across this boundary.
  *  - Objects form a chain: factory (one per loaded plugin) -> device (one per processor letter that
@@ -241,7 +244,8 @@ typedef struct co_up_plugin_api {
 
   /* Maps input or output `index` (position in graph->inputs / graph->outputs) into host memory.
    * The pointer is valid until the matching unmap; inputs are mapped for writing, outputs for
-   * reading. Unified-memory devices map without copying. */
+   * reading. Unified-memory devices map without copying. A backend may return the same pointer
+   * every time; the runtime must not assume it. */
   co_up_status* (*compiled_map)(co_up_compiled* compiled, int32_t direction, uint32_t index,
                                 void** out_host_ptr);
   co_up_status* (*compiled_unmap)(co_up_compiled* compiled, int32_t direction, uint32_t index);

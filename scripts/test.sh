@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The README's second command (and what CI runs): set up the machine, build, and run every test —
+# the Release suite, then the same suite under AddressSanitizer+UBSan and under ThreadSanitizer.
+#   scripts/test.sh            # everything
+#   scripts/test.sh release    # one of: release asan tsan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup-debian.sh
+
+jobs=$(nproc)
+run_suite() {  # name, build dir, extra cmake arguments...
+  local name=$1 dir=$2
+  shift 2
+  echo "=== ${name}: configure and build (${dir})"
+  cmake -S . -B "${dir}" -G Ninja "$@" >/dev/null
+  ninja -C "${dir}"
+  echo "=== ${name}: tests"
+  local start=${SECONDS}
+  ctest --test-dir "${dir}" -j"${jobs}" --output-on-failure --timeout 600
+  echo "=== ${name}: passed in $((SECONDS - start)) s"
+}
+
+suites=("$@")
+[[ ${#suites[@]} -gt 0 ]] || suites=(release asan tsan)
+for suite in "${suites[@]}"; do
+  case "${suite}" in
+    release) run_suite release build -DCMAKE_BUILD_TYPE=Release ;;
+    # Sanitizer builds skip the benchmarks; they test behaviour, not speed.
+    asan)
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        run_suite asan build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCO_UP_SANITIZE=address \
+        -DCO_UP_BUILD_BENCH=OFF
+      ;;
+    tsan)
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        run_suite tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCO_UP_SANITIZE=thread \
+        -DCO_UP_BUILD_BENCH=OFF
+      ;;
+    *) echo "test.sh: unknown suite '${suite}' (use release, asan, tsan)" >&2; exit 2 ;;
+  esac
+done
+echo "=== all suites passed: ${suites[*]}"

@@ -1,0 +1,339 @@
+// Executor behaviour that matters: every mapping computes the same bits as one processor, in both
+// modes; frames are never lost, duplicated or reordered; skip edges never stall the first stage;
+// non-contiguous mappings (BLB, BLBLB) neither deadlock nor share a core.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/network.h"
+#include "graph/builder.h"
+#include "graph/passes.h"
+#include "tests/core/test_support.h"
+
+namespace co_up {
+namespace {
+
+using testing::build_plugins;
+using testing::host_platform;
+
+// Image size for zoo tests: every layer stays, the work shrinks (keeps sanitizer runs short).
+constexpr int64_t kSmallImage = 64;
+
+struct Outputs {
+  std::map<uint64_t, std::vector<float>> by_frame;
+  std::vector<uint64_t> arrival;  // frame numbers in the order they were delivered
+};
+
+Outputs run_graph(const graph::Graph& g, const std::string& order, ExecutionMode mode,
+                  uint64_t frames, const std::vector<std::vector<std::vector<float>>>& inputs,
+                  uint32_t buffers = 2, RunResult* result_out = nullptr) {
+  const Platform platform = host_platform();
+  ExecutorOptions options;
+  options.mode = mode;
+  options.receiver_buffers = buffers;
+  options.profile_level = 1;
+  Executor executor(g, Partition::create(g, order), platform, build_plugins(), options);
+  Outputs outputs;
+  std::mutex mutex;
+  RunRequest request;
+  request.frames = frames;
+  request.input_sets = inputs;
+  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
+    ASSERT_EQ(output, 0u);
+    std::lock_guard lock(mutex);
+    outputs.arrival.push_back(frame);
+    outputs.by_frame[frame].assign(values.begin(), values.end());
+  };
+  RunResult result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, frames);
+  EXPECT_FALSE(result.profile.interrupted);
+  if (result_out != nullptr) *result_out = std::move(result);
+  return outputs;
+}
+
+std::vector<std::vector<std::vector<float>>> input_sets(const graph::Graph& g, int count) {
+  std::vector<std::vector<std::vector<float>>> sets;
+  for (int i = 0; i < count; ++i) sets.push_back(seeded_inputs(g, 100 + static_cast<uint64_t>(i)));
+  return sets;
+}
+
+void expect_in_order(const Outputs& o, uint64_t frames) {
+  ASSERT_EQ(o.arrival.size(), frames);
+  for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(o.arrival[f], f) << "frame delivered out of order";
+}
+
+void expect_bit_equal(const Outputs& reference, const Outputs& other, const std::string& what) {
+  ASSERT_EQ(reference.by_frame.size(), other.by_frame.size()) << what;
+  for (const auto& [frame, values] : reference.by_frame) {
+    const std::vector<float>& got = other.by_frame.at(frame);
+    ASSERT_EQ(values.size(), got.size()) << what;
+    ASSERT_EQ(std::memcmp(values.data(), got.data(), values.size() * sizeof(float)), 0)
+        << what << ": frame " << frame << " differs from the single-processor run";
+  }
+}
+
+// A mapping of `layers` letters: random B/L with a fixed seed, so that runs are reproducible.
+std::string random_order(uint32_t layers, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string order;
+  for (uint32_t i = 0; i < layers; ++i) order += (rng() & 1) ? 'L' : 'B';
+  return order;
+}
+
+std::vector<std::string> mappings_for(uint32_t layers) {
+  const uint32_t half = layers / 2;
+  std::string blb(layers, 'B');
+  for (uint32_t i = layers / 3; i < 2 * layers / 3; ++i) blb[i] = 'L';
+  std::string blblb;
+  for (uint32_t i = 0; i < layers; ++i) blblb += ((i * 5 / layers) % 2) ? 'L' : 'B';
+  return {
+      std::string(layers, 'L'),                                          // other single processor
+      std::string(half, 'B') + std::string(layers - half, 'L'),          // 2 stages
+      std::string(half, 'L') + std::string(layers - half, 'B'),          // 2 stages, reversed
+      blb,                                                               // BLB
+      blblb,                                                             // BLBLB
+  };
+}
+
+class ZooMappings : public ::testing::TestWithParam<const char*> {};
+
+// Outputs of every mapping and both modes equal the all-B output bit for bit, frame by frame.
+TEST_P(ZooMappings, EveryMappingMatchesSingleProcessorBitForBit) {
+  const graph::Graph g = build_network({GetParam(), "layers", kSmallImage, 7, ""});
+  const auto inputs = input_sets(g, 3);
+  const uint64_t frames = 4;
+  const Outputs reference =
+      run_graph(g, std::string(g.layer_count(), 'B'), ExecutionMode::kSwitch, frames, inputs);
+  expect_in_order(reference, frames);
+  for (const std::string& order : mappings_for(g.layer_count())) {
+    for (ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+      const std::string what = std::string(GetParam()) + " " + order + " " + mode_name(mode);
+      const Outputs got = run_graph(g, order, mode, frames, inputs);
+      expect_in_order(got, frames);
+      expect_bit_equal(reference, got, what);
+    }
+  }
+}
+
+// --units=ops cuts inception branches and residual shortcuts, so one sender feeds receivers in
+// several sub-graphs; results must not change.
+TEST_P(ZooMappings, OpUnitsSplitsAcrossBranchesMatchBitForBit) {
+  const graph::Graph layers = build_network({GetParam(), "layers", kSmallImage, 7, ""});
+  const graph::Graph ops = build_network({GetParam(), "ops", kSmallImage, 7, ""});
+  const auto inputs = input_sets(layers, 2);
+  const uint64_t frames = 3;
+  const Outputs reference = run_graph(layers, std::string(layers.layer_count(), 'B'),
+                                      ExecutionMode::kSwitch, frames, inputs);
+  for (uint32_t seed : {1u, 2u}) {
+    const std::string order = random_order(ops.layer_count(), seed);
+    const Partition partition = Partition::create(ops, order);
+    for (ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+      const Outputs got = run_graph(ops, order, mode, frames, inputs);
+      expect_in_order(got, frames);
+      expect_bit_equal(reference, got, std::string(GetParam()) + " ops " + order);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooMappings,
+                         ::testing::Values("alexnet", "googlenet", "mobilenet", "resnet50",
+                                           "squeezenet"));
+
+// Some op-level splits of branchy networks must really fan one tensor out to several sub-graphs.
+TEST(ExecutorTest, OpUnitsProduceMultiReceiverEdges) {
+  for (const char* name : {"googlenet", "resnet50", "squeezenet"}) {
+    const graph::Graph ops = build_network({name, "ops", kSmallImage, 7, ""});
+    const Partition p = Partition::create(ops, random_order(ops.layer_count(), 1));
+    size_t fan_out = 0;
+    for (const Edge& e : p.edges()) fan_out = std::max(fan_out, e.destinations.size());
+    EXPECT_GE(fan_out, 2u) << name;
+  }
+}
+
+// A three-stage chain with a skip edge from the first stage to the last (paper Fig. 8).
+graph::Graph skip_graph() {
+  graph::SeededWeights weights(3);
+  graph::GraphBuilder b("skip", weights);
+  graph::TensorId x = b.input("data", {1, 4, 8, 8});
+  b.begin_layer("stage0");
+  const graph::TensorId a = b.conv(x, "conv_a", graph::ConvParams::square(8, 3, 1, 1));
+  b.begin_layer("stage1");
+  const graph::TensorId c = b.relu(b.conv(a, "conv_b", graph::ConvParams::square(8, 3, 1, 1)), "relu_b");
+  b.begin_layer("stage2");
+  const graph::TensorId y = b.softmax(b.flatten(b.add(a, c, "add"), "flat"), "prob");
+  b.output(y);
+  graph::Graph g = b.finish();
+  graph::optimize_for_inference(g);
+  return g;
+}
+
+TEST(ExecutorTest, ThousandFramesThroughSkipEdgePipelineArriveInOrderWithoutStalls) {
+  const graph::Graph g = skip_graph();
+  const auto inputs = input_sets(g, 7);  // distinct inputs, so a mixed-up frame shows in values
+  const uint64_t frames = 1000;
+  const Outputs reference = run_graph(g, "BBB", ExecutionMode::kSwitch, 7, inputs);
+  RunResult result;
+  const Outputs got = run_graph(g, "BLB", ExecutionMode::kPipeline, frames, inputs, 2, &result);
+  expect_in_order(got, frames);
+  for (uint64_t f = 0; f < frames; ++f) {
+    const std::vector<float>& expected = reference.by_frame.at(f % 7);
+    const std::vector<float>& actual = got.by_frame.at(f);
+    ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
+        << "frame " << f << " carries another frame's data";
+  }
+  // Edges: stage0 -> stage1 (adjacent) and stage0 -> stage2 (skip).
+  bool saw_skip = false;
+  for (const profiler::ReceiverInfo& r : result.profile.receivers) {
+    EXPECT_EQ(r.transfers, frames) << r.tensor;
+    if (r.source == 0 && r.destination == 2) {
+      saw_skip = true;
+      EXPECT_EQ(r.capacity, 4u) << "skip edge needs the depth of the path it skips";
+      EXPECT_EQ(r.full_stalls, 0u) << "the first stage stalled on the skip edge";
+    }
+  }
+  EXPECT_TRUE(saw_skip);
+}
+
+TEST(ExecutorTest, NonContiguousMappingsDoNotDeadlockWithMinimalBuffers) {
+  const graph::Graph g = build_network({"squeezenet", "layers", 32, 7, ""});
+  const auto inputs = input_sets(g, 2);
+  const Outputs reference = run_graph(g, std::string(10, 'B'), ExecutionMode::kSwitch, 2, inputs);
+  for (const char* order : {"BLBLBLBLBL", "BBLLBBLLBB", "LBBBBBBBBL"}) {
+    for (uint32_t buffers : {1u, 2u, 3u}) {
+      for (ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+        const Outputs got = run_graph(g, order, mode, 20, inputs, buffers);
+        expect_in_order(got, 20);
+        EXPECT_EQ(0, std::memcmp(reference.by_frame.at(0).data(), got.by_frame.at(18).data(),
+                                 reference.by_frame.at(0).size() * sizeof(float)))
+            << order;
+      }
+    }
+  }
+}
+
+TEST(ExecutorTest, SwitchModeKeepsOneFrameInFlight) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  RunResult result;
+  run_graph(g, "BBBBLLLL", ExecutionMode::kSwitch, 6, input_sets(g, 1), 2, &result);
+  const auto& p = result.profile;
+  for (size_t f = 1; f < p.frame_start_ns.size(); ++f) {
+    EXPECT_GE(p.frame_start_ns[f], p.frame_end_ns[f - 1]) << "frame " << f << " overlapped";
+  }
+}
+
+TEST(ExecutorTest, PipelineModeOverlapsFrames) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  RunResult result;
+  run_graph(g, "BBBBLLLL", ExecutionMode::kPipeline, 12, input_sets(g, 1), 2, &result);
+  const auto& p = result.profile;
+  size_t overlapped = 0;
+  for (size_t f = 1; f < p.frame_start_ns.size(); ++f) {
+    if (p.frame_start_ns[f] < p.frame_end_ns[f - 1]) ++overlapped;
+  }
+  EXPECT_GT(overlapped, 0u) << "pipeline mode never had two frames in flight";
+}
+
+TEST(ExecutorTest, ProfileLevelTwoTimesEveryLayerOfEveryFrame) {
+  const graph::Graph g = build_network({"mobilenet", "layers", kSmallImage, 7, ""});
+  const Platform platform = host_platform();
+  ExecutorOptions options;
+  options.profile_level = 2;
+  Executor executor(g, Partition::create(g, "BBBBBBBLLLLLLL"), platform, build_plugins(), options);
+  RunRequest request;
+  request.frames = 3;
+  request.input_sets = {seeded_inputs(g, 1)};
+  const RunResult result = executor.run(request);
+  std::map<uint32_t, int> layer_events;
+  int transfers = 0;
+  for (const profiler::Event& e : result.profile.events) {
+    if (e.kind == profiler::EventKind::kLayer) ++layer_events[e.layer];
+    if (e.kind == profiler::EventKind::kTransfer) {
+      ++transfers;
+      EXPECT_GT(e.bytes, 0u);
+      EXPECT_GE(e.end_ns, e.begin_ns);
+    }
+  }
+  for (uint32_t l = 0; l < g.layer_count(); ++l) EXPECT_EQ(layer_events[l], 3) << "layer " << l;
+  EXPECT_EQ(transfers, 3);  // one boundary, three frames
+}
+
+TEST(ExecutorTest, StopRequestEndsRunEarlyWithConsistentProfile) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  const Platform platform = host_platform();
+  ExecutorOptions options;
+  Executor executor(g, Partition::create(g, "BBBBLLLL"), platform, build_plugins(), options);
+  RunRequest request;
+  request.frames = 1000000;
+  request.input_sets = {seeded_inputs(g, 1)};
+  request.on_output = [&](uint64_t frame, uint32_t, std::span<const float>) {
+    if (frame == 5) executor.request_stop();
+  };
+  const RunResult result = executor.run(request);
+  EXPECT_TRUE(result.profile.interrupted);
+  EXPECT_GE(result.profile.frames_completed, 6u);
+  EXPECT_LT(result.profile.frames_completed, 1000000u);
+  EXPECT_EQ(result.profile.frame_end_ns.size(), result.profile.frames_completed);
+  // The executor can run again after an interrupted run.
+  request.frames = 3;
+  request.on_output = nullptr;
+  EXPECT_EQ(executor.run(request).profile.frames_completed, 3u);
+}
+
+TEST(ExecutorTest, UnknownLetterAndMissingPluginAreInputErrors) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  const Platform platform = host_platform();
+  try {
+    Executor(g, Partition::create(g, "BBBBXXXX"), platform, build_plugins(), {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'X'"), std::string::npos) << e.what();
+  }
+  try {
+    Executor(g, Partition::create(g, "BBBBGGGG"), platform, build_plugins(), {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("opencl"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ExecutorTest, WrongInputSizeIsAnInputError) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  Executor executor(g, Partition::create(g, "BBBBBBBB"), host_platform(), build_plugins(), {});
+  RunRequest request;
+  request.input_sets = {{std::vector<float>(10)}};
+  EXPECT_THROW(executor.run(request), InputError);
+}
+
+}  // namespace
+}  // namespace co_up
+
+namespace co_up {
+namespace {
+
+// The zoo at its real input sizes, two mappings each (a few seconds in a Release build; skipped
+// under sanitizers, where the small-image tests above cover the same code paths).
+TEST(ExecutorFullSizeTest, ZooAtFullResolutionMatchesAcrossMappings) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "full-size networks are too slow under sanitizers";
+#endif
+  for (const char* name : {"alexnet", "googlenet", "mobilenet", "resnet50", "squeezenet"}) {
+    const graph::Graph g = build_network({name, "layers", 0, 7, ""});
+    const auto inputs = input_sets(g, 1);
+    const uint32_t layers = g.layer_count();
+    const Outputs reference =
+        run_graph(g, std::string(layers, 'B'), ExecutionMode::kSwitch, 2, inputs);
+    const std::string split = std::string(layers / 2, 'B') + std::string(layers - layers / 2, 'L');
+    expect_bit_equal(reference, run_graph(g, split, ExecutionMode::kPipeline, 2, inputs),
+                     std::string(name) + " " + split);
+  }
+}
+
+}  // namespace
+}  // namespace co_up
