@@ -347,7 +347,11 @@ void Executor::Impl::claim(SubGraphRuntime& s) {
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     if (s.outputs[o].sender) s.reserved_slots[o] = s.outputs[o].sender->reserve();
   }
-  if (s.reads_graph_input && frame_start[frame] == 0) frame_start[frame] = now_ns();
+  if (s.reads_graph_input) {
+    // Grown as frames enter (never sized by the request: --n may be huge).
+    if (frame_start.size() <= frame) frame_start.resize(frame + 1, 0);
+    if (frame_start[frame] == 0) frame_start[frame] = now_ns();
+  }
 }
 
 void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
@@ -441,7 +445,7 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
       if (other->writes_graph_output) done = std::min(done, other->next_frame);
     }
     const int64_t now = now_ns();
-    for (; completed < done; ++completed) frame_end[completed] = now;
+    for (; completed < done; ++completed) frame_end.push_back(now);
   }
 }
 
@@ -576,13 +580,13 @@ RunResult Executor::run(const RunRequest& request) {
       const size_t per_frame = m.options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
       p->events.reserve(static_cast<size_t>(std::min<uint64_t>(request.frames, 4096)) * per_frame);
     }
-    m.stop = false;
+    // `stop` is not reset here: a stop requested before run() makes it return at once.
     m.error = nullptr;
     m.frames = request.frames;
     m.completed = 0;
     m.request = &request;
-    m.frame_start.assign(request.frames, 0);
-    m.frame_end.assign(request.frames, 0);
+    m.frame_start.clear();
+    m.frame_end.clear();
     m.last_outputs.clear();
     for (graph::TensorId t : m.graph.outputs()) {
       m.last_outputs.emplace_back(static_cast<size_t>(m.graph.tensor(t).desc.element_count()));
@@ -594,6 +598,7 @@ RunResult Executor::run(const RunRequest& request) {
 
   std::lock_guard lock(m.mutex);
   m.request = nullptr;
+  m.stop = false;  // the request is used up; the next run() starts afresh
   if (m.error) std::rethrow_exception(m.error);
   RunResult result;
   result.profile = m.make_profile(m.completed < m.frames);

@@ -62,6 +62,7 @@ struct RunResult {
 class Executor {
  public:
   // Throws InputError (unknown letter, missing plugin, unsupported node) or RuntimeError.
+  // `graph` must outlive the Executor; the platform is copied.
   Executor(const graph::Graph& graph, Partition partition, const Platform& platform,
            const PluginRegistry& plugins, ExecutorOptions options);
   ~Executor();
@@ -71,7 +72,8 @@ class Executor {
   // Runs until all frames completed or request_stop(); then the profile says how far it got.
   // Rethrows the first error any processor thread hit, after all threads stopped.
   RunResult run(const RunRequest& request);
-  // Asks a running run() to stop after the sub-graph runs in progress. Idempotent.
+  // Asks a running run() — or the next one, if none is running — to stop after the sub-graph
+  // runs in progress. Idempotent.
   void request_stop();
 
   const Partition& partition() const;

@@ -66,7 +66,7 @@ ProcessorSpec parse_processor(const json& j, const std::string& where) {
     p.threads = j.value("threads", static_cast<int>(p.cores.size()));
     if (p.threads < 1 || p.threads > static_cast<int>(p.cores.size())) {
       throw InputError(here + " has threads " + std::to_string(p.threads) + " for " +
-                       std::to_string(p.cores.size()) + " cores (use 1.." +
+                       std::to_string(p.cores.size()) + " core(s) (use 1.." +
                        std::to_string(p.cores.size()) + ")");
     }
   } else {
@@ -311,7 +311,7 @@ void apply_overrides(Platform& platform, const CpuOverrides& o) {
       if (*cores < 1 || *cores > static_cast<int>(p->cores.size())) {
         throw InputError(std::string(cores_flag) + "=" + std::to_string(*cores) + " but cluster '" +
                          letter + "' of platform '" + platform.name + "' has " +
-                         std::to_string(p->cores.size()) + " cores (" + core_list(p->cores) +
+                         std::to_string(p->cores.size()) + " core(s) (" + core_list(p->cores) +
                          "); use 1.." + std::to_string(p->cores.size()));
       }
       p->cores.resize(static_cast<size_t>(*cores));
@@ -321,7 +321,7 @@ void apply_overrides(Platform& platform, const CpuOverrides& o) {
       if (*threads < 1 || *threads > static_cast<int>(p->cores.size())) {
         throw InputError(std::string(threads_flag) + "=" + std::to_string(*threads) +
                          " but cluster '" + letter + "' has " + std::to_string(p->cores.size()) +
-                         " cores (" + core_list(p->cores) + "); use 1.." +
+                         " core(s) (" + core_list(p->cores) + "); use 1.." +
                          std::to_string(p->cores.size()));
       }
       p->threads = *threads;

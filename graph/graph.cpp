@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -219,6 +220,12 @@ TensorDesc infer_output(const std::string& name, OpType op,
 }
 
 TensorId Graph::add_input(const std::string& name, TensorDesc desc) {
+  for (int64_t d : desc.shape) {
+    if (d <= 0) {
+      throw InputError("input '" + name + "' has shape " + desc.shape_string() +
+                       "; every dimension must be positive");
+    }
+  }
   const auto tensor_id = static_cast<TensorId>(tensors_.size());
   const auto node_id = static_cast<NodeId>(nodes_.size());
   tensors_.push_back(Tensor{tensor_id, name, std::move(desc), node_id, false, {}});
@@ -335,6 +342,13 @@ void Graph::validate() const {
   }
   for (TensorId t : outputs_) {
     if (!available.at(t)) throw std::logic_error("graph output is never produced");
+  }
+  // --data finds constants by name, so two constants must never share one.
+  std::set<std::string> constant_names;
+  for (const Tensor& t : tensors_) {
+    if (t.is_constant && !constant_names.insert(t.name).second) {
+      throw std::logic_error("two constants are named '" + t.name + "'");
+    }
   }
 }
 

@@ -38,7 +38,7 @@ void list_layers(const graph::Graph& g, bool constants) {
   int64_t total = 0;
   for (const graph::LayerSummary& l : graph::summarize_layers(g)) {
     std::cout << std::setw(3) << l.index << "  " << std::left << std::setw(22) << l.name
-              << std::setw(48) << l.ops << std::setw(18) << l.output_shape << std::right
+              << std::setw(48) << l.ops << ' ' << std::setw(18) << l.output_shape << std::right
               << std::fixed << std::setprecision(1) << static_cast<double>(l.macs) / 1e6
               << " MMACs\n";
     total += l.macs;
@@ -119,9 +119,7 @@ std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph&
   return seeded_inputs(g, o.seed);
 }
 
-void print_top5(const Options& o, const std::vector<float>& scores) {
-  std::vector<std::string> labels;
-  if (!o.labels.empty()) labels = graph::read_labels(o.labels);
+void print_top5(const std::vector<std::string>& labels, const std::vector<float>& scores) {
   std::cout << "top-5 of the last frame:\n";
   for (const graph::Prediction& p : graph::top_k(scores, 5)) {
     std::cout << "  " << std::fixed << std::setprecision(4) << p.score << "  [" << p.index << "] "
@@ -189,15 +187,19 @@ int run(const Options& o, StopSignal& stop) {
   RunRequest request;
   request.frames = static_cast<uint64_t>(o.frames);
   request.input_sets.push_back(load_input(o, g));
-  if (!o.profile_out.empty()) {
-    // Fail on an unwritable path now, not after a long run.
-    profiler::RunProfile empty;
-    profiler::write_json(o.profile_out, empty);
+  // Fail on unreadable or unwritable paths now, not after a long run.
+  const std::vector<std::string> labels =
+      o.labels.empty() ? std::vector<std::string>{} : graph::read_labels(o.labels);
+  const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
+  if (!o.output.empty()) {
+    graph::write_npy(o.output, out_desc.shape, std::vector<float>(out_desc.element_count()));
   }
+  if (!o.profile_out.empty()) profiler::write_json(o.profile_out, profiler::RunProfile{});
 
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
   Executor executor(g, std::move(partition), platform, registry, exec_options);
-  if (stop.stopped()) return 128 + stop.signal_number();
+  // A signal during setup was recorded; on_stop then requests the stop at once and run()
+  // returns without frames, so the report and the profile still say what happened.
   stop.on_stop([&executor] { executor.request_stop(); });
   RunResult result;
   try {
@@ -211,11 +213,8 @@ int run(const Options& o, StopSignal& stop) {
   profiler::print_report(std::cout, result.profile);
   if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);
   if (result.profile.frames_completed > 0) {
-    if (!o.output.empty()) {
-      const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
-      graph::write_npy(o.output, out_desc.shape, result.last_outputs.at(0));
-    }
-    if (!o.labels.empty() || !o.image.empty()) print_top5(o, result.last_outputs.at(0));
+    if (!o.output.empty()) graph::write_npy(o.output, out_desc.shape, result.last_outputs.at(0));
+    if (!o.labels.empty() || !o.image.empty()) print_top5(labels, result.last_outputs.at(0));
   }
   if (result.profile.interrupted) {
     std::cerr << "co_up: interrupted after " << result.profile.frames_completed << " of "

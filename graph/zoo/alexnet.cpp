@@ -23,13 +23,7 @@ constexpr float kLrnBias = 1.0f;
 }  // namespace
 
 Graph build_alexnet(WeightSource& weights, const ZooOptions& options) {
-  const int64_t size = options.image_size == 0 ? kDefaultImageSize : options.image_size;
-  if (size < 0 || options.batch <= 0) {
-    throw InputError("cannot build alexnet with image size " + std::to_string(options.image_size) +
-                     " and batch " + std::to_string(options.batch) +
-                     ": the image size must be positive (or 0 for the default " +
-                     std::to_string(kDefaultImageSize) + ") and the batch at least 1");
-  }
+  const int64_t size = checked_image_size("alexnet", options, kDefaultImageSize);
   GraphBuilder b("alexnet", weights);
   Stream s(b, b.input("data", {options.batch, 3, size, size}));
 

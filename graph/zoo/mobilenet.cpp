@@ -61,14 +61,7 @@ TensorId conv_bn_relu6(GraphBuilder& b, TensorId x, const std::string& scope,
 }  // namespace
 
 Graph build_mobilenet(WeightSource& weights, const ZooOptions& options) {
-  const int64_t size = options.image_size == 0 ? kDefaultImageSize : options.image_size;
-  if (size < 0 || options.batch <= 0) {
-    throw InputError("cannot build mobilenet with image size " +
-                     std::to_string(options.image_size) + " and batch " +
-                     std::to_string(options.batch) +
-                     ": the image size must be positive (or 0 for the default " +
-                     std::to_string(kDefaultImageSize) + ") and the batch at least 1");
-  }
+  const int64_t size = checked_image_size("mobilenet", options, kDefaultImageSize);
   GraphBuilder b("mobilenet", weights);
   TensorId x = b.input("data", {options.batch, 3, size, size});
 

@@ -60,13 +60,7 @@ constexpr Stage kStages[] = {{2, 3, 64, 1}, {3, 4, 128, 2}, {4, 6, 256, 2}, {5, 
 }  // namespace
 
 Graph build_resnet50(WeightSource& weights, const ZooOptions& options) {
-  const int64_t size = options.image_size == 0 ? kDefaultImageSize : options.image_size;
-  if (size < 0 || options.batch <= 0) {
-    throw InputError("cannot build resnet50 with image size " + std::to_string(options.image_size) +
-                     " and batch " + std::to_string(options.batch) +
-                     ": the image size must be positive (or 0 for the default " +
-                     std::to_string(kDefaultImageSize) + ") and the batch at least 1");
-  }
+  const int64_t size = checked_image_size("resnet50", options, kDefaultImageSize);
   GraphBuilder b("resnet50", weights);
   TensorId x = b.input("data", {options.batch, 3, size, size});
 

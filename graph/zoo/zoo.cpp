@@ -67,4 +67,16 @@ Graph build_zoo_graph(const std::string& name, WeightSource& weights, const ZooO
   throw InputError("unknown graph '" + name + "' (known: " + known + ")");
 }
 
+int64_t checked_image_size(const char* network, const ZooOptions& options, int64_t default_size) {
+  const int64_t size = options.image_size == 0 ? default_size : options.image_size;
+  if (size < 0 || options.batch <= 0) {
+    throw InputError("cannot build " + std::string(network) + " with image size " +
+                     std::to_string(options.image_size) + " and batch " +
+                     std::to_string(options.batch) +
+                     ": the image size must be positive (or 0 for the default " +
+                     std::to_string(default_size) + ") and the batch at least 1");
+  }
+  return size;
+}
+
 }  // namespace co_up::graph

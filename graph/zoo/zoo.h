@@ -44,6 +44,10 @@ const ZooEntry* find_zoo_entry(const std::string& name);
 // Throws InputError for an unknown name (listing the known ones).
 Graph build_zoo_graph(const std::string& name, WeightSource& weights, const ZooOptions& options);
 
+// The input size a builder uses: options.image_size, or `default_size` when it is 0. Throws
+// InputError naming the network for a negative size or a batch below 1.
+int64_t checked_image_size(const char* network, const ZooOptions& options, int64_t default_size);
+
 // One builder per network (graph/zoo/<name>.cpp).
 Graph build_alexnet(WeightSource& weights, const ZooOptions& options);
 Graph build_googlenet(WeightSource& weights, const ZooOptions& options);

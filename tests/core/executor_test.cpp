@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/affinity.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/network.h"
@@ -332,6 +333,32 @@ TEST(ExecutorFullSizeTest, ZooAtFullResolutionMatchesAcrossMappings) {
     const std::string split = std::string(layers / 2, 'B') + std::string(layers - layers / 2, 'L');
     expect_bit_equal(reference, run_graph(g, split, ExecutionMode::kPipeline, 2, inputs),
                      std::string(name) + " " + split);
+  }
+}
+
+}  // namespace
+}  // namespace co_up
+
+namespace co_up {
+namespace {
+
+// Host threads are pinned to their processor's cores: the output callback runs on the thread of
+// the sub-graph that produced the output.
+TEST(ExecutorTest, HostThreadsRunOnTheirClusterCores) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  const Platform platform = host_platform();
+  if (platform.find('L') == nullptr) GTEST_SKIP() << "needs two CPU clusters (2+ cores)";
+  for (const char* order : {"BBBBLLLL", "LLLLBBBB"}) {
+    Executor executor(g, Partition::create(g, order), platform, build_plugins(), {});
+    RunRequest request;
+    request.frames = 2;
+    request.input_sets = {seeded_inputs(g, 1)};
+    std::vector<int> seen;
+    request.on_output = [&](uint64_t, uint32_t, std::span<const float>) {
+      seen = current_thread_affinity();
+    };
+    executor.run(request);
+    EXPECT_EQ(seen, platform.find(order[7])->cores) << order;
   }
 }
 

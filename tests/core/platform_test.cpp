@@ -63,7 +63,7 @@ TEST(PlatformTest, MalformedDescriptionsSayWhatIsWrong) {
                 .find("upper-case"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"processors":[{"letter":"B","backend":"x","cores":[0],"threads":2}]})")
-                .find("threads 2 for 1 cores"),
+                .find("threads 2 for 1 core(s)"),
             std::string::npos);
   EXPECT_THROW(load_platform("/nonexistent/platform.json"), InputError);
 }
