@@ -80,25 +80,32 @@ struct SubGraphRuntime {
 
 // State the layer hooks need; lives on the processor thread's stack during one sub-graph run.
 struct HookState {
-  std::vector<Event>* events;
+  std::vector<Event>* events;  // nullptr: layers are not timed (profile level < 2)
+  const std::vector<LayerObserver*>* observers;
+  char processor;
   uint32_t subgraph;
   uint64_t frame;
   int64_t layer_begin_ns;
 };
 
-void on_layer_begin(void* user, uint32_t) {
-  static_cast<HookState*>(user)->layer_begin_ns = now_ns();
+void on_layer_begin(void* user, uint32_t layer) {
+  auto* state = static_cast<HookState*>(user);
+  for (LayerObserver* o : *state->observers) o->on_layer_begin(state->processor, layer, state->frame);
+  state->layer_begin_ns = now_ns();
 }
 
 void on_layer_end(void* user, uint32_t layer) {
   auto* state = static_cast<HookState*>(user);
+  const int64_t end = now_ns();
+  for (LayerObserver* o : *state->observers) o->on_layer_end(state->processor, layer, state->frame);
+  if (state->events == nullptr) return;
   Event e;
   e.kind = EventKind::kLayer;
   e.subgraph = state->subgraph;
   e.layer = layer;
   e.frame = state->frame;
   e.begin_ns = state->layer_begin_ns;
-  e.end_ns = now_ns();
+  e.end_ns = end;
   state->events->push_back(e);
 }
 
@@ -385,14 +392,18 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
     record_transfer(begin, sg.first_layer, sg.index, in.bytes);
   }
 
-  HookState hook_state{&p.events, sg.index, frame, 0};
+  const auto& observers = options.observers;
+  HookState hook_state{level >= 2 ? &p.events : nullptr, &observers, p.letter, sg.index, frame, 0};
   co_up_run_hooks hooks{};
   hooks.struct_size = sizeof(hooks);
   hooks.user_data = &hook_state;
   hooks.layer_begin = on_layer_begin;
   hooks.layer_end = on_layer_end;
+  const bool want_hooks = level >= 2 || !observers.empty();
+  for (LayerObserver* o : observers) o->on_subgraph_begin(p.letter, sg.index, frame);
   const int64_t run_begin = now_ns();
-  s.compiled->run(level >= 2 ? &hooks : nullptr);
+  s.compiled->run(want_hooks ? &hooks : nullptr);
+  for (LayerObserver* o : observers) o->on_subgraph_end(p.letter, sg.index, frame);
   if (level >= 1) {
     Event e;
     e.kind = EventKind::kSubGraph;

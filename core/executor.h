@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/layer_observer.h"
 #include "core/partition.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
@@ -44,6 +45,9 @@ struct ExecutorOptions {
   // edges that skip stages get proportionally more (see receiver_capacities).
   uint32_t receiver_buffers = 2;
   int profile_level = 0;  // 0: frames; 1: + sub-graphs and transfers; 2: + layers
+  // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
+  // owned; they must outlive the Executor.
+  std::vector<LayerObserver*> observers;
 };
 
 struct RunRequest {
