@@ -324,17 +324,22 @@ bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
 
 bool Executor::Impl::runnable(SubGraphRuntime& s) {
   if (!inputs_ready(s)) return false;
-  std::vector<Receiver*> full;
+  Receiver* full = nullptr;
+  int full_count = 0;
   for (const OutputPort& out : s.outputs) {
     if (!out.sender) continue;
-    std::vector<Receiver*> f = out.sender->full_receivers();
-    full.insert(full.end(), f.begin(), f.end());
+    for (Receiver* r : out.sender->receivers()) {
+      if (!r->can_reserve()) {
+        full = r;
+        ++full_count;
+      }
+    }
   }
-  if (full.empty()) return true;
+  if (full_count == 0) return true;
   // Attribute the stall to a receive buffer only when it alone holds the sender back, once per
   // frame: that is the stall a deeper buffer would have avoided.
-  if (full.size() == 1 && s.stall_counted_frame != s.next_frame) {
-    full[0]->count_full_stall();
+  if (full_count == 1 && s.stall_counted_frame != s.next_frame) {
+    full->count_full_stall();
     s.stall_counted_frame = s.next_frame;
   }
   return false;
@@ -352,7 +357,7 @@ void Executor::Impl::claim(SubGraphRuntime& s) {
     }
   }
   for (size_t o = 0; o < s.outputs.size(); ++o) {
-    if (s.outputs[o].sender) s.reserved_slots[o] = s.outputs[o].sender->reserve();
+    if (s.outputs[o].sender) s.outputs[o].sender->reserve(s.reserved_slots[o]);
   }
   if (s.reads_graph_input) {
     // Grown as frames enter (never sized by the request: --n may be huge).
@@ -499,7 +504,10 @@ void Executor::Impl::processor_loop(Processor& p) {
     }
     lock.lock();
     commit(*pick);
+    // Wake the others after releasing the lock, so they do not wake only to wait for it.
+    lock.unlock();
     changed.notify_all();
+    lock.lock();
   }
 }
 
@@ -579,9 +587,7 @@ RunResult Executor::run(const RunRequest& request) {
   {
     std::lock_guard lock(m.mutex);
     // A previous, interrupted run may have left frames in flight: start from a clean state.
-    for (auto& r : m.receivers) {
-      *r = Receiver(r->tensor_name(), r->bytes(), r->capacity(), r->source(), r->destination());
-    }
+    for (auto& r : m.receivers) r->reset();
     for (auto& s : m.subgraphs) {
       s->next_frame = 0;
       s->stall_counted_frame = UINT64_MAX;

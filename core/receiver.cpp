@@ -18,6 +18,12 @@ Receiver::Receiver(std::string tensor_name, size_t bytes, uint32_t capacity, uin
   }
 }
 
+void Receiver::reset() {
+  head_ = used_ = published_ = claimed_ = 0;
+  transfers_ = full_stalls_ = 0;
+  max_used_ = 0;
+}
+
 void* Receiver::reserve() {
   if (!can_reserve()) throw std::logic_error("receiver '" + tensor_name_ + "' is full");
   Slot& slot = slots_[(head_ + used_) % slots_.size()];

@@ -23,19 +23,12 @@ class Sender {
   uint32_t output_index() const { return output_index_; }  // position in the sub-graph's outputs
   const std::vector<Receiver*>& receivers() const { return receivers_; }
 
-  // The receivers without a free slot (empty: the sender may start a frame).
-  std::vector<Receiver*> full_receivers() const {
-    std::vector<Receiver*> full;
-    for (Receiver* r : receivers_) {
-      if (!r->can_reserve()) full.push_back(r);
-    }
-    return full;
-  }
   // One slot per receiver, in receivers() order.
-  std::vector<void*> reserve() {
-    std::vector<void*> slots;
-    for (Receiver* r : receivers_) slots.push_back(r->reserve());
-    return slots;
+  // Reserves one slot per receiver, in receivers() order, into `slots` (reused: no allocation
+  // per frame once it has the right size).
+  void reserve(std::vector<void*>& slots) {
+    slots.resize(receivers_.size());
+    for (size_t i = 0; i < receivers_.size(); ++i) slots[i] = receivers_[i]->reserve();
   }
   void publish(uint64_t frame) {
     for (Receiver* r : receivers_) r->publish(frame);
