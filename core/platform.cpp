@@ -30,6 +30,107 @@ char parse_letter(const json& value, const std::string& where) {
   return value.get<std::string>()[0];
 }
 
+DvfsSpec parse_dvfs(const json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + " must be an object");
+  DvfsSpec d;
+  d.driver = j.value("driver", std::string("cpufreq"));
+  if (d.driver != "cpufreq" && d.driver != "devfreq") {
+    throw InputError(where + ".driver is \"" + d.driver + "\"; use cpufreq or devfreq");
+  }
+  if (j.contains("node")) {
+    if (j["node"].is_string()) {
+      d.nodes.push_back(j["node"].get<std::string>());
+    } else if (j["node"].is_array()) {
+      for (const json& n : j["node"]) {
+        if (!n.is_string()) throw InputError(where + ".node entries must be strings");
+        d.nodes.push_back(n.get<std::string>());
+      }
+    }
+  }
+  if (d.nodes.empty()) throw InputError(where + " needs \"node\": its sysfs directory");
+  if (!j.contains("frequencies_khz") || !j["frequencies_khz"].is_array() ||
+      j["frequencies_khz"].empty()) {
+    throw InputError(where + " needs \"frequencies_khz\": [ascending kHz values]");
+  }
+  for (const json& f : j["frequencies_khz"]) {
+    if (!f.is_number_integer() || f.get<int64_t>() <= 0) {
+      throw InputError(where + ".frequencies_khz must hold positive integers");
+    }
+    if (!d.frequencies_khz.empty() && f.get<int64_t>() <= d.frequencies_khz.back()) {
+      throw InputError(where + ".frequencies_khz must be strictly ascending");
+    }
+    d.frequencies_khz.push_back(f.get<int64_t>());
+  }
+  if (j.contains("voltages_mv")) {
+    for (const json& v : j["voltages_mv"]) {
+      if (!v.is_number_integer()) throw InputError(where + ".voltages_mv must hold integers");
+      d.voltages_mv.push_back(v.get<int>());
+    }
+    if (d.voltages_mv.size() != d.frequencies_khz.size()) {
+      throw InputError(where + " has " + std::to_string(d.voltages_mv.size()) +
+                       " voltages for " + std::to_string(d.frequencies_khz.size()) +
+                       " frequencies (give one per level or none)");
+    }
+  }
+  // Written as --frequency writes levels (1 = lowest); stored as a position in the table.
+  const int default_level = j.value("default_level", 0);
+  if (default_level < 0 || default_level > d.max_level() + 1) {
+    throw InputError(where + ".default_level " + std::to_string(default_level) +
+                     " is not a level (1.." + std::to_string(d.max_level() + 1) + ")");
+  }
+  d.default_level = default_level - 1;
+  return d;
+}
+
+SensorSpec parse_sensor(const json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + " must be an object");
+  SensorSpec s;
+  s.name = j.value("name", std::string());
+  s.kind = j.value("kind", std::string());
+  s.processors = j.value("processors", std::string());
+  s.path = j.value("path", std::string());
+  s.current = j.value("current", std::string());
+  s.voltage = j.value("voltage", std::string());
+  s.max_path = j.value("max_path", std::string());
+  s.scale = j.value("scale", 1.0);
+  if (s.name.empty()) throw InputError(where + " needs a \"name\"");
+  if (s.kind == "power" || s.kind == "energy") {
+    if (s.path.empty()) throw InputError(where + " ('" + s.name + "') needs \"path\"");
+  } else if (s.kind == "iv") {
+    if (s.current.empty() || s.voltage.empty()) {
+      throw InputError(where + " ('" + s.name + "') needs \"current\" and \"voltage\"");
+    }
+  } else {
+    throw InputError(where + " ('" + s.name + "') has kind \"" + s.kind +
+                     "\"; use power, iv or energy");
+  }
+  return s;
+}
+
+GpioSpec parse_gpio(const json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + " must be an object");
+  GpioSpec g;
+  g.chip = j.value("chip", std::string());
+  g.mode = j.value("mode", std::string("edge"));
+  if (g.chip.empty()) throw InputError(where + " needs \"chip\" (e.g. \"gpiochip0\")");
+  if (g.mode != "edge" && g.mode != "code") {
+    throw InputError(where + ".mode is \"" + g.mode + "\"; use edge or code");
+  }
+  if (!j.contains("lines") || !j["lines"].is_array() || j["lines"].empty()) {
+    throw InputError(where + " needs \"lines\": [line offsets]");
+  }
+  for (const json& l : j["lines"]) {
+    if (!l.is_number_integer() || l.get<int>() < 0) {
+      throw InputError(where + ".lines must hold non-negative integers");
+    }
+    g.lines.push_back(l.get<unsigned>());
+  }
+  if (g.mode == "edge" && g.lines.size() != 1) {
+    throw InputError(where + " in edge mode takes one line (code mode takes several)");
+  }
+  return g;
+}
+
 ProcessorSpec parse_processor(const json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where + " must be an object");
   ProcessorSpec p;
@@ -72,6 +173,15 @@ ProcessorSpec parse_processor(const json& j, const std::string& where) {
   } else {
     if (!j.contains("host")) throw InputError(here + " needs \"host\": the CPU letter hosting it");
     p.host = parse_letter(j["host"], here + ".host");
+  }
+  if (j.contains("dvfs")) p.dvfs = parse_dvfs(j["dvfs"], here + ".dvfs");
+  if (j.contains("power_model")) {
+    const json& m = j["power_model"];
+    if (!m.is_object() || !m.contains("alpha") || !m["alpha"].is_number() ||
+        !m.value("beta", json(0.0)).is_number()) {
+      throw InputError(here + ".power_model must be {\"alpha\": number, \"beta\": number}");
+    }
+    p.power_model = {true, m["alpha"].get<double>(), m.value("beta", 0.0)};
   }
   if (j.contains("options")) {
     if (!j["options"].is_object()) throw InputError(here + ".options must be an object");
@@ -148,6 +258,33 @@ std::vector<int> parse_cpu_list(std::string text) {
   return cores;
 }
 
+// A cpufreq policy's levels: scaling_available_frequencies, else cpuinfo min and max.
+DvfsSpec cpufreq_table(const std::filesystem::path& policy, const std::string& node) {
+  DvfsSpec d;
+  d.driver = "cpufreq";
+  d.nodes.push_back(node);
+  std::stringstream list(read_line(policy / "scaling_available_frequencies"));
+  std::vector<int64_t> khz;
+  for (std::string word; list >> word;) {
+    try {
+      khz.push_back(std::stoll(word));
+    } catch (const std::exception&) {
+    }
+  }
+  if (khz.empty()) {
+    for (const char* file : {"cpuinfo_min_freq", "cpuinfo_max_freq"}) {
+      try {
+        khz.push_back(std::stoll(read_line(policy / file)));
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::sort(khz.begin(), khz.end());
+  khz.erase(std::unique(khz.begin(), khz.end()), khz.end());
+  if (!khz.empty() && khz.front() > 0) d.frequencies_khz = std::move(khz);
+  return d;
+}
+
 ProcessorSpec cpu_cluster(char letter, const std::string& name, std::vector<int> cores) {
   ProcessorSpec p;
   p.letter = letter;
@@ -210,6 +347,18 @@ Platform parse_platform(const std::string& json_text, const std::string& origin)
   } catch (const json::exception& e) {
     throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
   }
+  try {
+    if (j.contains("sensors")) {
+      if (!j["sensors"].is_array()) throw InputError(origin + ": \"sensors\" must be a list");
+      for (size_t i = 0; i < j["sensors"].size(); ++i) {
+        platform.sensors.push_back(
+            parse_sensor(j["sensors"][i], origin + ": sensors[" + std::to_string(i) + "]"));
+      }
+    }
+    if (j.contains("gpio")) platform.gpio = parse_gpio(j["gpio"], origin + ": gpio");
+  } catch (const json::exception& e) {
+    throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
+  }
   check_consistency(platform, origin);
   return platform;
 }
@@ -230,6 +379,7 @@ Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
   struct Cluster {
     long max_khz;
     std::vector<int> cores;
+    DvfsSpec dvfs;
   };
   std::vector<Cluster> clusters;
   const auto cpufreq = sysfs_root / "devices/system/cpu/cpufreq";
@@ -245,7 +395,9 @@ Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
         khz = std::stol(read_line(entry.path() / "cpuinfo_max_freq"));
       } catch (const std::exception&) {
       }
-      clusters.push_back({khz, std::move(cores)});
+      clusters.push_back({khz, std::move(cores),
+                          cpufreq_table(entry.path(), "devices/system/cpu/cpufreq/" +
+                                                          entry.path().filename().string())});
     }
   }
   std::sort(clusters.begin(), clusters.end(), [](const Cluster& a, const Cluster& b) {
@@ -256,6 +408,9 @@ Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
   for (Cluster& c : clusters) {
     if (!merged.empty() && merged.back().max_khz == c.max_khz) {
       merged.back().cores.insert(merged.back().cores.end(), c.cores.begin(), c.cores.end());
+      if (merged.back().dvfs.frequencies_khz == c.dvfs.frequencies_khz) {
+        for (auto& n : c.dvfs.nodes) merged.back().dvfs.nodes.push_back(n);
+      }
     } else {
       merged.push_back(std::move(c));
     }
@@ -266,7 +421,9 @@ Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
   if (merged.size() >= 2) {
     platform.description = "this machine: big.LITTLE clusters from cpufreq";
     platform.processors.push_back(cpu_cluster('B', "big CPU cluster", merged[0].cores));
+    platform.processors.back().dvfs = merged[0].dvfs;
     platform.processors.push_back(cpu_cluster('L', "LITTLE CPU cluster", merged[1].cores));
+    platform.processors.back().dvfs = merged[1].dvfs;
   } else {
     // A symmetric CPU: split the cores into two halves so that B and L are real, separate
     // clusters whose threads never compete for a core.
@@ -276,6 +433,8 @@ Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
     const size_t half = (cores.size() + 1) / 2;
     platform.processors.push_back(
         cpu_cluster('B', "CPU half B", std::vector<int>(cores.begin(), cores.begin() + half)));
+    // One policy for the whole symmetric CPU: both halves share its clock, so only B drives it.
+    if (!merged.empty()) platform.processors.back().dvfs = merged[0].dvfs;
     if (cores.size() > 1) {
       platform.processors.push_back(
           cpu_cluster('L', "CPU half L", std::vector<int>(cores.begin() + half, cores.end())));

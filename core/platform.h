@@ -12,8 +12,21 @@
 //        "options": {"device": "Mali"}} ] }
 //
 // "backend" is a name or a list in order of preference (the first one whose plugin loaded wins).
+//
+// Power facts (issue 7), all optional:
+//   per processor  "dvfs": {"driver": "cpufreq"|"devfreq", "node": "devices/system/cpu/cpufreq/policy4",
+//                           "frequencies_khz": [408000, ...], "voltages_mv": [800, ...],
+//                           "default_level": 7}
+//                  "power_model": {"alpha": 1.0, "beta": 0.1}   P[W] = alpha V^2 U f[GHz] + beta V
+//   top level      "gpio": {"chip": "gpiochip0" | "/dev/gpiochip0", "lines": [17], "mode": "edge"|"code"}
+//                  "sensors": [{"name": "big", "kind": "power"|"iv"|"energy", "processors": "B",
+//                               "path": "...", "current": "...", "voltage": "...", "scale": 0.001}]
+// Sysfs paths are relative to --sysfs-root. Users (--frequency, "default_level") number levels
+// from 1 = lowest frequency, as the paper's Table 9; in code a level is the 0-based position in
+// frequencies_khz (ascending).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -21,6 +34,49 @@
 #include <vector>
 
 namespace co_up {
+
+// A processor's DVFS domain: the sysfs node that sets its clock and the levels it offers.
+struct DvfsSpec {
+  std::string driver;  // "cpufreq" (kHz files) or "devfreq" (Hz files); empty: no DVFS
+  std::vector<std::string> nodes;  // directories relative to the sysfs root ("node": one or a list)
+  std::vector<int64_t> frequencies_khz;  // ascending; level i = frequencies_khz[i]
+  std::vector<int> voltages_mv;          // empty or one per level
+  int default_level = -1;                // -1: none declared
+
+  bool present() const { return !frequencies_khz.empty(); }
+  int max_level() const { return static_cast<int>(frequencies_khz.size()) - 1; }
+};
+
+// P = alpha * V^2 * U * f + beta * V with P in W, V in volts, f in GHz, U in [0, 1]
+// (para-pipe eq. 8). Absent: no estimate for this processor.
+struct PowerModelSpec {
+  bool present = false;
+  double alpha = 0;
+  double beta = 0;
+};
+
+// A power sensor, read as files under the sysfs root.
+//   "power":  `path` holds power (hwmon power*_input: microwatts; scale 0.001 gives mW)
+//   "iv":     `current` (mA) times `voltage` (mV), e.g. INA3221 rails (curr*_input, in*_input)
+//   "energy": `path` is a monotonic energy counter (RAPL energy_uj: microjoules), wraps at
+//             `max_path` (max_energy_range_uj) when given
+// `scale` multiplies the raw reading into mW ("power"), mW ("iv": applied to mA*mV/1000) or
+// mJ ("energy"). `processors` are the letters the rail feeds ("" = the whole board).
+struct SensorSpec {
+  std::string name;
+  std::string kind;
+  std::string processors;
+  std::string path, current, voltage, max_path;
+  double scale = 1.0;
+};
+
+struct GpioSpec {
+  std::string chip;            // name ("gpiochip0"), number or path ("/dev/gpiochip0")
+  std::vector<unsigned> lines;  // offsets on the chip; "code" mode: bit i on lines[i]
+  std::string mode = "edge";   // "edge": lines high during a layer; "code": layer index + 1
+
+  bool present() const { return !chip.empty() && !lines.empty(); }
+};
 
 struct ProcessorSpec {
   char letter = 0;
@@ -31,6 +87,8 @@ struct ProcessorSpec {
   int threads = 0;                    // cpu: worker threads (default: all cores)
   char host = 0;                      // gpu/npu/dsp: the CPU cluster whose cores host its thread
   std::vector<std::pair<std::string, std::string>> options;  // passed to the plugin's device
+  DvfsSpec dvfs;
+  PowerModelSpec power_model;
 
   bool is_cpu() const { return kind == "cpu"; }
 };
@@ -39,6 +97,8 @@ struct Platform {
   std::string name;
   std::string description;
   std::vector<ProcessorSpec> processors;
+  std::vector<SensorSpec> sensors;
+  GpioSpec gpio;
 
   const ProcessorSpec* find(char letter) const;
   ProcessorSpec* find(char letter);
@@ -55,6 +115,8 @@ Platform parse_platform(const std::string& json_text, const std::string& origin)
 // The machine co_up runs on: CPU clusters from <sysfs_root>/devices/system/cpu/cpufreq/policy*
 // (fastest cluster = B, next = L); without cpufreq, the online cores split into halves (a 2-core
 // host gets B = core 0, L = core 1). G and N point at the OpenCL and NPU plugins, hosted on B / L.
+// Each cluster's DVFS table comes from its policy's scaling_available_frequencies, else
+// cpuinfo_min_freq/cpuinfo_max_freq (two levels).
 Platform detect_host_platform(const std::filesystem::path& sysfs_root);
 
 // The paper's Table 2 options, applied on top of a platform.

@@ -218,6 +218,18 @@ nlohmann::json to_json(const RunProfile& p) {
     events.push_back(std::move(ev));
   }
   j["events"] = events;
+  if (!p.dvfs.empty()) {
+    json dvfs = json::array();
+    for (const DvfsEvent& d : p.dvfs) {
+      json ev = {{"processor", std::string(1, d.processor)}, {"level", d.level + 1}, {"khz", d.khz},
+                 {"frame", d.frame}, {"issue_ns", d.issue_ns}, {"apply_ns", d.apply_ns},
+                 {"superseded", d.superseded}};
+      ev["layer"] = d.layer == UINT32_MAX ? json("setup") : json(d.layer);
+      if (!d.error.empty()) ev["error"] = d.error;
+      dvfs.push_back(std::move(ev));
+    }
+    j["dvfs"] = dvfs;
+  }
   return j;
 }
 

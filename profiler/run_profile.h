@@ -47,6 +47,21 @@ struct ProcessorInfo {
   int threads = 0;
 };
 
+// One DVFS request (issue 7): issued on a processor thread at a layer start (or at setup),
+// applied by the DVFS worker. apply_ns = 0: not applied (superseded by a newer request for the
+// same processor before the worker got to it, or failed: then `error` says why).
+struct DvfsEvent {
+  char processor = 0;  // the DVFS domain (a CPU cluster or a GPU)
+  int level = 0;       // position in the table (the JSON writes it 1-based, as users do)
+  int64_t khz = 0;
+  uint32_t layer = 0;  // UINT32_MAX: at setup
+  uint64_t frame = 0;
+  int64_t issue_ns = 0;
+  int64_t apply_ns = 0;
+  bool superseded = false;
+  std::string error;
+};
+
 struct RunProfile {
   std::string graph;
   std::string order;
@@ -65,6 +80,7 @@ struct RunProfile {
   std::vector<SubGraphInfo> subgraphs;
   std::vector<ReceiverInfo> receivers;
   std::vector<Event> events;  // merged from all threads, sorted by begin time
+  std::vector<DvfsEvent> dvfs;  // filled by the power manager (issue 7), in issue order
 };
 
 }  // namespace co_up::profiler

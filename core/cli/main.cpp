@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <functional>
 #include <memory>
+#include <mutex>
 
 #include "core/cli/options.h"
 #include "core/cli/stop_signal.h"
@@ -20,7 +22,13 @@
 #include "graph/image.h"
 #include "graph/npy.h"
 #include "graph/zoo/zoo.h"
+#include "power/dvfs_schedule.h"
+#include "power/dvfs_worker.h"
 #include "power/frequency_plan.h"
+#include "power/gpio_tagger.h"
+#include "power/power_sampler.h"
+#include "power/sysfs_dvfs.h"
+#include "profiler/power_trace.h"
 #include "profiler/report.h"
 
 namespace co_up::cli {
@@ -82,7 +90,65 @@ void list_devices(const Platform& platform, const PluginRegistry& registry) {
       std::cout << "host " << p.host;
     }
     std::cout << "\n";
+    // An accelerator's plugin describes what its driver sees (the opencl plugin: every OpenCL
+    // platform and device the ICD loader lists), so the core links no vendor API.
+    for (const PluginRecord& r : registry.records()) {
+      if (!p.is_cpu() && r.backend == backend && !r.description.empty()) {
+        std::cout << "       " << r.description << "\n";
+      }
+    }
   }
+}
+
+void list_frequencies(const Platform& platform) {
+  std::cout << "platform " << platform.name
+            << ": DVFS levels (--frequency takes the level number, 1 = lowest)\n";
+  bool any = false;
+  for (const ProcessorSpec& p : platform.processors) {
+    std::cout << "  " << p.letter << "  " << p.name;
+    if (!p.dvfs.present()) {
+      std::cout << (p.is_cpu() ? ": no DVFS table\n" : "")
+                << (!p.is_cpu() && p.kind != "gpu" ? std::string(": runs at its host's level (") +
+                                                         p.host + ")\n"
+                                                   : std::string())
+                << (p.kind == "gpu" ? ": no DVFS table\n" : "");
+      continue;
+    }
+    any = true;
+    std::cout << " (" << p.dvfs.driver << " ";
+    for (size_t i = 0; i < p.dvfs.nodes.size(); ++i) std::cout << (i ? "," : "") << p.dvfs.nodes[i];
+    std::cout << ")";
+    if (p.dvfs.default_level >= 0) std::cout << ", default level " << p.dvfs.default_level + 1;
+    std::cout << "\n";
+    for (size_t i = 0; i < p.dvfs.frequencies_khz.size(); ++i) {
+      std::cout << "     " << std::setw(2) << i + 1 << "  " << std::setw(5)
+                << (p.dvfs.frequencies_khz[i] + 500) / 1000 << " MHz";
+      if (!p.dvfs.voltages_mv.empty()) std::cout << "  " << p.dvfs.voltages_mv[i] << " mV";
+      std::cout << "\n";
+    }
+  }
+  if (!any) std::cout << "  (no DVFS tables: no cpufreq under the sysfs root, or none in the platform file)\n";
+}
+
+// Power-model points at each processor's current (else default, else highest) level.
+std::vector<profiler::PowerModelPoint> model_points(const Platform& platform,
+                                                    const power::SysfsDvfs& dvfs) {
+  std::vector<profiler::PowerModelPoint> points;
+  for (const ProcessorSpec& p : platform.processors) {
+    const ProcessorSpec* clocked = p.dvfs.present() ? &p : platform.find(p.host);
+    if (!p.power_model.present || clocked == nullptr || !clocked->dvfs.present()) continue;
+    const DvfsSpec& d = clocked->dvfs;
+    int level = dvfs.level(clocked->letter);
+    if (level < 0) level = d.default_level >= 0 ? d.default_level : d.max_level();
+    profiler::PowerModelPoint m;
+    m.processor = p.letter;
+    m.alpha = p.power_model.alpha;
+    m.beta = p.power_model.beta;
+    m.ghz = static_cast<double>(d.frequencies_khz[static_cast<size_t>(level)]) / 1e6;
+    m.volts = d.voltages_mv.empty() ? 1.0 : d.voltages_mv[static_cast<size_t>(level)] / 1000.0;
+    points.push_back(m);
+  }
+  return points;
 }
 
 std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph& g) {
@@ -159,8 +225,7 @@ int run(const Options& o, StopSignal& stop) {
     return 0;
   }
   if (o.list_frequencies) {
-    std::cout << "platform " << platform.name
-              << " declares no DVFS frequency tables (the power manager adds them)\n";
+    list_frequencies(platform);
     return 0;
   }
   if (!o.model.empty()) {
@@ -178,9 +243,27 @@ int run(const Options& o, StopSignal& stop) {
   Partition partition = Partition::create(g, order);
   std::string subgraph_letters;
   for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
-  power::parse_frequency(o.frequency, order, subgraph_letters);  // validated; applied by power/
+  const power::FrequencyPlan frequency_plan =
+      power::parse_frequency(o.frequency, order, subgraph_letters);
   ExecutorOptions exec_options;
   exec_options.mode = parse_mode(o.mode);
+  const power::DvfsPolicy dvfs_policy = power::parse_dvfs_policy(o.dvfs);
+  bool warned_dvfs = false;
+  auto warn_dvfs = [&warned_dvfs](const std::string& message) {
+    if (warned_dvfs) return;  // best-effort warns once
+    warned_dvfs = true;
+    std::cerr << "co_up: warning: " << message << "\n";
+  };
+  std::vector<uint32_t> subgraph_of_layer;
+  for (uint32_t l = 0; l < order.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
+  const power::DvfsSchedule schedule = power::resolve_schedule(
+      frequency_plan, platform, order, subgraph_of_layer,
+      exec_options.mode == ExecutionMode::kPipeline, dvfs_policy, warn_dvfs);
+  const auto gpio_layers = power::parse_layer_filter(o.gpio_tags);
+  if (!o.gpio_tags.empty() && !platform.gpio.present()) {
+    throw InputError("--gpio-tags is set but platform '" + platform.name +
+                     "' has no \"gpio\" section (chip and lines)");
+  }
   exec_options.receiver_buffers = o.buffers;
   exec_options.profile_level = o.profile;
   check_cores_exist(platform);
@@ -196,8 +279,64 @@ int run(const Options& o, StopSignal& stop) {
   }
   if (!o.profile_out.empty()) profiler::write_json(o.profile_out, profiler::RunProfile{});
 
+  if (!o.power_csv.empty()) profiler::write_power_csv(o.power_csv, profiler::PowerSamples{});
+
+  // Power side (issue 7). Declaration order is destruction order in reverse: the executor goes
+  // first, then the observers it calls, the DVFS worker, and last the SysfsDvfs that restores the
+  // governors — on every path out of this function, exceptions included.
+  power::SysfsDvfs dvfs(platform, o.sysfs_root);
+  std::vector<profiler::DvfsEvent> setup_dvfs;
+  for (const power::DvfsSetting& s : schedule.at_setup) {
+    profiler::DvfsEvent e{s.domain, s.level, platform.find(s.domain)->dvfs.frequencies_khz.at(static_cast<size_t>(s.level)),
+                          UINT32_MAX, 0, profiler::now_ns(), 0, false, {}};
+    e.error = dvfs.set_level(s.domain, s.level);
+    e.apply_ns = e.error.empty() ? profiler::now_ns() : 0;
+    if (!e.error.empty()) {
+      if (dvfs_policy == power::DvfsPolicy::kStrict) {
+        throw RuntimeError(e.error + " (run as root or use --dvfs=best-effort)");
+      }
+      warn_dvfs(e.error + "; continuing without it (--dvfs=best-effort)");
+    }
+    setup_dvfs.push_back(std::move(e));
+  }
+  std::function<void()> stop_run;  // set once the executor exists
+  std::mutex stop_run_mutex;
+  std::unique_ptr<power::DvfsWorker> dvfs_worker;
+  std::unique_ptr<power::DvfsObserver> dvfs_observer;
+  if (!schedule.per_layer.empty()) {
+    dvfs_worker = std::make_unique<power::DvfsWorker>(dvfs, [&](const std::string& error) {
+      if (dvfs_policy == power::DvfsPolicy::kStrict) {
+        std::lock_guard lock(stop_run_mutex);
+        if (stop_run) stop_run();
+      } else {
+        warn_dvfs(error + "; continuing (--dvfs=best-effort)");
+      }
+    });
+    dvfs_observer = std::make_unique<power::DvfsObserver>(schedule.per_layer, *dvfs_worker);
+    exec_options.observers.push_back(dvfs_observer.get());
+  }
+  std::unique_ptr<power::GpiodTagSink> gpio_sink;
+  std::unique_ptr<power::GpioTagger> gpio_tagger;
+  if (!o.gpio_tags.empty()) {
+    gpio_sink = std::make_unique<power::GpiodTagSink>(platform.gpio);
+    gpio_tagger = std::make_unique<power::GpioTagger>(*gpio_sink, platform.gpio, gpio_layers);
+    exec_options.observers.push_back(gpio_tagger.get());
+  }
+  std::unique_ptr<power::LayerSpanRecorder> span_recorder;
+  std::unique_ptr<power::PowerSampler> sampler;
+  if (o.power) {
+    span_recorder = std::make_unique<power::LayerSpanRecorder>();
+    exec_options.observers.push_back(span_recorder.get());
+    sampler = std::make_unique<power::PowerSampler>(platform.sensors, o.sysfs_root, o.power_rate);
+  }
+
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
   Executor executor(g, std::move(partition), platform, registry, exec_options);
+  {
+    std::lock_guard lock(stop_run_mutex);
+    stop_run = [&executor] { executor.request_stop(); };
+  }
+  if (sampler) sampler->start();
   // A signal during setup was recorded; on_stop then requests the stop at once and run()
   // returns without frames, so the report and the profile still say what happened.
   stop.on_stop([&executor] { executor.request_stop(); });
@@ -209,8 +348,32 @@ int run(const Options& o, StopSignal& stop) {
     throw;
   }
   stop.on_stop(nullptr);
+  if (sampler) sampler->stop();
+  result.profile.dvfs = setup_dvfs;
+  if (dvfs_worker) {
+    dvfs_worker->stop();
+    for (profiler::DvfsEvent& e : dvfs_worker->records()) result.profile.dvfs.push_back(std::move(e));
+    if (dvfs_policy == power::DvfsPolicy::kStrict && !dvfs_worker->error().empty()) {
+      if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);
+      throw RuntimeError(dvfs_worker->error() + " during the run (run as root or use --dvfs=best-effort)");
+    }
+  }
 
   profiler::print_report(std::cout, result.profile);
+  if (o.power) {
+    const std::vector<profiler::LayerSpan> spans = span_recorder->spans();
+    const std::vector<profiler::LayerPower> layer_power =
+        profiler::summarize_layer_power(spans, sampler->samples(), model_points(platform, dvfs));
+    if (sampler->samples().count() == 0 && model_points(platform, dvfs).empty()) {
+      std::cout << "power: platform '" << platform.name
+                << "' has neither sensors nor a power model; times only\n";
+    }
+    profiler::print_power_report(std::cout, layer_power);
+    if (!o.power_csv.empty()) profiler::write_power_csv(o.power_csv, sampler->samples());
+    if (!o.trace_out.empty()) {
+      profiler::write_chrome_trace(o.trace_out, spans, sampler->samples(), result.profile.dvfs, layer_power);
+    }
+  }
   if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);
   if (result.profile.frames_completed > 0) {
     if (!o.output.empty()) graph::write_npy(o.output, out_desc.shape, result.last_outputs.at(0));
@@ -230,6 +393,7 @@ int run(const Options& o, StopSignal& stop) {
 int main(int argc, char** argv) {
   using namespace co_up;
   cli::StopSignal stop;  // first: every thread created later inherits the blocked signals
+  power::install_terminate_restore();  // DVFS changes are undone even on std::terminate
   try {
     const cli::Options options =
         cli::parse_options(std::vector<std::string>(argv + 1, argv + argc));
@@ -239,6 +403,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "co_up: failed: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "co_up: failed: unknown exception\n";
     return 1;
   }
 }

@@ -57,6 +57,16 @@ Options parse_options(const std::vector<std::string>& args) {
       {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster("host_gpu", v); }},
       {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster("host_npu", v); }},
       {"frequency", [&](const std::string& v) { o.frequency = v; }},
+      {"dvfs", [&](const std::string& v) {
+         if (v != "strict" && v != "best-effort") {
+           throw InputError("--dvfs='" + v + "' must be 'strict' or 'best-effort'");
+         }
+         o.dvfs = v;
+       }},
+      {"gpio-tags", [&](const std::string& v) { o.gpio_tags = v; }},
+      {"power-rate", [&](const std::string& v) { o.power_rate = static_cast<double>(parse_int("power-rate", v, 1, 100000)); }},
+      {"power-csv", [&](const std::string& v) { o.power_csv = v; o.power = true; }},
+      {"trace-out", [&](const std::string& v) { o.trace_out = v; o.power = true; }},
       {"profile", [&](const std::string& v) { o.profile = static_cast<int>(parse_int("profile", v, 0, 2)); }},
       {"profile-out", [&](const std::string& v) { o.profile_out = v; }},
       {"platform", [&](const std::string& v) { o.platform = v; }},
@@ -76,6 +86,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"list-devices", &o.list_devices},
       {"list-frequencies", &o.list_frequencies},
       {"list-constants", &o.list_constants},
+      {"power", &o.power},
   };
 
   size_t i = 0;
@@ -145,6 +156,8 @@ mapping and execution (paper Table 2)
   --threads_little=N --cores_little=N   LITTLE cluster: worker threads, cores used
   --host_gpu=B|L --host_npu=B|L         CPU cluster hosting the GPU / NPU thread
   --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max
+                        (0-based indices into the platform's tables: --list-frequencies)
+  --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
   --buffers=N           receive buffers between adjacent stages (default 2)
 
 platform and plugins
@@ -153,6 +166,11 @@ platform and plugins
   --sysfs-root=DIR      stands in for /sys (cpufreq, devfreq), for simulated boards
 
 profiling
+  --power               per-layer time, power and energy (sensors of the platform, else estimated)
+  --power-rate=HZ       sensor sampling rate (default 1000)
+  --power-csv=FILE      every sensor sample as CSV (implies --power)
+  --trace-out=FILE      Chrome trace JSON (Perfetto): layers per processor, power, frequency
+  --gpio-tags=all|LIST  GPIO tag per layer on the platform's "gpio" lines (LIST: 0,3,5-7)
   --profile=0|1|2       0: latency and throughput; 1: + per sub-graph; 2: + per layer
   --profile-out=FILE    every number as JSON (written even when interrupted)
 

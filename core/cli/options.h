@@ -31,6 +31,12 @@ struct Options {
   std::optional<int> threads, cores, threads_little, cores_little;
   std::optional<char> host_gpu, host_npu;
   std::string frequency;
+  std::string dvfs = "strict";  // --dvfs=strict|best-effort
+  std::string gpio_tags;        // --gpio-tags=all|0,3,5-7 (empty: no tags)
+  bool power = false;           // --power: per-layer power and energy (sensors or model)
+  double power_rate = 1000;     // --power-rate=HZ sensor sampling rate
+  std::string power_csv;        // --power-csv=FILE per-sample trace (implies --power)
+  std::string trace_out;        // --trace-out=FILE Chrome trace JSON (implies --power)
 
   int profile = 0;
   std::string profile_out;

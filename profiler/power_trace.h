@@ -1,0 +1,83 @@
+// Power traces (issue 7): sensor samples and layer spans on the one CLOCK_MONOTONIC clock, and
+// what is made of them — the per-sample CSV, the per-layer summary (time, average power, energy)
+// and a Chrome trace JSON (chrome://tracing, ui.perfetto.dev) with one track per processor and
+// counter tracks for power and frequency.
+//
+// Energy of a layer: each sample's power holds from half-way since the previous sample to
+// half-way to the next; a layer's energy is that step function integrated over the layer's span,
+// summed over the sensors feeding its processor (or the board sensors when none does). Layers
+// shorter than the sample period still come out right on average over many frames, because their
+// spans are accumulated with sub-sample boundaries.
+// Without sensors, power is estimated per processor with P = alpha V^2 U f + beta V (the
+// platform's power_model), U = 1 during a layer; every such number is labelled "estimated".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "profiler/run_profile.h"
+
+namespace co_up::profiler {
+
+struct LayerSpan {
+  char processor = 0;
+  uint32_t layer = 0;
+  uint64_t frame = 0;
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+};
+
+struct PowerSamples {
+  std::vector<std::string> names;       // one per sensor
+  std::vector<std::string> processors;  // letters each sensor feeds ("" = board)
+  std::vector<int64_t> t_ns;            // one per sample
+  std::vector<double> mw;               // t_ns.size() x names.size(), row-major
+  double rate_hz = 0;
+
+  size_t count() const { return t_ns.size(); }
+  double at(size_t sample, size_t sensor) const { return mw[sample * names.size() + sensor]; }
+};
+
+// Energy in mJ of sensor `sensor` over [begin_ns, end_ns] (step function, see above).
+double integrate_mj(const PowerSamples& s, size_t sensor, int64_t begin_ns, int64_t end_ns);
+
+// Per processor power model: P[W] = alpha V^2 U f[GHz] + beta V.
+struct PowerModelPoint {
+  char processor = 0;
+  double alpha = 0, beta = 0;
+  double volts = 0, ghz = 0;
+  double watts(double utilisation) const { return alpha * volts * volts * utilisation * ghz + beta * volts; }
+};
+
+struct LayerPower {
+  uint32_t layer = 0;
+  char processor = 0;
+  uint64_t frames = 0;
+  double time_ms = 0;    // per frame (mean)
+  double power_mw = 0;   // average over the layer's spans
+  double energy_mj = 0;  // per frame (mean)
+  double total_energy_mj = 0;
+  bool estimated = false;
+};
+
+// Sensors when `samples` has any, else the model points (layers whose processor has no point
+// get zeros and estimated = true).
+std::vector<LayerPower> summarize_layer_power(const std::vector<LayerSpan>& spans,
+                                              const PowerSamples& samples,
+                                              const std::vector<PowerModelPoint>& model);
+
+void print_power_report(std::ostream& out, const std::vector<LayerPower>& layers);
+nlohmann::json power_to_json(const std::vector<LayerPower>& layers);
+// "t_ns,<sensor>_mW,..." one line per sample. Throws InputError when it cannot write.
+void write_power_csv(const std::filesystem::path& path, const PowerSamples& samples);
+// Chrome trace events: layer slices per processor (pid 1, tid = letter), counters for each
+// sensor and each DVFS domain's frequency (from `dvfs` apply times).
+void write_chrome_trace(const std::filesystem::path& path, const std::vector<LayerSpan>& spans,
+                        const PowerSamples& samples, const std::vector<DvfsEvent>& dvfs,
+                        const std::vector<LayerPower>& layers);
+
+}  // namespace co_up::profiler
