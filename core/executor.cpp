@@ -384,13 +384,17 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
     p.events.push_back(e);
   };
 
-  // Receive: bind each input buffer in place, or map and copy where the backend cannot.
+  // Receive: bind each input buffer in place, or map and copy where the backend cannot. Both are
+  // timed as transfer: a backend may convert (layout, dtype) while binding.
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     InputPort& in = s.inputs[i];
     const auto index = static_cast<uint32_t>(i);
-    if (in.bind_supported && s.compiled->bind_input(index, s.claimed_inputs[i])) continue;
-    in.bind_supported = false;
     const int64_t begin = now_ns();
+    if (in.bind_supported && s.compiled->bind_input(index, s.claimed_inputs[i])) {
+      record_transfer(begin, sg.first_layer, sg.index, in.bytes);
+      continue;
+    }
+    in.bind_supported = false;
     void* dst = s.compiled->map(CO_UP_IO_INPUT, index);
     std::memcpy(dst, s.claimed_inputs[i], in.bytes);
     s.compiled->unmap(CO_UP_IO_INPUT, index);

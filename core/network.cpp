@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 #include "graph/builder.h"
+#include "graph/onnx/layer_units.h"
+#include "graph/onnx/onnx_importer.h"
 #include "graph/passes.h"
 #include "graph/zoo/zoo.h"
 
@@ -10,6 +12,29 @@ namespace co_up {
 graph::Graph build_network(const NetworkSpec& spec) {
   if (spec.units != "layers" && spec.units != "ops") {
     throw InputError("unknown --units='" + spec.units + "' (use layers or ops)");
+  }
+  if (!spec.model.empty()) {
+    if (!spec.name.empty()) throw InputError("give either --graph or --model, not both");
+    if (!spec.data_dir.empty()) {
+      throw InputError("--data applies to --graph; an ONNX model carries its own weights");
+    }
+    if (spec.image_size != 0) {
+      throw InputError("--image-size applies to --graph; use --input-shape=N,C,H,W with --model");
+    }
+    graph::OnnxImportOptions import_options;
+    import_options.input_shape = spec.input_shape;
+    graph::Graph g = graph::import_onnx_file(spec.model, import_options);
+    graph::optimize_for_inference(g);
+    if (spec.units == "ops") {
+      graph::assign_op_units(g);
+    } else {
+      graph::assign_block_units(g);
+    }
+    g.validate();
+    return g;
+  }
+  if (!spec.input_shape.empty()) {
+    throw InputError("--input-shape applies to --model; use --image-size with --graph");
   }
   graph::ZooOptions options;
   options.image_size = spec.image_size;

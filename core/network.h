@@ -1,5 +1,5 @@
 // build_network: the one path from a network name to the graph the runtime partitions —
-// zoo builder (or, later, an importer), weights, inference passes, layer units.
+// zoo builder or ONNX importer, weights, inference passes, layer units.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +11,27 @@
 namespace co_up {
 
 struct NetworkSpec {
+  NetworkSpec() = default;
+  // The zoo fields, in order (keeps `build_network({name, units, size, seed, dir})` working).
+  NetworkSpec(std::string name_, std::string units_, int64_t image_size_, uint64_t seed_,
+              std::string data_dir_)
+      : name(std::move(name_)), units(std::move(units_)), image_size(image_size_), seed(seed_),
+        data_dir(std::move(data_dir_)) {}
+
   std::string name;              // zoo name
-  std::string units = "layers";  // "layers" (the paper's units) or "ops" (one per compute op)
+  std::string units = "layers";  // "layers" (the paper's units; automatic for a model) or "ops"
   int64_t image_size = 0;        // 0: the network's own
   uint64_t seed = 1;             // generated weights
   std::string data_dir;          // non-empty: weights from <dir>/<constant>.npy
+  // ONNX import instead of the zoo (graph/onnx/onnx_importer.h): the .onnx file, and the input
+  // shape replacing the model's (needed for dynamic dimensions). `name` must then be empty.
+  std::string model;
+  std::vector<int64_t> input_shape;
 };
 
-// Throws InputError (unknown network, bad weights directory, ...).
+// Throws InputError (unknown network, bad weights directory, unreadable or unsupported model, ...).
+// An imported model gets the same passes as a zoo network; its layer units are found from its
+// structure (graph/onnx/layer_units.h) unless units is "ops".
 graph::Graph build_network(const NetworkSpec& spec);
 
 // A deterministic input in [-1, 1) for every graph input, a function of the seed only.

@@ -17,12 +17,15 @@ inline int64_t now_ns() {
 enum class EventKind : uint8_t {
   kSubGraph,  // one run of a sub-graph's nodes (level >= 1)
   kLayer,     // one layer unit inside a sub-graph run (level 2)
-  kTransfer,  // a copy across a sub-graph boundary, incl. map/unmap (level >= 1)
+  // Crossing a sub-graph boundary (level >= 1): on the sending side the copy into a receiver
+  // (peer = receiving sub-graph), incl. map/unmap; on the receiving side binding or copying the
+  // input in (peer = subgraph), where backends convert layouts.
+  kTransfer,
 };
 
 struct Event {
   EventKind kind = EventKind::kSubGraph;
-  uint32_t subgraph = 0;  // where it ran (transfers: the producing sub-graph)
+  uint32_t subgraph = 0;  // the sub-graph on whose thread it ran
   uint32_t layer = 0;     // kLayer: the unit; kTransfer: the layer whose output crossed
   uint32_t peer = 0;      // kTransfer: the receiving sub-graph (UINT32_MAX: the user/output)
   uint64_t frame = 0;

@@ -10,8 +10,8 @@ readonly kPackages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  # platform descriptions and model files
-  nlohmann-json3-dev
+  # platform descriptions and model files; ONNX import (generated onnx-ml.pb.h + libonnx_proto)
+  nlohmann-json3-dev libonnx-dev libprotobuf-dev
   # OpenCL backend: ICD loader, headers, a CPU implementation (PoCL) for tests, CLBlast
   ocl-icd-opencl-dev opencl-headers clinfo pocl-opencl-icd libclblast-dev
   # power measurement triggers
@@ -20,6 +20,8 @@ readonly kPackages=(
   libpng-dev libjpeg-dev
   # CPU backend
   libxnnpack-dev libpthreadpool-dev
+  # aarch64 cross-build and tests under emulation (scripts/aarch64.sh)
+  crossbuild-essential-arm64 qemu-user
   # sanitizer and fuzz builds
   clang
   python3

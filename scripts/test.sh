@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's second command (and what CI runs): set up the machine, build, and run every test —
-# the Release suite, then the same suite under AddressSanitizer+UBSan and under ThreadSanitizer.
+# the Release suite, then the same suite under AddressSanitizer+UBSan and under ThreadSanitizer,
+# then the aarch64 cross-build with operator tests and one network under qemu (scripts/aarch64.sh).
 #   scripts/test.sh            # everything
-#   scripts/test.sh release    # one of: release asan tsan
+#   scripts/test.sh release    # one of: release asan tsan aarch64
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,7 @@ run_suite() {  # name, build dir, extra cmake arguments...
 }
 
 suites=("$@")
-[[ ${#suites[@]} -gt 0 ]] || suites=(release asan tsan)
+[[ ${#suites[@]} -gt 0 ]] || suites=(release asan tsan aarch64)
 for suite in "${suites[@]}"; do
   case "${suite}" in
     release) run_suite release build -DCMAKE_BUILD_TYPE=Release ;;
@@ -37,7 +38,12 @@ for suite in "${suites[@]}"; do
         run_suite tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCO_UP_SANITIZE=thread \
         -DCO_UP_BUILD_BENCH=OFF
       ;;
-    *) echo "test.sh: unknown suite '${suite}' (use release, asan, tsan)" >&2; exit 2 ;;
+    # Cross-build for arm64, run the NEON paths under qemu-aarch64 (see scripts/aarch64.sh).
+    aarch64)
+      echo "=== aarch64: cross-build and qemu tests"
+      scripts/aarch64.sh
+      ;;
+    *) echo "test.sh: unknown suite '${suite}' (use release, asan, tsan, aarch64)" >&2; exit 2 ;;
   esac
 done
 echo "=== all suites passed: ${suites[*]}"

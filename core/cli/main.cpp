@@ -156,6 +156,9 @@ std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph&
     throw InputError("--input and --image both given; use one");
   }
   const graph::TensorDesc& desc = g.tensor(g.inputs().at(0)).desc;
+  if (!o.image.empty() && desc.shape.size() != 4) {
+    throw InputError("--image needs an NCHW input, but " + g.name() + " takes " + desc.shape_string());
+  }
   if (!o.input.empty()) {
     graph::NpyArray array = graph::read_npy(o.input);
     if (array.shape != desc.shape) {
@@ -228,12 +231,14 @@ int run(const Options& o, StopSignal& stop) {
     list_frequencies(platform);
     return 0;
   }
-  if (!o.model.empty()) {
-    throw InputError("--model (ONNX import) is not available in this version yet; use --graph");
+  if (o.graph.empty() && o.model.empty()) {
+    throw InputError("no network given (use --graph=NAME or --model=FILE.onnx; see --help)");
   }
-  if (o.graph.empty()) throw InputError("no network given (use --graph=NAME; see --help)");
 
-  const graph::Graph g = build_network({o.graph, o.units, o.image_size, o.seed, o.data});
+  NetworkSpec spec{o.graph, o.units, o.image_size, o.seed, o.data};
+  spec.model = o.model;
+  spec.input_shape = o.input_shape;
+  const graph::Graph g = build_network(spec);
   if (o.list_layers || o.list_constants) {
     list_layers(g, o.list_constants);
     return 0;

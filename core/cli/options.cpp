@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "graph/onnx/onnx_importer.h"
 
 namespace co_up::cli {
 namespace {
@@ -38,6 +39,7 @@ Options parse_options(const std::vector<std::string>& args) {
   const std::map<std::string, Setter> with_value = {
       {"graph", [&](const std::string& v) { o.graph = v; }},
       {"model", [&](const std::string& v) { o.model = v; }},
+      {"input-shape", [&](const std::string& v) { o.input_shape = graph::parse_input_shape(v); }},
       {"order", [&](const std::string& v) { o.order = v; }},
       {"mode", [&](const std::string& v) { o.mode = v; }},
       {"n", [&](const std::string& v) { o.frames = parse_int("n", v, 1, int64_t{1} << 40); }},
@@ -135,11 +137,15 @@ std::string usage() {
   return R"(co_up — run one CNN across the processors of a heterogeneous SoC (ARM-CO-UP)
 
 usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
-       co_up --graph=NAME --list-layers | --list-constants
+       co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
+       co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-constants
        co_up --list-plugins | --list-devices | --list-frequencies
 
 network
   --graph=NAME          zoo network: alexnet, googlenet, mobilenet, resnet50, squeezenet
+  --model=FILE.onnx     ONNX model (opsets 11-17) instead of a zoo network; its layer units are
+                        found from its structure (a fan-in block is one unit)
+  --input-shape=N,C,H,W the model's input shape (needed when the model's is dynamic)
   --units=layers|ops    layer units of --order: the paper's layers (default) or one per compute op
   --image-size=N        input height/width (default: the network's own; smaller runs faster)
   --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)

@@ -19,7 +19,8 @@ struct Options {
   bool list_constants = false;
 
   std::string graph;         // --graph=NAME (zoo)
-  std::string model;         // --model=FILE.onnx (ONNX import issue)
+  std::string model;         // --model=FILE.onnx (ONNX import)
+  std::vector<int64_t> input_shape;  // --input-shape=N,C,H,W for --model (empty: the model's)
   std::string order;         // empty: every layer on B
   std::string mode = "pipeline";
   int64_t frames = 10;       // --n

@@ -1,0 +1,556 @@
+// Node decoding for the opencl backend (see ocl_decode.h). Mirrors backends/reference's rules.
+#include "ocl_decode.h"
+
+#include <cstring>
+#include <optional>
+#include <utility>
+
+namespace co_up::opencl {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t pooled_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
+                    int64_t stride, bool ceil_mode) {
+  const int64_t span = in + pad_begin + pad_end - kernel;
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? ceil_div(span, stride) : span / stride) + 1;
+  // The last window must start inside the input or the leading padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+}  // namespace
+
+int64_t Pool2dShape::out_height() const {
+  return pooled_size(in_height, pad_top, pad_bottom, kernel_h, stride_h, ceil_mode);
+}
+
+int64_t Pool2dShape::out_width() const {
+  return pooled_size(in_width, pad_left, pad_right, kernel_w, stride_w, ceil_mode);
+}
+void check_graph(const co_up_subgraph_desc* graph) {
+  if (!graph) fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph description is NULL");
+  if (graph->struct_size < sizeof(co_up_subgraph_desc)) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_subgraph_desc.struct_size " + std::to_string(graph->struct_size) +
+             " is smaller than ABI 1.0's " + std::to_string(sizeof(co_up_subgraph_desc)) +
+             " (rebuild the host against plugin_abi.h)");
+  }
+  if (graph->tensor_count > 0 &&
+      (!graph->tensors || graph->tensors[0].struct_size < sizeof(co_up_tensor_desc))) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_tensor_desc array is NULL or its struct_size is smaller than ABI 1.0's");
+  }
+  if (graph->node_count > 0 &&
+      (!graph->nodes || graph->nodes[0].struct_size < sizeof(co_up_node_desc))) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_node_desc array is NULL or its struct_size is smaller than ABI 1.0's");
+  }
+  if ((graph->input_count > 0 && !graph->inputs) || (graph->output_count > 0 && !graph->outputs)) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input or output index array is NULL");
+  }
+}
+
+std::string_view dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case CO_UP_DTYPE_F32: return "f32";
+    case CO_UP_DTYPE_F16: return "f16";
+    case CO_UP_DTYPE_I8: return "int8";
+    case CO_UP_DTYPE_U8: return "uint8";
+    case CO_UP_DTYPE_I32: return "int32";
+    case CO_UP_DTYPE_I64: return "int64";
+    default: return "unknown";
+  }
+}
+
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+int64_t element_count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+namespace {
+
+Activation parse_activation(std::string_view s, bool* ok) {
+  *ok = true;
+  if (s == "none") return Activation::kNone;
+  if (s == "relu") return Activation::kRelu;
+  if (s == "relu6") return Activation::kRelu6;
+  *ok = false;
+  return Activation::kNone;
+}
+
+std::optional<Op> op_from_name(std::string_view name) {
+  static constexpr std::pair<std::string_view, Op> kOps[] = {
+      {"Conv", Op::kConv}, {"FullyConnected", Op::kFullyConnected}, {"MaxPool", Op::kMaxPool},
+      {"AveragePool", Op::kAveragePool}, {"GlobalAveragePool", Op::kGlobalAveragePool},
+      {"GlobalMaxPool", Op::kGlobalMaxPool}, {"Relu", Op::kRelu}, {"Clip", Op::kClip},
+      {"Sigmoid", Op::kSigmoid}, {"HardSwish", Op::kHardSwish}, {"LRN", Op::kLrn},
+      {"BatchNormalization", Op::kBatchNormalization}, {"Concat", Op::kConcat}, {"Add", Op::kAdd},
+      {"Softmax", Op::kSoftmax}, {"Flatten", Op::kFlatten}, {"Reshape", Op::kReshape},
+      {"Identity", Op::kIdentity}};
+  for (const auto& [n, op] : kOps) {
+    if (n == name) return op;
+  }
+  return std::nullopt;
+}
+
+// Reads one node with messages that name it: "node 'conv1' (Conv): ...".
+class NodeReader {
+ public:
+  NodeReader(const co_up_subgraph_desc& graph, uint32_t index)
+      : graph_(graph), node_(element_at(graph.nodes, index)), index_(index) {
+    name_ = node_.name ? node_.name : std::string("#") + std::to_string(index);
+    op_type_ = node_.op_type ? node_.op_type : "";
+  }
+
+  const co_up_node_desc& node() const { return node_; }
+  const std::string& op_type() const { return op_type_; }
+
+  [[noreturn]] void fail_node(co_up_status_code code, const std::string& what) const {
+    fail(code, "node '" + name_ + "' (" + op_type_ + "): " + what);
+  }
+
+  uint32_t input_index(uint32_t i, const char* role, bool optional = false) const {
+    if (i >= node_.input_count || !node_.inputs || node_.inputs[i] == CO_UP_NO_TENSOR) {
+      if (optional) return CO_UP_NO_TENSOR;
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                std::string("input ") + std::to_string(i) + " (" + role + ") is missing");
+    }
+    return checked_tensor(node_.inputs[i], role);
+  }
+
+  uint32_t output_index() const {
+    if (node_.output_count != 1 || !node_.outputs) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                "expects exactly 1 output, got " + std::to_string(node_.output_count));
+    }
+    return checked_tensor(node_.outputs[0], "output");
+  }
+
+  const co_up_tensor_desc& tensor(uint32_t index) const { return element_at(graph_.tensors, index); }
+
+  std::string tensor_name(uint32_t index) const {
+    const co_up_tensor_desc& t = tensor(index);
+    return t.name ? t.name : std::string("#") + std::to_string(index);
+  }
+
+  std::vector<int64_t> dims(uint32_t index) const {
+    const co_up_tensor_desc& t = tensor(index);
+    return std::vector<int64_t>(t.dims, t.dims + t.rank);
+  }
+
+  // Weights and other parameters are packed at compile time, so they must come with data.
+  const float* constant_data(uint32_t index, const char* role) const {
+    const co_up_tensor_desc& t = tensor(index);
+    if (!t.data) {
+      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string(role) + " tensor '" + tensor_name(index) +
+                                              "' is not constant (opencl uploads it at "
+                                              "compile time; fold it into a constant)");
+    }
+    return static_cast<const float*>(t.data);
+  }
+
+  void expect_rank(uint32_t index, uint32_t rank, const char* role) const {
+    if (tensor(index).rank != rank) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                std::string(role) + " '" + tensor_name(index) + "' must be " +
+                    std::to_string(rank) + "-D, got " + dims_string(dims(index)));
+    }
+  }
+
+  void expect_dims(uint32_t index, const std::vector<int64_t>& expected, const char* role) const {
+    if (dims(index) != expected) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                std::string(role) + " '" + tensor_name(index) + "' has shape " +
+                    dims_string(dims(index)) + ", expected " + dims_string(expected) +
+                    " (fix shape inference in the graph)");
+    }
+  }
+
+  const co_up_attr& attr(const char* name, co_up_attr_type type) const {
+    for (uint32_t i = 0; i < node_.attr_count && node_.attrs; ++i) {
+      const co_up_attr& a = node_.attrs[i];
+      if (a.name && std::strcmp(a.name, name) == 0) {
+        if (a.type != type) {
+          fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                    std::string("attribute '") + name + "' has the wrong type " +
+                        std::to_string(a.type) + " (expected " + std::to_string(type) + ")");
+        }
+        return a;
+      }
+    }
+    fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+              std::string("attribute '") + name + "' is missing (the graph builder sets it)");
+  }
+
+  int64_t attr_int(const char* name) const { return attr(name, CO_UP_ATTR_INT).i; }
+  float attr_float(const char* name) const {
+    return static_cast<float>(attr(name, CO_UP_ATTR_FLOAT).f);
+  }
+  std::vector<int64_t> attr_ints(const char* name, size_t count) const {
+    const co_up_attr& a = attr(name, CO_UP_ATTR_INTS);
+    if ((count != 0 && a.count != count) || (a.count > 0 && !a.ints)) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string("attribute '") + name + "' has " +
+                                                   std::to_string(a.count) + " entries, expected " +
+                                                   std::to_string(count));
+    }
+    return std::vector<int64_t>(a.ints, a.ints + a.count);
+  }
+  Activation attr_activation() const {
+    const co_up_attr& a = attr("activation", CO_UP_ATTR_STRING);
+    bool ok = false;
+    const Activation act = parse_activation(a.s ? a.s : "", &ok);
+    if (!ok) {
+      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string("fused activation '") + (a.s ? a.s : "") +
+                                              "' is not implemented (none, relu, relu6)");
+    }
+    return act;
+  }
+
+ private:
+  uint32_t checked_tensor(uint32_t index, const char* role) const {
+    if (index >= graph_.tensor_count) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string(role) + " refers to tensor " +
+                                                   std::to_string(index) + ", but the sub-graph has " +
+                                                   std::to_string(graph_.tensor_count));
+    }
+    const co_up_tensor_desc& t = tensor(index);
+    if (t.dtype != CO_UP_DTYPE_F32) {
+      fail_node(CO_UP_STATUS_UNSUPPORTED,
+                "dtype " + std::string(dtype_name(t.dtype)) + " not supported (f32 only) on " +
+                    role + " '" + tensor_name(index) + "'");
+    }
+    if (t.layout == CO_UP_LAYOUT_NHWC) {
+      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string("layout NHWC not supported (NCHW only) on ") +
+                                              role + " '" + tensor_name(index) + "'");
+    }
+    if (t.layout != CO_UP_LAYOUT_NCHW && t.layout != CO_UP_LAYOUT_ANY) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "unknown layout " + std::to_string(t.layout));
+    }
+    if (t.rank == 0 || !t.dims) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                std::string(role) + " '" + tensor_name(index) + "' has no dims");
+    }
+    for (uint32_t d = 0; d < t.rank; ++d) {
+      if (t.dims[d] < 1) {
+        fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string(role) + " '" + tensor_name(index) +
+                                                     "' has a non-positive dimension " +
+                                                     dims_string(dims(index)));
+      }
+    }
+    if (t.data && t.data_bytes != static_cast<uint64_t>(element_count(dims(index))) * 4) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                std::string(role) + " '" + tensor_name(index) + "' holds " +
+                    std::to_string(t.data_bytes) + " bytes, its shape needs " +
+                    std::to_string(element_count(dims(index)) * 4));
+    }
+    return index;
+  }
+
+  const co_up_subgraph_desc& graph_;
+  const co_up_node_desc& node_;
+  uint32_t index_;
+  std::string name_;
+  std::string op_type_;
+};
+
+int64_t normalise_axis(const NodeReader& r, int64_t axis, size_t rank, bool allow_rank) {
+  const int64_t limit = static_cast<int64_t>(rank) + (allow_rank ? 1 : 0);
+  const int64_t a = axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+  if (a < 0 || a >= limit) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "axis " + std::to_string(axis) +
+                                                   " is out of range for rank " +
+                                                   std::to_string(rank));
+  }
+  return a;
+}
+
+void split_around_axis(const std::vector<int64_t>& dims, int64_t axis, NodePlan& plan) {
+  plan.outer = 1;
+  plan.inner = 1;
+  for (int64_t d = 0; d < axis; ++d) plan.outer *= dims[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) plan.inner *= dims[d];
+  plan.axis_len = dims[static_cast<size_t>(axis)];
+}
+
+void decode_conv(const NodeReader& r, NodePlan& p) {
+  const uint32_t x = r.input_index(0, "X");
+  const uint32_t w = r.input_index(1, "W");
+  const uint32_t b = r.input_index(2, "B", true);
+  p.inputs = {x, w, b};
+  r.expect_rank(x, 4, "input X");
+  r.expect_rank(w, 4, "weights W");
+  r.constant_data(w, "weights W");
+  const auto xd = r.dims(x);
+  const auto wd = r.dims(w);
+  const auto strides = r.attr_ints("strides", 2);
+  const auto pads = r.attr_ints("pads", 4);
+  const auto dilations = r.attr_ints("dilations", 2);
+  Conv2dShape& s = p.conv;
+  s.batch = xd[0];
+  s.in_channels = xd[1];
+  s.in_height = xd[2];
+  s.in_width = xd[3];
+  s.out_channels = wd[0];
+  s.kernel_h = wd[2];
+  s.kernel_w = wd[3];
+  s.stride_h = strides[0];
+  s.stride_w = strides[1];
+  s.pad_top = pads[0];
+  s.pad_left = pads[1];
+  s.pad_bottom = pads[2];
+  s.pad_right = pads[3];
+  s.dilation_h = dilations[0];
+  s.dilation_w = dilations[1];
+  s.group = r.attr_int("group");
+  s.activation = r.attr_activation();
+  if (s.stride_h < 1 || s.stride_w < 1 || s.dilation_h < 1 || s.dilation_w < 1) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "strides and dilations must be >= 1");
+  }
+  for (int64_t pad : pads) {
+    if (pad < 0) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "pads must be >= 0");
+  }
+  if (s.group < 1 || s.in_channels % s.group != 0 || s.out_channels % s.group != 0) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                "group " + std::to_string(s.group) + " must divide C=" + std::to_string(s.in_channels) +
+                    " and M=" + std::to_string(s.out_channels));
+  }
+  if (wd[1] != s.in_channels / s.group) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "weights " + dims_string(wd) + " need dim 1 = C/group = " +
+                                                   std::to_string(s.in_channels / s.group));
+  }
+  if (b != CO_UP_NO_TENSOR) {
+    r.expect_dims(b, {s.out_channels}, "bias B");
+    r.constant_data(b, "bias B");
+  }
+  const int64_t oh = s.out_height();
+  const int64_t ow = s.out_width();
+  if (oh < 1 || ow < 1) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "kernel window is larger than the padded input " +
+                                                   dims_string(xd));
+  }
+  p.in_dims = xd;
+  p.out_dims = {s.batch, s.out_channels, oh, ow};
+}
+
+void decode_fully_connected(const NodeReader& r, NodePlan& p) {
+  const uint32_t x = r.input_index(0, "X");
+  const uint32_t w = r.input_index(1, "W");
+  const uint32_t b = r.input_index(2, "B", true);
+  p.inputs = {x, w, b};
+  const auto xd = r.dims(x);
+  if (xd.size() < 2) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "input X must be at least 2-D");
+  r.expect_rank(w, 2, "weights W");
+  r.constant_data(w, "weights W");
+  const auto wd = r.dims(w);
+  p.fc_in = element_count(xd) / xd[0];
+  p.fc_out = wd[0];
+  if (wd[1] != p.fc_in) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "weights " + dims_string(wd) + " need K = " +
+                                                   std::to_string(p.fc_in) + " (input " +
+                                                   dims_string(xd) + " flattened)");
+  }
+  if (b != CO_UP_NO_TENSOR) {
+    r.expect_dims(b, {p.fc_out}, "bias B");
+    r.constant_data(b, "bias B");
+  }
+  p.activation = r.attr_activation();
+  p.in_dims = xd;
+  p.out_dims = {xd[0], p.fc_out};
+}
+
+void decode_pool(const NodeReader& r, NodePlan& p, bool average) {
+  const uint32_t x = r.input_index(0, "X");
+  p.inputs = {x};
+  r.expect_rank(x, 4, "input X");
+  const auto xd = r.dims(x);
+  const auto kernel = r.attr_ints("kernel_shape", 2);
+  const auto strides = r.attr_ints("strides", 2);
+  const auto pads = r.attr_ints("pads", 4);
+  Pool2dShape& s = p.pool;
+  s.batch = xd[0];
+  s.channels = xd[1];
+  s.in_height = xd[2];
+  s.in_width = xd[3];
+  s.kernel_h = kernel[0];
+  s.kernel_w = kernel[1];
+  s.stride_h = strides[0];
+  s.stride_w = strides[1];
+  s.pad_top = pads[0];
+  s.pad_left = pads[1];
+  s.pad_bottom = pads[2];
+  s.pad_right = pads[3];
+  s.ceil_mode = r.attr_int("ceil_mode") != 0;
+  s.count_include_pad = average && r.attr_int("count_include_pad") != 0;
+  if (s.kernel_h < 1 || s.kernel_w < 1 || s.stride_h < 1 || s.stride_w < 1) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "kernel_shape and strides must be >= 1");
+  }
+  // Pads below the kernel size keep every window touching the input (no empty windows).
+  if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0 || pads[0] >= s.kernel_h ||
+      pads[2] >= s.kernel_h || pads[1] >= s.kernel_w || pads[3] >= s.kernel_w) {
+    r.fail_node(CO_UP_STATUS_UNSUPPORTED, "pads must be >= 0 and smaller than the kernel");
+  }
+  if (s.out_height() < 1 || s.out_width() < 1) {
+    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "kernel window is larger than the padded input " +
+                                                   dims_string(xd));
+  }
+  p.in_dims = xd;
+  p.out_dims = {s.batch, s.channels, s.out_height(), s.out_width()};
+}
+
+}  // namespace
+
+NodePlan decode_node(const co_up_subgraph_desc& graph, uint32_t index) {
+  const NodeReader r(graph, index);
+  NodePlan p;
+  const auto op = op_from_name(r.op_type());
+  if (!op) {
+    r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() +
+                                              "' is not implemented by opencl (map this "
+                                              "layer to another backend)");
+  }
+  p.op = *op;
+  p.output = r.output_index();
+  auto unary = [&] {
+    const uint32_t x = r.input_index(0, "X");
+    p.inputs = {x};
+    p.in_dims = r.dims(x);
+    p.out_dims = p.in_dims;
+  };
+  switch (p.op) {
+    case Op::kConv:
+      decode_conv(r, p);
+      break;
+    case Op::kFullyConnected:
+      decode_fully_connected(r, p);
+      break;
+    case Op::kMaxPool:
+    case Op::kAveragePool:
+      decode_pool(r, p, p.op == Op::kAveragePool);
+      break;
+    case Op::kGlobalAveragePool:
+    case Op::kGlobalMaxPool:
+      unary();
+      r.expect_rank(p.inputs[0], 4, "input X");
+      p.out_dims = {p.in_dims[0], p.in_dims[1], 1, 1};
+      break;
+    case Op::kRelu:
+    case Op::kSigmoid:
+    case Op::kHardSwish:
+    case Op::kIdentity:
+      unary();
+      break;
+    case Op::kClip:
+      unary();
+      p.value0 = r.attr_float("min");
+      p.value1 = r.attr_float("max");
+      if (!(p.value0 <= p.value1)) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "min must be <= max");
+      }
+      break;
+    case Op::kLrn:
+      unary();
+      r.expect_rank(p.inputs[0], 4, "input X");
+      p.size = r.attr_int("size");
+      p.value0 = r.attr_float("alpha");
+      p.value1 = r.attr_float("beta");
+      p.value2 = r.attr_float("bias");
+      if (p.size < 1) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "size must be >= 1");
+      break;
+    case Op::kBatchNormalization: {
+      unary();
+      if (p.in_dims.size() < 2) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "input X must be at least 2-D (N, C, ...)");
+      }
+      const char* roles[] = {"scale", "bias", "mean", "var"};
+      for (uint32_t i = 0; i < 4; ++i) {
+        const uint32_t t = r.input_index(i + 1, roles[i]);
+        r.expect_dims(t, {p.in_dims[1]}, roles[i]);
+        r.constant_data(t, roles[i]);
+        p.inputs.push_back(t);
+      }
+      p.value0 = r.attr_float("epsilon");
+      break;
+    }
+    case Op::kConcat: {
+      if (r.node().input_count < 1) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "needs inputs");
+      for (uint32_t i = 0; i < r.node().input_count; ++i) p.inputs.push_back(r.input_index(i, "X"));
+      p.in_dims = r.dims(p.inputs[0]);
+      const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
+      p.out_dims = p.in_dims;
+      p.out_dims[static_cast<size_t>(axis)] = 0;
+      for (uint32_t t : p.inputs) {
+        auto d = r.dims(t);
+        bool compatible = d.size() == p.in_dims.size();
+        for (size_t k = 0; compatible && k < d.size(); ++k) {
+          compatible = k == static_cast<size_t>(axis) || d[k] == p.in_dims[k];
+        }
+        if (!compatible) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                      "input '" + r.tensor_name(t) + "' " + dims_string(d) +
+                          " differs from the first input " + dims_string(p.in_dims) +
+                          " outside axis " + std::to_string(axis));
+        }
+        p.concat_axis.push_back(d[static_cast<size_t>(axis)]);
+        p.out_dims[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
+      }
+      split_around_axis(p.out_dims, axis, p);
+      break;
+    }
+    case Op::kAdd: {
+      unary();
+      const uint32_t b = r.input_index(1, "B");
+      r.expect_dims(b, p.in_dims, "input B");
+      p.inputs.push_back(b);
+      p.activation = r.attr_activation();
+      break;
+    }
+    case Op::kSoftmax: {
+      unary();
+      const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
+      split_around_axis(p.in_dims, axis, p);
+      break;
+    }
+    case Op::kFlatten: {
+      unary();
+      const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), true);
+      int64_t outer = 1;
+      for (int64_t d = 0; d < axis; ++d) outer *= p.in_dims[static_cast<size_t>(d)];
+      p.out_dims = {outer, element_count(p.in_dims) / outer};
+      break;
+    }
+    case Op::kReshape: {
+      unary();
+      p.out_dims = r.attr_ints("shape", 0);
+      if (p.out_dims.empty() || element_count(p.out_dims) != element_count(p.in_dims)) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "shape " + dims_string(p.out_dims) +
+                                                       " does not hold the input's " +
+                                                       std::to_string(element_count(p.in_dims)) +
+                                                       " elements");
+      }
+      for (int64_t d : p.out_dims) {
+        if (d < 1) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
+                      "shape " + dims_string(p.out_dims) + " must be resolved (no -1 or 0)");
+        }
+      }
+      break;
+    }
+  }
+  r.expect_dims(p.output, p.out_dims, "output");
+  return p;
+}
+
+}  // namespace co_up::opencl

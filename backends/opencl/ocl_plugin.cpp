@@ -1,0 +1,941 @@
+// ABI glue of the opencl backend: factory (the devices the ICD loader sees) -> device (context,
+// kernels built once through the program-binary cache) -> compiled sub-graph (one in-order queue,
+// one buffer per tensor, steps with their kernel arguments set at compile time).
+//
+// Convolution = own im2col kernel + CLBlast GEMM (batched over groups; 1x1/stride 1 convolutions
+// skip im2col), depthwise convolution = own direct kernel, fully connected = CLBlast GEMV (batch
+// 1) or GEMM; everything else = own kernels from kernels/ocl_kernels.cl.
+//
+// Inside the plugin, failures are PluginError exceptions; `guarded` turns every exception into a
+// co_up_status at the boundary, so nothing throws across it.
+#include <clblast.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "co_up/plugin_abi.h"
+#include "ocl_decode.h"
+#include "ocl_kernels_source.h"  // generated: kOclKernelsSource
+#include "ocl_runtime.h"
+
+namespace co_up::opencl {
+namespace {
+
+constexpr const char* kBackendName = "opencl";
+constexpr const char* kBackendVersion = "1.0.0";
+
+struct OwnedStatus : co_up_status {
+  std::string text;
+};
+
+const co_up_status kOutOfMemoryStatus = {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
+                                         "opencl: out of host memory"};
+
+co_up_status* make_status(co_up_status_code code, const std::string& message) {
+  try {
+    auto status = std::make_unique<OwnedStatus>();
+    status->text = std::string(kBackendName) + ": " + message;
+    status->struct_size = sizeof(co_up_status);
+    status->code = code;
+    status->message = status->text.c_str();
+    return status.release();
+  } catch (...) {
+    return const_cast<co_up_status*>(&kOutOfMemoryStatus);
+  }
+}
+
+template <typename F>
+co_up_status* guarded(const char* call, F&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const PluginError& e) {
+    return make_status(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return make_status(CO_UP_STATUS_OUT_OF_MEMORY, std::string(call) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return make_status(CO_UP_STATUS_RUNTIME_ERROR, std::string(call) + ": " + e.what());
+  } catch (...) {
+    return make_status(CO_UP_STATUS_RUNTIME_ERROR, std::string(call) + ": unknown exception");
+  }
+}
+
+void check_clblast(clblast::StatusCode status, const std::string& what) {
+  if (status == clblast::StatusCode::kSuccess) return;
+  const int code = static_cast<int>(status);
+  if (code > -1000) fail_cl(code, "CLBlast " + what);  // an OpenCL error code passed through
+  fail(CO_UP_STATUS_RUNTIME_ERROR, "CLBlast " + what + " failed: CLBlast status " +
+                                       std::to_string(code) + " (see clblast.h StatusCode)");
+}
+
+cl_int act_code(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return 1;
+    case Activation::kRelu6: return 2;
+    default: return 0;
+  }
+}
+
+}  // namespace
+}  // namespace co_up::opencl
+
+using co_up::opencl::ClContext;
+using co_up::opencl::ClKernel;
+using co_up::opencl::ClMem;
+using co_up::opencl::ClProgram;
+using co_up::opencl::ClQueue;
+using co_up::opencl::DeviceInfo;
+
+struct co_up_factory {
+  std::vector<DeviceInfo> devices;
+};
+
+struct co_up_device {
+  char processor = '?';
+  DeviceInfo info;
+  size_t work_group_size = 0;  // option; 0 = per kernel, from the device's own limits
+  // Declared before the program: released after it.
+  ClContext context;
+  ClProgram program;
+  bool program_from_cache = false;
+  std::string cache_file;
+};
+
+struct co_up_compiled {
+  // One node: enqueues its work on the queue (kernel arguments were set at compile time).
+  struct Step {
+    uint32_t layer = 0;
+    std::function<void(co_up_compiled&)> enqueue;
+  };
+
+  co_up_device* device = nullptr;
+  // Member order: the queue is released after everything enqueued on it (buffers, kernels).
+  ClQueue queue;
+  std::vector<ClMem> buffers;  // per tensor; empty handle when the tensor is not used
+  std::vector<size_t> bytes;   // per tensor
+  std::vector<ClMem> extra;    // folded batch-norm parameters, scratch
+  cl_mem col = nullptr;        // im2col scratch (in `extra`)
+  cl_mem gemm_temp = nullptr;  // CLBlast GEMM temporary (in `extra`)
+  std::vector<ClKernel> kernels;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<void*> mapped_inputs;  // non-NULL while mapped
+  std::vector<void*> mapped_outputs;
+  std::vector<Step> steps;
+};
+
+namespace co_up::opencl {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Kernel launch helpers
+
+class KernelArgs {
+ public:
+  explicit KernelArgs(cl_kernel kernel) : kernel_(kernel) {}
+  KernelArgs& mem(cl_mem m) { return raw(sizeof(cl_mem), &m); }
+  KernelArgs& i(int64_t v) {
+    if (v > INT32_MAX || v < INT32_MIN) {
+      fail(CO_UP_STATUS_UNSUPPORTED, "tensor too large for 32-bit indexing in OpenCL kernels");
+    }
+    const cl_int x = static_cast<cl_int>(v);
+    return raw(sizeof(x), &x);
+  }
+  KernelArgs& f(float v) { return raw(sizeof(v), &v); }
+
+ private:
+  KernelArgs& raw(size_t size, const void* value) {
+    check_cl(clSetKernelArg(kernel_, index_, size, value), "clSetKernelArg");
+    ++index_;
+    return *this;
+  }
+  cl_kernel kernel_;
+  cl_uint index_ = 0;
+};
+
+// A kernel of the device's program with its 1-D launch shape, owned by the compiled sub-graph.
+struct Launch {
+  cl_kernel kernel = nullptr;
+  size_t local = 0;
+  size_t global = 0;
+
+  void enqueue(cl_command_queue queue) const {
+    if (global == 0) return;
+    check_cl(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr),
+             "clEnqueueNDRangeKernel");
+  }
+};
+
+// Work-group size per device and kernel: the largest multiple of the kernel's preferred multiple
+// up to 256 (or the device option), within what the kernel allows on this device.
+Launch make_launch(co_up_compiled& c, const char* name, int64_t items) {
+  cl_int err = CL_SUCCESS;
+  ClKernel kernel(clCreateKernel(c.device->program.get(), name, &err));
+  check_cl(err, std::string("clCreateKernel(") + name + ")");
+  size_t kernel_max = 0;
+  size_t multiple = 1;
+  cl_device_id dev = c.device->info.device;
+  check_cl(clGetKernelWorkGroupInfo(kernel.get(), dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_max),
+                                    &kernel_max, nullptr),
+           "clGetKernelWorkGroupInfo");
+  clGetKernelWorkGroupInfo(kernel.get(), dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                           sizeof(multiple), &multiple, nullptr);
+  size_t local = c.device->work_group_size ? c.device->work_group_size : 256;
+  local = std::max<size_t>(1, std::min(local, kernel_max));
+  if (multiple > 1 && local >= multiple) local -= local % multiple;
+  Launch launch;
+  launch.kernel = kernel.get();
+  launch.local = local;
+  const size_t n = static_cast<size_t>(items);
+  launch.global = (n + local - 1) / local * local;
+  c.kernels.push_back(std::move(kernel));
+  return launch;
+}
+
+cl_mem make_buffer(co_up_compiled& c, size_t bytes, cl_mem_flags flags, const void* data,
+                   const std::string& what) {
+  const DeviceInfo& info = c.device->info;
+  if (bytes > info.max_alloc_bytes) {
+    fail(CO_UP_STATUS_OUT_OF_MEMORY,
+         what + " needs " + std::to_string(bytes) + " bytes, more than the " +
+             std::to_string(info.max_alloc_bytes) + " one OpenCL buffer may hold on '" + info.name +
+             "' (CL_DEVICE_MAX_MEM_ALLOC_SIZE; map this layer to another processor)");
+  }
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(c.device->context.get(), flags, std::max<size_t>(bytes, 4),
+                            const_cast<void*>(data), &err);
+  check_cl(err, "clCreateBuffer for " + what + " (" + std::to_string(bytes) + " bytes)");
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+using Step = co_up_compiled::Step;
+
+Step conv_step(co_up_compiled& c, const co_up_subgraph_desc& graph, const NodePlan& p,
+               size_t* col_floats, size_t* temp_bytes) {
+  const Conv2dShape& s = p.conv;
+  const int64_t oh = s.out_height();
+  const int64_t ow = s.out_width();
+  const int64_t plane = oh * ow;
+  const cl_mem x = c.buffers[p.inputs[0]].get();
+  const cl_mem w = c.buffers[p.inputs[1]].get();
+  const cl_mem bias = p.inputs[2] != CO_UP_NO_TENSOR ? c.buffers[p.inputs[2]].get() : w;
+  const cl_int has_bias = p.inputs[2] != CO_UP_NO_TENSOR;
+  const cl_mem y = c.buffers[p.output].get();
+  const int64_t count = s.batch * s.out_channels * plane;
+  Step step;
+  if (s.is_depthwise()) {
+    Launch dw = make_launch(c, "depthwise_conv2d", count);
+    KernelArgs(dw.kernel).mem(x).mem(w).mem(bias).i(has_bias).i(s.in_channels).i(s.in_height)
+        .i(s.in_width).i(s.out_channels).i(s.kernel_h).i(s.kernel_w).i(s.stride_h).i(s.stride_w)
+        .i(s.pad_top).i(s.pad_left).i(s.dilation_h).i(s.dilation_w).i(oh).i(ow)
+        .i(act_code(s.activation)).mem(y).i(count);
+    step.enqueue = [dw](co_up_compiled& cc) { dw.enqueue(cc.queue.get()); };
+    return step;
+  }
+  const size_t groups = static_cast<size_t>(s.group);
+  const size_t m = static_cast<size_t>(s.out_channels / s.group);
+  const size_t k = static_cast<size_t>(s.in_channels / s.group * s.kernel_h * s.kernel_w);
+  const size_t n = static_cast<size_t>(plane);
+  const size_t in_image = static_cast<size_t>(s.in_channels * s.in_height * s.in_width);
+  const size_t out_image = static_cast<size_t>(s.out_channels) * n;
+  // A 1x1, stride-1, unpadded convolution reads its input as the GEMM's B directly.
+  const bool direct = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 &&
+                      s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+  std::optional<Launch> im2col;
+  if (!direct) {
+    const int64_t col_count = static_cast<int64_t>(groups * k * n);
+    *col_floats = std::max(*col_floats, static_cast<size_t>(col_count));
+    im2col = make_launch(c, "im2col", col_count);
+    // Arguments 0 (x) and 1 (offset) and 15 (col) are set per run: the scratch is shared.
+  }
+  if (groups == 1) {
+    size_t temp = 0;
+    cl_command_queue q = c.queue.get();
+    check_clblast(clblast::GemmTempBufferSize<float>(clblast::Layout::kRowMajor,
+                                                     clblast::Transpose::kNo,
+                                                     clblast::Transpose::kNo, m, n, k, 0, k, 0, n,
+                                                     0, n, &q, temp),
+                  "GemmTempBufferSize");
+    *temp_bytes = std::max(*temp_bytes, temp);
+  }
+  std::optional<Launch> epilogue;
+  if (has_bias || s.activation != Activation::kNone) {
+    epilogue = make_launch(c, "bias_activation", count);
+    KernelArgs(epilogue->kernel).mem(y).mem(bias).i(has_bias).i(s.out_channels).i(plane)
+        .i(act_code(s.activation)).i(count);
+  }
+  const Conv2dShape shape = s;
+  step.enqueue = [=](co_up_compiled& cc) {
+    cl_command_queue q = cc.queue.get();
+    for (int64_t img = 0; img < shape.batch; ++img) {
+      cl_mem b = x;
+      size_t b_offset = static_cast<size_t>(img) * in_image;
+      if (im2col) {
+        KernelArgs(im2col->kernel).mem(x).i(static_cast<int64_t>(b_offset)).i(shape.in_channels)
+            .i(shape.in_height).i(shape.in_width).i(shape.kernel_h).i(shape.kernel_w)
+            .i(shape.stride_h).i(shape.stride_w).i(shape.pad_top).i(shape.pad_left)
+            .i(shape.dilation_h).i(shape.dilation_w).i(oh).i(ow).mem(cc.col)
+            .i(static_cast<int64_t>(groups * k * n));
+        im2col->enqueue(q);
+        b = cc.col;
+        b_offset = 0;
+      }
+      const size_t c_offset = static_cast<size_t>(img) * out_image;
+      if (groups == 1) {
+        check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
+                                           clblast::Transpose::kNo, m, n, k, 1.0f, w, 0, k, b,
+                                           b_offset, n, 0.0f, y, c_offset, n, &q, nullptr,
+                                           cc.gemm_temp),
+                      "Gemm for a convolution");
+      } else {
+        check_clblast(clblast::GemmStridedBatched<float>(
+                          clblast::Layout::kRowMajor, clblast::Transpose::kNo,
+                          clblast::Transpose::kNo, m, n, k, 1.0f, w, 0, k, m * k, b, b_offset, n,
+                          k * n, 0.0f, y, c_offset, n, m * n, groups, &q, nullptr),
+                      "GemmStridedBatched for a grouped convolution");
+      }
+    }
+    if (epilogue) epilogue->enqueue(q);
+  };
+  return step;
+}
+
+Step fully_connected_step(co_up_compiled& c, const NodePlan& p, size_t* temp_bytes) {
+  const cl_mem x = c.buffers[p.inputs[0]].get();
+  const cl_mem w = c.buffers[p.inputs[1]].get();
+  const cl_int has_bias = p.inputs[2] != CO_UP_NO_TENSOR;
+  const cl_mem bias = has_bias ? c.buffers[p.inputs[2]].get() : w;
+  const cl_mem y = c.buffers[p.output].get();
+  const size_t batch = static_cast<size_t>(p.in_dims[0]);
+  const size_t m = static_cast<size_t>(p.fc_out);
+  const size_t k = static_cast<size_t>(p.fc_in);
+  const int64_t count = static_cast<int64_t>(batch * m);
+  if (batch > 1) {
+    size_t temp = 0;
+    cl_command_queue q = c.queue.get();
+    check_clblast(clblast::GemmTempBufferSize<float>(clblast::Layout::kRowMajor,
+                                                     clblast::Transpose::kNo,
+                                                     clblast::Transpose::kYes, batch, m, k, 0, k,
+                                                     0, k, 0, m, &q, temp),
+                  "GemmTempBufferSize");
+    *temp_bytes = std::max(*temp_bytes, temp);
+  }
+  std::optional<Launch> epilogue;
+  if (has_bias || p.activation != Activation::kNone) {
+    epilogue = make_launch(c, "bias_activation", count);
+    KernelArgs(epilogue->kernel).mem(y).mem(bias).i(has_bias).i(p.fc_out).i(1)
+        .i(act_code(p.activation)).i(count);
+  }
+  Step step;
+  step.enqueue = [=](co_up_compiled& cc) {
+    cl_command_queue q = cc.queue.get();
+    if (batch == 1) {
+      // y[m] = W[m, :] . x: a matrix-vector product, as CLBlast's GEMV does it best.
+      check_clblast(clblast::Gemv<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo, m, k,
+                                         1.0f, w, 0, k, x, 0, 1, 0.0f, y, 0, 1, &q, nullptr),
+                    "Gemv for a fully connected layer");
+    } else {
+      check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
+                                         clblast::Transpose::kYes, batch, m, k, 1.0f, x, 0, k, w,
+                                         0, k, 0.0f, y, 0, m, &q, nullptr, cc.gemm_temp),
+                    "Gemm for a fully connected layer");
+    }
+    if (epilogue) epilogue->enqueue(q);
+  };
+  return step;
+}
+
+Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t index,
+                const NodePlan& p, size_t* col_floats, size_t* temp_bytes) {
+  const uint32_t layer = element_at(graph.nodes, index).layer;
+  auto data = [&](uint32_t t) {
+    return static_cast<const float*>(element_at(graph.tensors, t).data);
+  };
+  const cl_mem x = c.buffers[p.inputs[0]].get();
+  const cl_mem y = c.buffers[p.output].get();
+  const int64_t count = element_count(p.out_dims);
+  Step step;
+  auto single = [&](const Launch& l) {
+    step.enqueue = [l](co_up_compiled& cc) { l.enqueue(cc.queue.get()); };
+  };
+  switch (p.op) {
+    case Op::kConv:
+      step = conv_step(c, graph, p, col_floats, temp_bytes);
+      break;
+    case Op::kFullyConnected:
+      step = fully_connected_step(c, p, temp_bytes);
+      break;
+    case Op::kMaxPool: {
+      const Pool2dShape& s = p.pool;
+      Launch l = make_launch(c, "max_pool2d", count);
+      KernelArgs(l.kernel).mem(x).i(s.in_height).i(s.in_width).i(s.kernel_h).i(s.kernel_w)
+          .i(s.stride_h).i(s.stride_w).i(s.pad_top).i(s.pad_left).i(s.out_height())
+          .i(s.out_width()).mem(y).i(count);
+      single(l);
+      break;
+    }
+    case Op::kAveragePool: {
+      const Pool2dShape& s = p.pool;
+      Launch l = make_launch(c, "average_pool2d", count);
+      KernelArgs(l.kernel).mem(x).i(s.in_height).i(s.in_width).i(s.kernel_h).i(s.kernel_w)
+          .i(s.stride_h).i(s.stride_w).i(s.pad_top).i(s.pad_left).i(s.pad_bottom).i(s.pad_right)
+          .i(s.count_include_pad).i(s.out_height()).i(s.out_width()).mem(y).i(count);
+      single(l);
+      break;
+    }
+    case Op::kGlobalAveragePool:
+    case Op::kGlobalMaxPool: {
+      Launch l = make_launch(c, p.op == Op::kGlobalAveragePool ? "global_average_pool"
+                                                               : "global_max_pool",
+                             count);
+      KernelArgs(l.kernel).mem(x).i(p.in_dims[2] * p.in_dims[3]).mem(y).i(count);
+      single(l);
+      break;
+    }
+    case Op::kRelu:
+    case Op::kSigmoid:
+    case Op::kHardSwish: {
+      const char* name = p.op == Op::kRelu ? "relu" : p.op == Op::kSigmoid ? "sigmoid" : "hard_swish";
+      Launch l = make_launch(c, name, count);
+      KernelArgs(l.kernel).mem(x).mem(y).i(count);
+      single(l);
+      break;
+    }
+    case Op::kClip: {
+      Launch l = make_launch(c, "clip", count);
+      KernelArgs(l.kernel).mem(x).mem(y).f(p.value0).f(p.value1).i(count);
+      single(l);
+      break;
+    }
+    case Op::kAdd: {
+      Launch l = make_launch(c, "add", count);
+      KernelArgs(l.kernel).mem(x).mem(c.buffers[p.inputs[1]].get()).mem(y)
+          .i(act_code(p.activation)).i(count);
+      single(l);
+      break;
+    }
+    case Op::kLrn: {
+      Launch l = make_launch(c, "lrn", count);
+      KernelArgs(l.kernel).mem(x).i(p.in_dims[1]).i(p.in_dims[2] * p.in_dims[3]).i(p.size)
+          .f(p.value0).f(p.value1).f(p.value2).mem(y).i(count);
+      single(l);
+      break;
+    }
+    case Op::kBatchNormalization: {
+      const int64_t channels = p.in_dims[1];
+      const int64_t plane = count / (p.in_dims[0] * channels);
+      std::vector<float> multiplier(static_cast<size_t>(channels));
+      std::vector<float> offset(static_cast<size_t>(channels));
+      const float* scale = data(p.inputs[1]);
+      const float* shift = data(p.inputs[2]);
+      const float* mean = data(p.inputs[3]);
+      const float* var = data(p.inputs[4]);
+      for (size_t ch = 0; ch < multiplier.size(); ++ch) {
+        multiplier[ch] = scale[ch] / std::sqrt(var[ch] + p.value0);
+        offset[ch] = shift[ch] - mean[ch] * multiplier[ch];
+      }
+      const cl_mem_flags flags = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+      c.extra.emplace_back(make_buffer(c, multiplier.size() * 4, flags, multiplier.data(),
+                                       "batch-norm multiplier"));
+      const cl_mem mul = c.extra.back().get();
+      c.extra.emplace_back(make_buffer(c, offset.size() * 4, flags, offset.data(), "batch-norm offset"));
+      const cl_mem off = c.extra.back().get();
+      Launch l = make_launch(c, "batch_norm", count);
+      KernelArgs(l.kernel).mem(x).mem(mul).mem(off).i(channels).i(plane).mem(y).i(count);
+      single(l);
+      break;
+    }
+    case Op::kConcat: {
+      std::vector<Launch> parts;
+      const int64_t total = p.axis_len * p.inner;
+      int64_t column = 0;
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        const int64_t block = p.concat_axis[i] * p.inner;
+        Launch l = make_launch(c, "concat_slice", p.outer * block);
+        KernelArgs(l.kernel).mem(c.buffers[p.inputs[i]].get()).i(block).i(total).i(column).mem(y)
+            .i(p.outer * block);
+        parts.push_back(l);
+        column += block;
+      }
+      step.enqueue = [parts](co_up_compiled& cc) {
+        for (const Launch& l : parts) l.enqueue(cc.queue.get());
+      };
+      break;
+    }
+    case Op::kSoftmax: {
+      Launch l = make_launch(c, "softmax", p.outer * p.inner);
+      KernelArgs(l.kernel).mem(x).i(p.axis_len).i(p.inner).mem(y).i(p.outer * p.inner);
+      single(l);
+      break;
+    }
+    case Op::kFlatten:
+    case Op::kReshape:
+    case Op::kIdentity: {
+      const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+      step.enqueue = [x, y, bytes](co_up_compiled& cc) {
+        check_cl(clEnqueueCopyBuffer(cc.queue.get(), x, y, 0, 0, bytes, 0, nullptr, nullptr),
+                 "clEnqueueCopyBuffer");
+      };
+      break;
+    }
+  }
+  step.layer = layer;
+  return step;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compile and run
+
+void run(co_up_compiled& c, const co_up_run_hooks* hooks);
+
+std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgraph_desc& graph) {
+  auto c = std::make_unique<co_up_compiled>();
+  c->device = device;
+  const uint32_t tensor_count = graph.tensor_count;
+  auto tensor_name = [&](uint32_t t) {
+    const co_up_tensor_desc& d = element_at(graph.tensors, t);
+    return d.name ? std::string(d.name) : std::string("#") + std::to_string(t);
+  };
+  auto check_io = [&](uint32_t t, const char* what) {
+    if (t >= tensor_count) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " refers to tensor " +
+                                              std::to_string(t) + " of " +
+                                              std::to_string(tensor_count));
+    }
+    const co_up_tensor_desc& d = element_at(graph.tensors, t);
+    if (d.dtype != CO_UP_DTYPE_F32) {
+      fail(CO_UP_STATUS_UNSUPPORTED, std::string(what) + " '" + tensor_name(t) + "': dtype " +
+                                         std::string(dtype_name(d.dtype)) +
+                                         " not supported (f32 only)");
+    }
+    if (d.rank == 0 || !d.dims) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " '" + tensor_name(t) + "' has no dims");
+    }
+  };
+
+  // Which tensors exist when: constants always, inputs before the first node, others once made.
+  std::vector<bool> available(tensor_count, false);
+  std::vector<bool> is_input(tensor_count, false);
+  std::vector<bool> is_output(tensor_count, false);
+  for (uint32_t t = 0; t < tensor_count; ++t) available[t] = element_at(graph.tensors, t).data != nullptr;
+  for (uint32_t i = 0; i < graph.input_count; ++i) {
+    const uint32_t t = graph.inputs[i];
+    check_io(t, "sub-graph input");
+    if (available[t] && !is_input[t]) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input '" + tensor_name(t) +
+                                              "' is a constant (constants are passed as data)");
+    }
+    available[t] = true;
+    is_input[t] = true;
+    c->inputs.push_back(t);
+  }
+  std::vector<NodePlan> plans;
+  plans.reserve(graph.node_count);
+  for (uint32_t n = 0; n < graph.node_count; ++n) {
+    NodePlan plan = decode_node(graph, n);
+    const co_up_node_desc& node = element_at(graph.nodes, n);
+    const std::string where = "node '" + std::string(node.name ? node.name : "?") + "' (" +
+                              std::string(node.op_type ? node.op_type : "?") + ")";
+    for (uint32_t t : plan.inputs) {
+      if (t != CO_UP_NO_TENSOR && !available[t]) {
+        fail(CO_UP_STATUS_INVALID_ARGUMENT,
+             where + " reads tensor '" + tensor_name(t) +
+                 "' which is not constant, not a sub-graph input and not made by an earlier node "
+                 "(list nodes in topological order)");
+      }
+    }
+    if (available[plan.output]) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, where + " writes tensor '" + tensor_name(plan.output) +
+                                              "' which is already defined (constant, input or "
+                                              "written twice)");
+    }
+    available[plan.output] = true;
+    plans.push_back(std::move(plan));
+  }
+  for (uint32_t i = 0; i < graph.output_count; ++i) {
+    const uint32_t t = graph.outputs[i];
+    check_io(t, "sub-graph output");
+    if (!available[t]) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph output '" + tensor_name(t) +
+                                              "' is never written by a node of this sub-graph");
+    }
+    is_output[t] = true;
+    c->outputs.push_back(t);
+  }
+
+  // Tensors on the device: inputs, node outputs, and constants the kernels read (batch-norm
+  // parameters are folded on the host instead).
+  std::vector<bool> needed(tensor_count, false);
+  for (uint32_t t : c->inputs) needed[t] = true;
+  for (const NodePlan& plan : plans) {
+    needed[plan.output] = true;
+    const size_t read = plan.op == Op::kBatchNormalization ? 1 : plan.inputs.size();
+    for (size_t i = 0; i < read; ++i) {
+      if (plan.inputs[i] != CO_UP_NO_TENSOR) needed[plan.inputs[i]] = true;
+    }
+  }
+
+  cl_int err = CL_SUCCESS;
+  const cl_command_queue_properties properties = CL_QUEUE_PROFILING_ENABLE;
+  c->queue = ClQueue(clCreateCommandQueue(device->context.get(), device->info.device, properties, &err));
+  check_cl(err, "clCreateCommandQueue");
+
+  c->buffers.resize(tensor_count);
+  c->bytes.assign(tensor_count, 0);
+  for (uint32_t t = 0; t < tensor_count; ++t) {
+    if (!needed[t]) continue;
+    const co_up_tensor_desc& d = element_at(graph.tensors, t);
+    int64_t count = 1;
+    for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    c->bytes[t] = bytes;
+    cl_mem_flags flags = CL_MEM_READ_WRITE;
+    const void* host = nullptr;
+    if (d.data && !is_input[t]) {
+      flags = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+      host = d.data;
+    } else if (is_input[t] || is_output[t]) {
+      // Host-visible memory: on unified-memory SoCs map/unmap then copies nothing.
+      flags |= CL_MEM_ALLOC_HOST_PTR;
+    }
+    c->buffers[t] = ClMem(make_buffer(*c, bytes, flags, host, "tensor '" + tensor_name(t) + "'"));
+  }
+  // Every activation buffer starts as zeros. Inputs, so the warm-up run below computes on defined
+  // data; outputs too, because CLBlast computes C = alpha*AB + beta*C even for beta = 0, and
+  // 0 * (NaN bits left in fresh device memory) is NaN.
+  const float zero = 0.0f;
+  for (uint32_t t = 0; t < tensor_count; ++t) {
+    if (!needed[t] || (element_at(graph.tensors, t).data && !is_input[t])) continue;
+    check_cl(clEnqueueFillBuffer(c->queue.get(), c->buffers[t].get(), &zero, sizeof(zero), 0,
+                                 c->bytes[t], 0, nullptr, nullptr),
+             "clEnqueueFillBuffer");
+  }
+
+  size_t col_floats = 0;
+  size_t temp_bytes = 0;
+  for (uint32_t n = 0; n < graph.node_count; ++n) {
+    c->steps.push_back(build_step(*c, graph, n, plans[n], &col_floats, &temp_bytes));
+  }
+  if (col_floats > 0) {
+    c->extra.emplace_back(make_buffer(*c, col_floats * sizeof(float), CL_MEM_READ_WRITE, nullptr,
+                                      "im2col scratch"));
+    c->col = c->extra.back().get();
+  }
+  if (temp_bytes > 0) {
+    c->extra.emplace_back(make_buffer(*c, temp_bytes, CL_MEM_READ_WRITE, nullptr, "GEMM scratch"));
+    c->gemm_temp = c->extra.back().get();
+  }
+  c->mapped_inputs.assign(c->inputs.size(), nullptr);
+  c->mapped_outputs.assign(c->outputs.size(), nullptr);
+  // One warm-up run: CLBlast compiles its kernels on first use, and lazily allocating drivers
+  // commit the buffers, so the first frame is not slow and out-of-memory shows up here.
+  run(*c, nullptr);
+  return c;
+}
+
+void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
+  for (size_t i = 0; i < c.mapped_inputs.size(); ++i) {
+    if (c.mapped_inputs[i]) {
+      fail(CO_UP_STATUS_INVALID_STATE, "compiled_run: input " + std::to_string(i) +
+                                           " is still mapped (call compiled_unmap before run)");
+    }
+  }
+  const bool has_begin = hooks && hooks->struct_size >= offsetof(co_up_run_hooks, layer_begin) +
+                                                          sizeof(hooks->layer_begin) &&
+                         hooks->layer_begin;
+  const bool has_end = hooks && hooks->struct_size >= offsetof(co_up_run_hooks, layer_end) +
+                                                        sizeof(hooks->layer_end) &&
+                       hooks->layer_end;
+  cl_command_queue q = c.queue.get();
+  for (size_t s = 0; s < c.steps.size(); ++s) {
+    const uint32_t layer = c.steps[s].layer;
+    const bool starts = s == 0 || c.steps[s - 1].layer != layer;
+    const bool ends = s + 1 == c.steps.size() || c.steps[s + 1].layer != layer;
+    if (starts && has_begin) hooks->layer_begin(hooks->user_data, layer);
+    c.steps[s].enqueue(c);
+    // The hooks time finished work: wait for this layer's kernels before reporting its end.
+    if (ends && has_end) {
+      check_cl(clFinish(q), "clFinish");
+      hooks->layer_end(hooks->user_data, layer);
+    }
+  }
+  check_cl(clFinish(q), "clFinish");
+}
+
+// ---------------------------------------------------------------------------------------------
+// ABI functions
+
+void status_release(co_up_status* status) {
+  if (!status || status == &kOutOfMemoryStatus) return;
+  delete static_cast<OwnedStatus*>(status);
+}
+
+// Enumerated once per process: the description and every factory share it.
+const std::vector<DeviceInfo>& icd_devices(std::string* out_error) {
+  static std::string error;
+  static const std::vector<DeviceInfo> devices = enumerate_devices(&error);
+  if (out_error) *out_error = error;
+  return devices;
+}
+
+co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
+  return guarded("factory_create", [&] {
+    if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
+    *out_factory = nullptr;
+    std::string error;
+    const auto& devices = icd_devices(&error);
+    if (devices.empty()) fail(CO_UP_STATUS_NO_DEVICE, error);
+    auto factory = std::make_unique<co_up_factory>();
+    factory->devices = devices;
+    *out_factory = factory.release();
+  });
+}
+
+void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{factory}; }
+
+co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
+                            uint32_t option_count, co_up_device** out_device) {
+  return guarded("device_create", [&] {
+    if (!factory || !out_device) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
+    }
+    *out_device = nullptr;
+    auto device = std::make_unique<co_up_device>();
+    std::string platform_sel;
+    std::string device_sel;
+    std::string cache_dir = default_cache_dir();
+    std::string build_options = "-cl-std=CL1.2";
+    for (uint32_t i = 0; i < option_count; ++i) {
+      if (!options || !options[i].key || !options[i].value) {
+        fail(CO_UP_STATUS_INVALID_ARGUMENT, "device option " + std::to_string(i) +
+                                                " has a NULL key or value");
+      }
+      const std::string_view key = options[i].key;
+      const std::string value = options[i].value;
+      if (key == "processor") {
+        if (value.size() == 1) device->processor = value[0];
+      } else if (key == "platform") {
+        platform_sel = value;
+      } else if (key == "device") {
+        device_sel = value;
+      } else if (key == "cache_dir") {
+        cache_dir = value == "off" || value == "none" ? "" : value;
+      } else if (key == "work_group_size") {
+        if (value.empty() || value.size() > 5 ||
+            value.find_first_not_of("0123456789") != std::string::npos || std::stoi(value) < 1) {
+          fail(CO_UP_STATUS_INVALID_ARGUMENT,
+               "option work_group_size='" + value + "' must be an integer >= 1");
+        }
+        device->work_group_size = static_cast<size_t>(std::stoi(value));
+      } else if (key == "test_broken_kernel") {
+        // Test-only: makes the kernel source fail to compile, to check the build-log status.
+        if (value == "1" || value == "on") build_options += " -DCO_UP_TEST_BROKEN_KERNEL";
+      }
+    }
+    device->info = select_device(factory->devices, platform_sel, device_sel);
+    cl_int err = CL_SUCCESS;
+    cl_device_id id = device->info.device;
+    const cl_context_properties properties[] = {
+        CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device->info.platform), 0};
+    device->context = ClContext(clCreateContext(properties, 1, &id, nullptr, nullptr, &err));
+    check_cl(err, "clCreateContext for '" + device->info.name + "'");
+    BuildResult built =
+        build_program(device->context.get(), device->info, kOclKernelsSource, build_options, cache_dir);
+    device->program = std::move(built.program);
+    device->program_from_cache = built.from_cache;
+    device->cache_file = built.cache_file;
+    *out_device = device.release();
+  });
+}
+
+void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device}; }
+
+co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
+                                uint32_t node_index, co_up_node_support* out_support) {
+  return guarded("device_query_node", [&] {
+    if (!device || !out_support) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
+    }
+    if (out_support->struct_size < sizeof(co_up_node_support)) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT,
+           "co_up_node_support.struct_size is smaller than ABI 1.0's (set it before the call)");
+    }
+    check_graph(graph);
+    if (node_index >= graph->node_count) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "node index " + std::to_string(node_index) +
+                                              " is out of range (" +
+                                              std::to_string(graph->node_count) + " nodes)");
+    }
+    std::string reason;
+    try {
+      decode_node(*graph, node_index);
+    } catch (const PluginError& e) {
+      reason = e.what();
+    }
+    out_support->supported = reason.empty() ? 1 : 0;
+    std::snprintf(out_support->reason, sizeof(out_support->reason), "%s", reason.c_str());
+  });
+}
+
+co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
+                              co_up_compiled** out_compiled) {
+  return guarded("compiled_create", [&] {
+    if (!device || !out_compiled) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
+    }
+    *out_compiled = nullptr;
+    check_graph(graph);
+    // Compiles are serialised process-wide: the warm-up run's first CLBlast call per routine
+    // builds and caches CLBlast's programs, and concurrent first calls (the runtime compiles
+    // sub-graphs in parallel) gave wrong results on PoCL.
+    static std::mutex compile_mutex;
+    std::lock_guard lock(compile_mutex);
+    *out_compiled = compile(device, *graph).release();
+  });
+}
+
+void compiled_release(co_up_compiled* compiled) {
+  if (!compiled) return;
+  // Unmap what the caller left mapped, and drain the queue before buffers go away.
+  for (size_t i = 0; i < compiled->mapped_inputs.size(); ++i) {
+    if (compiled->mapped_inputs[i]) {
+      clEnqueueUnmapMemObject(compiled->queue.get(), compiled->buffers[compiled->inputs[i]].get(),
+                              compiled->mapped_inputs[i], 0, nullptr, nullptr);
+    }
+  }
+  for (size_t i = 0; i < compiled->mapped_outputs.size(); ++i) {
+    if (compiled->mapped_outputs[i]) {
+      clEnqueueUnmapMemObject(compiled->queue.get(), compiled->buffers[compiled->outputs[i]].get(),
+                              compiled->mapped_outputs[i], 0, nullptr, nullptr);
+    }
+  }
+  if (compiled->queue) clFinish(compiled->queue.get());
+  std::unique_ptr<co_up_compiled>{compiled};
+}
+
+co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
+                           void** out_host_ptr) {
+  return guarded("compiled_map", [&] {
+    if (!compiled || !out_host_ptr) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: compiled or out_host_ptr is NULL");
+    }
+    const bool input = direction == CO_UP_IO_INPUT;
+    const auto& list = input ? compiled->inputs : compiled->outputs;
+    if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT,
+           "compiled_map: " + std::string(input ? "input" : "output") + " index " +
+               std::to_string(index) + " is out of range (" + std::to_string(list.size()) + ")");
+    }
+    void*& mapped = input ? compiled->mapped_inputs[index] : compiled->mapped_outputs[index];
+    if (!mapped) {
+      const uint32_t t = list[index];
+      cl_int err = CL_SUCCESS;
+      // Inputs: the caller overwrites the whole tensor, so nothing needs to come back to the host.
+      const cl_map_flags flags = input ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ;
+      mapped = clEnqueueMapBuffer(compiled->queue.get(), compiled->buffers[t].get(), CL_TRUE, flags,
+                                  0, compiled->bytes[t], 0, nullptr, nullptr, &err);
+      check_cl(err, "clEnqueueMapBuffer");
+    }
+    *out_host_ptr = mapped;
+  });
+}
+
+co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
+  return guarded("compiled_unmap", [&] {
+    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_unmap: compiled is NULL");
+    const bool input = direction == CO_UP_IO_INPUT;
+    const auto& list = input ? compiled->inputs : compiled->outputs;
+    if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT,
+           "compiled_unmap: index " + std::to_string(index) + " is out of range");
+    }
+    void*& mapped = input ? compiled->mapped_inputs[index] : compiled->mapped_outputs[index];
+    if (!mapped) return;  // unmapping twice is harmless
+    void* ptr = mapped;
+    mapped = nullptr;
+    check_cl(clEnqueueUnmapMemObject(compiled->queue.get(),
+                                     compiled->buffers[list[index]].get(), ptr, 0, nullptr, nullptr),
+             "clEnqueueUnmapMemObject");
+  });
+}
+
+co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t, const void*) {
+  return guarded("compiled_bind_input", [&] {
+    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: compiled is NULL");
+    // Wrapping the caller's memory would need a CL_MEM_USE_HOST_PTR buffer per run (and its
+    // alignment rules per driver); mapped CL_MEM_ALLOC_HOST_PTR buffers already avoid copies on
+    // unified memory, so the runtime maps and copies instead.
+    fail(CO_UP_STATUS_UNSUPPORTED,
+         "compiled_bind_input: opencl reads inputs from its own host-visible buffers (map them)");
+  });
+}
+
+co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
+  return guarded("compiled_run", [&] {
+    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
+    run(*compiled, hooks);
+  });
+}
+
+// The --list-plugins line names what the ICD loader sees (and so does --list-devices).
+const char* description() {
+  static const std::string text = [] {
+    std::string error;
+    const auto& devices = icd_devices(&error);
+    std::string s = "OpenCL 1.2 GPU backend (ICD loader, CLBlast GEMM, own kernels); ";
+    if (devices.empty()) return s + "no device: " + error;
+    s += "ICD sees: ";
+    for (size_t i = 0; i < devices.size(); ++i) s += (i ? "; " : "") + devices[i].summary();
+    return s;
+  }();
+  return text.c_str();
+}
+
+co_up_plugin_api make_api() {
+  co_up_plugin_api api{};
+  api.struct_size = sizeof(co_up_plugin_api);
+  api.abi_major = CO_UP_ABI_VERSION_MAJOR;
+  api.abi_minor = CO_UP_ABI_VERSION_MINOR;
+  api.name = kBackendName;
+  api.version = kBackendVersion;
+  api.description = description();
+  api.kind = CO_UP_BACKEND_GPU;
+  api.status_release = &status_release;
+  api.factory_create = &factory_create;
+  api.factory_release = &factory_release;
+  api.device_create = &device_create;
+  api.device_release = &device_release;
+  api.device_query_node = &device_query_node;
+  api.compiled_create = &compiled_create;
+  api.compiled_release = &compiled_release;
+  api.compiled_map = &compiled_map;
+  api.compiled_unmap = &compiled_unmap;
+  api.compiled_bind_input = &compiled_bind_input;
+  api.compiled_run = &compiled_run;
+  return api;
+}
+
+}  // namespace
+}  // namespace co_up::opencl
+
+extern "C" CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(
+    uint32_t host_abi_major, uint32_t /*host_abi_minor*/) {
+  if (host_abi_major != CO_UP_ABI_VERSION_MAJOR) return nullptr;
+  static const co_up_plugin_api api = co_up::opencl::make_api();
+  return &api;
+}

@@ -1,0 +1,185 @@
+#include "xnn_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace co_up::xnnpack {
+namespace {
+
+// Below this many elements a kernel runs on the calling thread: waking workers costs more.
+constexpr int64_t kMinParallel = 16384;
+// Transpose tile: 32 x 32 floats (4 KiB) in and out stay in L1.
+constexpr int64_t kTile = 32;
+
+void transpose_planes(const float* x, float* y, int64_t batch, int64_t rows, int64_t cols,
+                      const CpuPool& pool) {
+  // Per image: y[c][r] = x[r][c] for an x of rows x cols. Split over tiles of rows.
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  pool.parallel_for(batch * row_tiles, 1, kMinParallel / (kTile * std::max<int64_t>(cols, 1)) + 1,
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t item = begin; item < end; ++item) {
+                        const int64_t n = item / row_tiles;
+                        const int64_t r0 = item % row_tiles * kTile;
+                        const int64_t r1 = std::min(rows, r0 + kTile);
+                        const float* src = x + n * rows * cols;
+                        float* dst = y + n * rows * cols;
+                        for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+                          const int64_t c1 = std::min(cols, c0 + kTile);
+                          for (int64_t r = r0; r < r1; ++r) {
+                            for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+                          }
+                        }
+                      }
+                    });
+}
+
+}  // namespace
+
+void nchw_to_nhwc(const float* x, float* y, int64_t batch, int64_t channels, int64_t plane,
+                  const CpuPool& pool) {
+  transpose_planes(x, y, batch, channels, plane, pool);
+}
+
+void nhwc_to_nchw(const float* x, float* y, int64_t batch, int64_t channels, int64_t plane,
+                  const CpuPool& pool) {
+  transpose_planes(x, y, batch, plane, channels, pool);
+}
+
+void lrn_nhwc(const float* x, float* y, int64_t pixels, int64_t channels, int64_t size,
+              float alpha, float beta, float bias, const CpuPool& pool) {
+  const int64_t before = (size - 1) / 2;
+  const int64_t after = size / 2;
+  const float scale = alpha / static_cast<float>(size);
+  pool.parallel_for(pixels, 1, kMinParallel / std::max<int64_t>(channels, 1) + 1,
+                    [&](int64_t begin, int64_t end) {
+    std::vector<float> sum(static_cast<size_t>(channels));
+    for (int64_t p = begin; p < end; ++p) {
+      const float* src = x + p * channels;
+      float* dst = y + p * channels;
+      // Window sums in ascending channel order, as cpu-reference adds them.
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t lo = std::max<int64_t>(0, c - before);
+        const int64_t hi = std::min(channels - 1, c + after);
+        float s = 0.0f;
+        for (int64_t cc = lo; cc <= hi; ++cc) s += src[cc] * src[cc];
+        sum[static_cast<size_t>(c)] = s;
+      }
+      if (beta == 0.75f) {
+        // d^-0.75 = 1 / (sqrt(d) * sqrt(sqrt(d))): vectorisable, no pow.
+        for (int64_t c = 0; c < channels; ++c) {
+          const float d = bias + scale * sum[static_cast<size_t>(c)];
+          const float r = std::sqrt(d);
+          dst[c] = src[c] / (r * std::sqrt(r));
+        }
+      } else {
+        for (int64_t c = 0; c < channels; ++c) {
+          dst[c] = src[c] / std::pow(bias + scale * sum[static_cast<size_t>(c)], beta);
+        }
+      }
+    }
+  });
+}
+
+void channel_affine_nhwc(const float* x, float* y, int64_t pixels, int64_t channels,
+                         const float* multiplier, const float* offset, const CpuPool& pool) {
+  pool.parallel_for(pixels, 1, kMinParallel / std::max<int64_t>(channels, 1) + 1,
+                    [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const float* src = x + p * channels;
+      float* dst = y + p * channels;
+      for (int64_t c = 0; c < channels; ++c) dst[c] = src[c] * multiplier[c] + offset[c];
+    }
+  });
+}
+
+void global_max_pool_nhwc(const float* x, float* y, int64_t batch, int64_t plane,
+                          int64_t channels, const CpuPool& pool) {
+  pool.parallel_for(batch * channels, 16, kMinParallel / std::max<int64_t>(plane, 1) + 1,
+                    [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end;) {
+      const int64_t n = item / channels;
+      const int64_t c0 = item % channels;
+      const int64_t c1 = std::min(channels, c0 + (end - item));
+      float* dst = y + n * channels;
+      std::fill(dst + c0, dst + c1, -std::numeric_limits<float>::infinity());
+      for (int64_t p = 0; p < plane; ++p) {
+        const float* src = x + (n * plane + p) * channels;
+        for (int64_t c = c0; c < c1; ++c) dst[c] = std::max(dst[c], src[c]);
+      }
+      item += c1 - c0;
+    }
+  });
+}
+
+namespace {
+
+template <typename Window>
+void pool2d_nhwc(const reference::Pool2dShape& s, float* y, const CpuPool& pool, Window window) {
+  const int64_t out_h = s.out_height();
+  const int64_t out_w = s.out_width();
+  // One output pixel (all channels) per item.
+  pool.parallel_for(s.batch * out_h * out_w, 1,
+                    kMinParallel / std::max<int64_t>(s.channels * s.kernel_h * s.kernel_w, 1) + 1,
+                    [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / (out_h * out_w);
+      const int64_t oh = item / out_w % out_h;
+      const int64_t ow = item % out_w;
+      window(n, oh * s.stride_h - s.pad_top, ow * s.stride_w - s.pad_left, y + item * s.channels);
+    }
+  });
+}
+
+}  // namespace
+
+void max_pool2d_nhwc(const reference::Pool2dShape& s, const float* x, float* y,
+                     const CpuPool& pool) {
+  const int64_t c_count = s.channels;
+  pool2d_nhwc(s, y, pool, [&](int64_t n, int64_t h0, int64_t w0, float* dst) {
+    std::fill(dst, dst + c_count, -std::numeric_limits<float>::infinity());
+    for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + s.kernel_h, s.in_height); ++h) {
+      for (int64_t w = std::max<int64_t>(w0, 0); w < std::min(w0 + s.kernel_w, s.in_width); ++w) {
+        const float* src = x + ((n * s.in_height + h) * s.in_width + w) * c_count;
+        for (int64_t c = 0; c < c_count; ++c) dst[c] = std::max(dst[c], src[c]);
+      }
+    }
+  });
+}
+
+void average_pool2d_nhwc(const reference::Pool2dShape& s, const float* x, float* y,
+                         const CpuPool& pool) {
+  const int64_t c_count = s.channels;
+  pool2d_nhwc(s, y, pool, [&](int64_t n, int64_t h0, int64_t w0, float* dst) {
+    const int64_t h_begin = std::max<int64_t>(h0, 0);
+    const int64_t h_end = std::min(h0 + s.kernel_h, s.in_height);
+    const int64_t w_begin = std::max<int64_t>(w0, 0);
+    const int64_t w_end = std::min(w0 + s.kernel_w, s.in_width);
+    std::fill(dst, dst + c_count, 0.0f);
+    for (int64_t h = h_begin; h < h_end; ++h) {
+      for (int64_t w = w_begin; w < w_end; ++w) {
+        const float* src = x + ((n * s.in_height + h) * s.in_width + w) * c_count;
+        for (int64_t c = 0; c < c_count; ++c) dst[c] += src[c];
+      }
+    }
+    int64_t count = (h_end - h_begin) * (w_end - w_begin);
+    if (s.count_include_pad) {
+      count = (std::min(h0 + s.kernel_h, s.in_height + s.pad_bottom) - h0) *
+              (std::min(w0 + s.kernel_w, s.in_width + s.pad_right) - w0);
+    }
+    const float divisor = count > 0 ? static_cast<float>(count) : 1.0f;
+    for (int64_t c = 0; c < c_count; ++c) dst[c] = count > 0 ? dst[c] / divisor : 0.0f;
+  });
+}
+
+void softmax_lines(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner,
+                   const CpuPool& pool) {
+  pool.parallel_for(outer, 1, kMinParallel / std::max<int64_t>(axis * inner, 1) + 1,
+                    [&](int64_t begin, int64_t end) {
+    const int64_t offset = begin * axis * inner;
+    reference::softmax(x + offset, y + offset, end - begin, axis, inner, nullptr);
+  });
+}
+
+}  // namespace co_up::xnnpack

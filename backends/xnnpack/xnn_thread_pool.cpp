@@ -1,0 +1,160 @@
+#include "xnn_thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace co_up::xnnpack {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct RangeJob {
+  const std::function<void(int64_t, int64_t)>* body;
+  int64_t count;
+  int64_t align;
+};
+
+void run_range(void* context, size_t start, size_t tile) {
+  const auto* job = static_cast<const RangeJob*>(context);
+  const int64_t begin = static_cast<int64_t>(start) * job->align;
+  const int64_t end = std::min(job->count, static_cast<int64_t>(start + tile) * job->align);
+  if (begin < end) (*job->body)(begin, end);
+}
+
+struct EveryThreadJob {
+  const std::function<void(int)>* task;
+  std::atomic<int> arrived{0};
+  std::atomic<bool> timed_out{false};
+  int threads = 0;
+};
+
+void run_on_thread(void* context, size_t index) {
+  auto* job = static_cast<EveryThreadJob*>(context);
+  job->arrived.fetch_add(1);
+  // Wait until every thread holds one task: a thread busy here cannot take a second one, so the
+  // tasks land on distinct threads. Bounded, so a pool that never starts a worker cannot hang us.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (job->arrived.load() < job->threads) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      job->timed_out.store(true);
+      return;
+    }
+    std::this_thread::yield();
+  }
+  (*job->task)(static_cast<int>(index));
+}
+
+}  // namespace
+
+CpuPool::CpuPool(int threads, std::span<const int> cores, Schedule schedule)
+    : threads_(threads), schedule_(schedule) {
+  if (threads < 1) throw std::runtime_error("thread count must be >= 1");
+  if (threads == 1) return;
+  pool_ = pthreadpool_create(static_cast<size_t>(threads));
+  if (!pool_) {
+    throw std::runtime_error("pthreadpool_create(" + std::to_string(threads) +
+                             ") failed (out of memory or thread limit reached)");
+  }
+  if (const size_t made = pthreadpool_get_threads_count(pool_); made != size_t(threads)) {
+    pthreadpool_destroy(pool_);
+    throw std::runtime_error("pthreadpool made " + std::to_string(made) + " threads instead of " +
+                             std::to_string(threads));
+  }
+  if (cores.empty()) return;
+  // pthreadpool has no affinity API: every worker pins itself from inside a one-task-per-thread
+  // job. The creating thread is not a worker (and is pinned, if at all, by whoever owns it).
+  const pthread_t creator = pthread_self();
+  std::atomic<int> failed_core{-1};
+  std::atomic<int> failed_errno{0};
+  try {
+    on_every_thread([&](int index) {
+      if (pthread_equal(pthread_self(), creator)) return;
+      const int core = cores[static_cast<size_t>(index) % cores.size()];
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(core, &set);
+      const int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+      if (rc != 0) {
+        failed_core.store(core);
+        failed_errno.store(rc);
+      }
+    });
+  } catch (...) {
+    pthreadpool_destroy(pool_);
+    throw;
+  }
+  if (failed_core.load() >= 0) {
+    pthreadpool_destroy(pool_);
+    throw std::runtime_error("cannot pin a pool worker to CPU " + std::to_string(failed_core.load()) +
+                             ": " + std::strerror(failed_errno.load()) +
+                             " (is the core online and in this process's affinity mask?)");
+  }
+}
+
+CpuPool::~CpuPool() {
+  if (pool_) pthreadpool_destroy(pool_);
+}
+
+void CpuPool::on_every_thread(const std::function<void(int)>& task) const {
+  if (threads_ == 1) {
+    task(0);
+    return;
+  }
+  EveryThreadJob job;
+  job.task = &task;
+  job.threads = threads_;
+  pthreadpool_parallelize_1d(pool_, &run_on_thread, &job, static_cast<size_t>(threads_), 0);
+  if (job.timed_out.load()) {
+    throw std::runtime_error("pool threads did not all start within 20 s (machine overloaded?)");
+  }
+}
+
+std::vector<std::vector<int>> CpuPool::thread_affinities() const {
+  std::vector<std::vector<int>> result(static_cast<size_t>(threads_));
+  const pthread_t caller = pthread_self();
+  std::vector<int> caller_index(static_cast<size_t>(threads_), 0);
+  on_every_thread([&](int index) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+      }
+    }
+    result[static_cast<size_t>(index)] = std::move(cpus);
+    caller_index[static_cast<size_t>(index)] = pthread_equal(pthread_self(), caller) ? 1 : 0;
+  });
+  // Put the caller's entry first; workers keep their order.
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (caller_index[i] && i != 0) std::swap(result[0], result[i]);
+  }
+  return result;
+}
+
+void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,
+                           const std::function<void(int64_t, int64_t)>& body) const {
+  if (count <= 0) return;
+  if (threads_ == 1 || count < min_parallel) {
+    body(0, count);
+    return;
+  }
+  const int64_t blocks = ceil_div(count, align);
+  // Static: one range per thread. Dynamic: four chunks per thread, taken by whoever is idle
+  // (pthreadpool hands each thread its share first, then idle threads steal chunks).
+  const int64_t per = schedule_ == Schedule::kStatic ? threads_ : threads_ * 4;
+  const int64_t tile = std::max<int64_t>(1, ceil_div(blocks, per));
+  RangeJob job{&body, count, align};
+  pthreadpool_parallelize_1d_tile_1d(pool_, &run_range, &job, static_cast<size_t>(blocks),
+                                     static_cast<size_t>(tile), 0);
+}
+
+}  // namespace co_up::xnnpack

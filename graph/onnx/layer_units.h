@@ -1,0 +1,25 @@
+// Automatic layer units for an imported graph, as Para-Pipe's graph partitioning (Algorithm 1 of
+// ../shared/papers/para-pipe.txt) finds them:
+//  - merge each compute op (Conv, FullyConnected) with the element-wise, pooling and
+//    normalisation ops that follow it (mergeNodes);
+//  - a fan-in block — the nodes from a fork to the join where its branches meet again (an
+//    inception module, a residual block, the expand part of a fire module) — is one unit, so no
+//    cut falls inside it.
+// Units are cut only where exactly one activation crosses the cut (a "single-tensor boundary" of
+// the topological order) and only before a compute op; a stretch without a compute op (a pool
+// between two blocks, a final Flatten/Softmax) joins the unit before it. The cuts therefore depend
+// only on the graph's structure and node order, never on its weights.
+//
+// Names: the common prefix of the unit's compute-op node names up to a '/' (PyTorch's scopes:
+// "layer1/layer1.0"), else the first compute op's name.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace co_up::graph {
+
+// Rewrites Node::layer and the layer names of `graph`. Run after the inference passes
+// (optimize_for_inference) so that fused activations are already inside their producer.
+void assign_block_units(Graph& graph);
+
+}  // namespace co_up::graph

@@ -1,0 +1,1051 @@
+#include "graph/onnx/onnx_importer.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "graph/onnx/onnx_constant.h"
+#include "onnx/onnx_pb.h"
+
+namespace co_up::graph {
+namespace {
+
+// Bounds on attribute values that reach shape arithmetic: real models stay far below, and a
+// corrupt file cannot make the IR's shape inference overflow.
+constexpr int64_t kMaxAttr = int64_t{1} << 20;
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+constexpr int64_t kMaxInputElements = int64_t{1} << 31;
+
+using Pads = std::array<int64_t, 4>;  // top, left, bottom, right (the IR's order)
+
+// What an ONNX value name stands for while importing.
+struct Value {
+  enum class Kind {
+    kActivation,   // an IR tensor
+    kConstant,     // known at load time
+    kPad,          // zero Pad of `tensor` by `pads`, to be folded into the consumer
+    kHardSigmoid,  // HardSigmoid(`tensor`), to become HardSwish in x * HardSigmoid(x)
+  };
+  Kind kind = Kind::kActivation;
+  TensorId tensor = kNoTensor;
+  std::shared_ptr<const OnnxConstant> constant;
+  Pads pads{0, 0, 0, 0};
+  double alpha = 0, beta = 0;
+  std::string producer;  // node name, for messages
+};
+
+const char* const kSupportedOps =
+    "Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip, "
+    "Sigmoid, HardSigmoid (in x*HardSigmoid(x)), HardSwish, LRN, BatchNormalization, Concat, Add, "
+    "Sub, Mul, Div, Softmax, Flatten, Reshape, Squeeze, Unsqueeze, Pad, Dropout, Identity, Constant, "
+    "and on constants Shape, Gather, Slice, Transpose, Cast, ConstantOfShape";
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options)
+      : model_(model), source_(std::move(source)), options_(options),
+        graph_(model.graph().name().empty() ? source_ : model.graph().name()) {}
+
+  Graph run();
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(source_ + ": " + what); }
+  [[noreturn]] void fail_node(const onnx::NodeProto& n, const std::string& what) const {
+    fail("node '" + node_name(n) + "' (" + n.op_type() + "): " + what);
+  }
+  std::string node_name(const onnx::NodeProto& n) const {
+    if (!n.name().empty()) return n.name();
+    return n.op_type() + "_" + std::to_string(node_index_) +
+           (n.output_size() > 0 ? "(" + n.output(0) + ")" : "");
+  }
+
+  void check_opset();
+  void add_input();
+  void import_node(const onnx::NodeProto& n);
+
+  // Attributes.
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name,
+                                   onnx::AttributeProto::AttributeType type) const;
+  int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fallback) const;
+  double attr_float(const onnx::NodeProto& n, const std::string& name, double fallback) const;
+  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name,
+                                 std::vector<int64_t> fallback) const;
+  std::string attr_string(const onnx::NodeProto& n, const std::string& name,
+                          const std::string& fallback) const;
+
+  // Inputs and outputs.
+  bool has_input(const onnx::NodeProto& n, int i) const {
+    return i < n.input_size() && !n.input(i).empty();
+  }
+  const Value& value(const onnx::NodeProto& n, int i) const;
+  TensorId activation(const onnx::NodeProto& n, int i) const;
+  const OnnxConstant& constant(const onnx::NodeProto& n, int i, const char* what) const;
+  bool is_constant(const onnx::NodeProto& n, int i) const {
+    return value(n, i).kind == Value::Kind::kConstant;
+  }
+  void set_output(const onnx::NodeProto& n, int i, Value v);
+  void set_activation(const onnx::NodeProto& n, TensorId t);
+  void set_constant(const onnx::NodeProto& n, OnnxConstant c);
+  void require_unused_outputs(const onnx::NodeProto& n, int from) const;
+
+  // IR construction.
+  TensorId emit(const onnx::NodeProto& n, OpType op, std::vector<TensorId> inputs, Attributes attrs);
+  TensorId materialize(const std::string& name, const OnnxConstant& c, std::vector<int64_t> shape);
+  const std::vector<int64_t>& shape_of(TensorId t) const { return graph_.tensor(t).desc.shape; }
+
+  // Ops.
+  void import_conv(const onnx::NodeProto& n);
+  void import_gemm(const onnx::NodeProto& n, bool matmul);
+  void import_pool(const onnx::NodeProto& n, OpType op);
+  void import_elementwise_constant(const onnx::NodeProto& n);
+  void import_softmax(const onnx::NodeProto& n);
+  void import_reshape_like(const onnx::NodeProto& n);
+  void import_pad(const onnx::NodeProto& n);
+  void import_clip(const onnx::NodeProto& n);
+  void import_batch_norm(const onnx::NodeProto& n);
+  void import_concat(const onnx::NodeProto& n);
+  void import_constant_op(const onnx::NodeProto& n);
+  bool fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply);
+  Pads spatial_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in_shape,
+                    const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                    const std::vector<int64_t>& dilations);
+  std::vector<int64_t> checked_attr_ints(const onnx::NodeProto& n, const std::string& name,
+                                         std::vector<int64_t> fallback, size_t size, int64_t lo) const;
+
+  const onnx::ModelProto& model_;
+  std::string source_;
+  const OnnxImportOptions& options_;
+  Graph graph_;
+  int64_t opset_ = 0;
+  int node_index_ = 0;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, int> uses_;  // readers of each value name, graph outputs included
+  std::set<std::string> constant_names_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Attributes
+
+const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n, const std::string& name,
+                                           onnx::AttributeProto::AttributeType type) const {
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (a.name() != name) continue;
+    // Old exporters leave `type` unset; infer it from the field that is filled in.
+    onnx::AttributeProto::AttributeType actual = a.type();
+    if (actual == onnx::AttributeProto::UNDEFINED) {
+      if (a.has_i()) actual = onnx::AttributeProto::INT;
+      else if (a.has_f()) actual = onnx::AttributeProto::FLOAT;
+      else if (a.has_s()) actual = onnx::AttributeProto::STRING;
+      else if (a.has_t()) actual = onnx::AttributeProto::TENSOR;
+      else if (a.ints_size() > 0) actual = onnx::AttributeProto::INTS;
+      else if (a.floats_size() > 0) actual = onnx::AttributeProto::FLOATS;
+    }
+    if (actual != type) {
+      fail_node(n, "attribute '" + name + "' has type " + std::to_string(actual) + ", expected " +
+                       std::to_string(type));
+    }
+    return &a;
+  }
+  return nullptr;
+}
+
+int64_t Importer::attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::INT);
+  return a ? a->i() : fallback;
+}
+
+double Importer::attr_float(const onnx::NodeProto& n, const std::string& name, double fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::FLOAT);
+  return a ? a->f() : fallback;
+}
+
+std::vector<int64_t> Importer::attr_ints(const onnx::NodeProto& n, const std::string& name,
+                                         std::vector<int64_t> fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::INTS);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
+}
+
+std::string Importer::attr_string(const onnx::NodeProto& n, const std::string& name,
+                                  const std::string& fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::STRING);
+  return a ? a->s() : fallback;
+}
+
+std::vector<int64_t> Importer::checked_attr_ints(const onnx::NodeProto& n, const std::string& name,
+                                                 std::vector<int64_t> fallback, size_t size,
+                                                 int64_t lo) const {
+  std::vector<int64_t> v = attr_ints(n, name, std::move(fallback));
+  if (v.size() != size) {
+    fail_node(n, "attribute '" + name + "' has " + std::to_string(v.size()) + " values, expected " +
+                     std::to_string(size) + " (co_up imports 2-D convolutions and pools)");
+  }
+  for (int64_t x : v) {
+    if (x < lo || x > kMaxAttr) {
+      fail_node(n, "attribute '" + name + "' has value " + std::to_string(x) + " out of range");
+    }
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+const Value& Importer::value(const onnx::NodeProto& n, int i) const {
+  if (!has_input(n, i)) fail_node(n, "input " + std::to_string(i) + " is missing");
+  auto it = values_.find(n.input(i));
+  if (it == values_.end()) {
+    fail_node(n, "reads '" + n.input(i) +
+                     "', which no initializer, graph input or earlier node provides (nodes out of "
+                     "order, or a truncated or corrupt file)");
+  }
+  return it->second;
+}
+
+TensorId Importer::activation(const onnx::NodeProto& n, int i) const {
+  const Value& v = value(n, i);
+  switch (v.kind) {
+    case Value::Kind::kActivation:
+      return v.tensor;
+    case Value::Kind::kConstant:
+      fail_node(n, "input '" + n.input(i) + "' is a constant; co_up needs a computed tensor here");
+    case Value::Kind::kPad:
+      fail_node(n, "reads the output of Pad '" + v.producer +
+                       "'; co_up folds a constant zero Pad only into a Conv or AveragePool");
+    case Value::Kind::kHardSigmoid:
+      fail_node(n, "reads the output of HardSigmoid '" + v.producer +
+                       "'; co_up imports HardSigmoid only as x * HardSigmoid(x) (HardSwish)");
+  }
+  fail_node(n, "bad value");
+}
+
+const OnnxConstant& Importer::constant(const onnx::NodeProto& n, int i, const char* what) const {
+  const Value& v = value(n, i);
+  if (v.kind != Value::Kind::kConstant) {
+    fail_node(n, std::string(what) + " ('" + n.input(i) +
+                     "') must be a constant (an initializer or computed from constants only)");
+  }
+  return *v.constant;
+}
+
+void Importer::set_output(const onnx::NodeProto& n, int i, Value v) {
+  if (i >= n.output_size() || n.output(i).empty()) return;
+  v.producer = node_name(n);
+  values_[n.output(i)] = std::move(v);
+}
+
+void Importer::set_activation(const onnx::NodeProto& n, TensorId t) {
+  Value v;
+  v.tensor = t;
+  set_output(n, 0, std::move(v));
+}
+
+void Importer::set_constant(const onnx::NodeProto& n, OnnxConstant c) {
+  Value v;
+  v.kind = Value::Kind::kConstant;
+  v.constant = std::make_shared<const OnnxConstant>(std::move(c));
+  set_output(n, 0, std::move(v));
+}
+
+void Importer::require_unused_outputs(const onnx::NodeProto& n, int from) const {
+  for (int i = from; i < n.output_size(); ++i) {
+    if (!n.output(i).empty() && uses_.count(n.output(i)) != 0) {
+      fail_node(n, "output " + std::to_string(i) + " ('" + n.output(i) +
+                       "') is used; co_up computes only the first output of " + n.op_type());
+    }
+  }
+}
+
+TensorId Importer::emit(const onnx::NodeProto& n, OpType op, std::vector<TensorId> inputs,
+                        Attributes attrs) {
+  if (op == OpType::kConv || op == OpType::kFullyConnected || op == OpType::kAdd) {
+    if (!attrs.has("activation")) attrs.set("activation", std::string("none"));
+  }
+  try {
+    return graph_.add_node(node_name(n), op, std::move(inputs), std::move(attrs), 0);
+  } catch (const InputError& e) {
+    fail(e.what());
+  }
+}
+
+TensorId Importer::materialize(const std::string& name, const OnnxConstant& c,
+                               std::vector<int64_t> shape) {
+  std::string unique = name.empty() ? "const" : name;
+  for (int k = 2; !constant_names_.insert(unique).second; ++k) unique = name + "#" + std::to_string(k);
+  TensorDesc desc;
+  desc.shape = std::move(shape);
+  desc.layout = Layout::kAny;
+  return graph_.add_constant(unique, std::move(desc), c.floats());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model level
+
+void Importer::check_opset() {
+  bool found = false;
+  for (const onnx::OperatorSetIdProto& op_set : model_.opset_import()) {
+    if (op_set.domain().empty() || op_set.domain() == "ai.onnx") {
+      opset_ = op_set.version();
+      found = true;
+    }
+  }
+  if (!found) fail("imports no opset of the default ONNX domain (ai.onnx): not a model co_up can read");
+  if (opset_ < kOnnxMinOpset || opset_ > kOnnxMaxOpset) {
+    fail("opset " + std::to_string(opset_) + " is not supported (co_up imports opsets " +
+         std::to_string(kOnnxMinOpset) + "-" + std::to_string(kOnnxMaxOpset) +
+         "; re-export with opset_version in that range, or convert with onnx.version_converter)");
+  }
+}
+
+void Importer::add_input() {
+  const onnx::GraphProto& g = model_.graph();
+  std::set<std::string> initializers;
+  for (const onnx::TensorProto& t : g.initializer()) initializers.insert(t.name());
+  std::vector<const onnx::ValueInfoProto*> inputs;
+  for (const onnx::ValueInfoProto& in : g.input()) {
+    if (initializers.count(in.name()) == 0) inputs.push_back(&in);
+  }
+  if (inputs.size() != 1) {
+    fail("the model has " + std::to_string(inputs.size()) +
+         " inputs (besides initializers); co_up runs models with exactly one input tensor");
+  }
+  const onnx::ValueInfoProto& in = *inputs[0];
+  if (in.name().empty()) fail("the graph input has no name");
+  if (!in.type().has_tensor_type()) fail("input '" + in.name() + "' is not a tensor");
+  const onnx::TypeProto::Tensor& type = in.type().tensor_type();
+  if (type.elem_type() != onnx::TensorProto::FLOAT) {
+    fail("input '" + in.name() + "' has element type " + std::to_string(type.elem_type()) +
+         "; co_up runs float32 models (element type 1)");
+  }
+  std::vector<int64_t> shape;
+  std::string written;
+  bool dynamic = false;
+  std::string suggestion;
+  if (type.has_shape()) {
+    for (const onnx::TensorShapeProto::Dimension& d : type.shape().dim()) {
+      const bool known = d.has_dim_value() && d.dim_value() > 0;
+      dynamic = dynamic || !known;
+      shape.push_back(known ? d.dim_value() : -1);
+      if (!written.empty()) {
+        written.push_back(',');
+        suggestion.push_back(',');
+      }
+      if (known) {
+        written.append(std::to_string(d.dim_value()));
+        suggestion.append(std::to_string(d.dim_value()));
+      } else {
+        written.append(d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?");
+        suggestion.push_back('1');
+      }
+    }
+  }
+  if (!options_.input_shape.empty()) {
+    if (type.has_shape() && options_.input_shape.size() != shape.size()) {
+      fail("--input-shape has " + std::to_string(options_.input_shape.size()) +
+           " dimensions but input '" + in.name() + "' has rank " + std::to_string(shape.size()) +
+           " ([" + written + "])");
+    }
+    shape = options_.input_shape;
+  } else if (!type.has_shape()) {
+    fail("input '" + in.name() + "' has no shape; give it with --input-shape=N,C,H,W");
+  } else if (dynamic) {
+    fail("input '" + in.name() + "' has a dynamic shape [" + written +
+         "]; give a fixed one with --input-shape (for example --input-shape=" + suggestion + ")");
+  }
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || d > kMaxDim) fail("input '" + in.name() + "' dimension " + std::to_string(d) + " is out of range");
+    count *= d;
+    if (count > kMaxInputElements) fail("input '" + in.name() + "' has more than 2^31 elements");
+  }
+  TensorDesc desc;
+  desc.shape = shape;
+  desc.layout = shape.size() == 4 ? Layout::kNchw : Layout::kAny;
+  Value v;
+  v.tensor = graph_.add_input(in.name(), std::move(desc));
+  v.producer = in.name();
+  values_[in.name()] = std::move(v);
+}
+
+Graph Importer::run() {
+  const onnx::GraphProto& g = model_.graph();
+  check_opset();
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& name : n.input()) {
+      if (!name.empty()) ++uses_[name];
+    }
+  }
+  for (const onnx::ValueInfoProto& out : g.output()) ++uses_[out.name()];
+  for (const onnx::TensorProto& t : g.initializer()) {
+    Value v;
+    v.kind = Value::Kind::kConstant;
+    try {
+      v.constant = std::make_shared<const OnnxConstant>(decode_tensor(t));
+    } catch (const std::invalid_argument& e) {
+      fail("initializer '" + t.name() + "': " + e.what());
+    }
+    v.producer = t.name();
+    values_[t.name()] = std::move(v);
+  }
+  add_input();
+  if (g.node_size() == 0) fail("the graph has no nodes");
+  for (const onnx::NodeProto& n : g.node()) {
+    import_node(n);
+    ++node_index_;
+  }
+  if (g.output_size() == 0) fail("the graph has no outputs");
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end()) {
+      fail("graph output '" + out.name() + "' is never computed (truncated or corrupt file?)");
+    }
+    if (it->second.kind != Value::Kind::kActivation) {
+      fail("graph output '" + out.name() + "' is " +
+           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Pad or HardSigmoid output") +
+           "; co_up needs computed outputs");
+    }
+    if (it->second.tensor == graph_.inputs().at(0)) {
+      fail("graph output '" + out.name() + "' is the input itself; nothing to compute");
+    }
+    graph_.mark_output(it->second.tensor);
+  }
+  return std::move(graph_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes
+
+void Importer::import_node(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    fail_node(n, "operator domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
+  }
+  if (n.output_size() == 0) fail_node(n, "has no outputs");
+  const std::string& op = n.op_type();
+  try {
+    if (op == "Conv") return import_conv(n);
+    if (op == "Gemm") return import_gemm(n, false);
+    if (op == "MatMul") return import_gemm(n, true);
+    if (op == "MaxPool") return import_pool(n, OpType::kMaxPool);
+    if (op == "AveragePool") return import_pool(n, OpType::kAveragePool);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+      return set_activation(n, emit(n, op == "GlobalAveragePool" ? OpType::kGlobalAveragePool
+                                                                  : OpType::kGlobalMaxPool,
+                                    {activation(n, 0)}, {}));
+    }
+    if (op == "Relu" || op == "Sigmoid" || op == "HardSwish") {
+      const OpType t = op == "Relu" ? OpType::kRelu : op == "Sigmoid" ? OpType::kSigmoid : OpType::kHardSwish;
+      return set_activation(n, emit(n, t, {activation(n, 0)}, {}));
+    }
+    if (op == "HardSigmoid") {
+      Value v;
+      v.kind = Value::Kind::kHardSigmoid;
+      v.tensor = activation(n, 0);
+      v.alpha = attr_float(n, "alpha", 0.2);
+      v.beta = attr_float(n, "beta", 0.5);
+      return set_output(n, 0, std::move(v));
+    }
+    if (op == "Clip") return import_clip(n);
+    if (op == "LRN") {
+      const auto* size = attr(n, "size", onnx::AttributeProto::INT);
+      if (size == nullptr || size->i() <= 0 || size->i() > kMaxAttr) fail_node(n, "needs a positive 'size'");
+      return set_activation(n, emit(n, OpType::kLrn, {activation(n, 0)},
+                                    {{"size", size->i()},
+                                     {"alpha", attr_float(n, "alpha", 1e-4)},
+                                     {"beta", attr_float(n, "beta", 0.75)},
+                                     {"bias", attr_float(n, "bias", 1.0)}}));
+    }
+    if (op == "BatchNormalization") return import_batch_norm(n);
+    if (op == "Concat") return import_concat(n);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return import_elementwise_constant(n);
+    if (op == "Softmax") return import_softmax(n);
+    if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") {
+      return import_reshape_like(n);
+    }
+    if (op == "Pad") return import_pad(n);
+    if (op == "Dropout" || op == "Identity") {
+      if (op == "Dropout") require_unused_outputs(n, 1);
+      if (op == "Dropout" && has_input(n, 2) && is_constant(n, 2) &&
+          !constant(n, 2, "training_mode").ints().empty() && constant(n, 2, "training_mode").ints()[0] != 0) {
+        fail_node(n, "training_mode is true; export the model in eval mode");
+      }
+      Value v = value(n, 0);
+      return set_output(n, 0, std::move(v));
+    }
+    if (op == "Constant") return import_constant_op(n);
+    if (op == "Shape") {
+      const Value& v = value(n, 0);
+      std::vector<int64_t> dims;
+      if (v.kind == Value::Kind::kConstant) dims = v.constant->shape;
+      else dims = shape_of(activation(n, 0));
+      const auto rank = static_cast<int64_t>(dims.size());
+      int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", rank);
+      if (start < 0) start += rank;
+      if (end < 0) end += rank;
+      start = std::clamp<int64_t>(start, 0, rank);
+      end = std::clamp<int64_t>(end, start, rank);
+      std::vector<int64_t> out(dims.begin() + start, dims.begin() + end);
+      const auto size = static_cast<int64_t>(out.size());
+      return set_constant(n, OnnxConstant::from_ints({size}, std::move(out)));
+    }
+    if (op == "Gather") {
+      return set_constant(n, fold_gather(constant(n, 0, "Gather data"), constant(n, 1, "Gather indices"),
+                                         attr_int(n, "axis", 0)));
+    }
+    if (op == "Slice") {
+      auto ints_or_empty = [&](int i, const char* what) {
+        return has_input(n, i) ? constant(n, i, what).ints() : std::vector<int64_t>{};
+      };
+      return set_constant(n, fold_slice(constant(n, 0, "Slice data"), ints_or_empty(1, "starts"),
+                                        ints_or_empty(2, "ends"), ints_or_empty(3, "axes"),
+                                        ints_or_empty(4, "steps")));
+    }
+    if (op == "Transpose") {
+      return set_constant(n, fold_transpose(constant(n, 0, "Transpose input (co_up transposes only "
+                                                            "constants)"),
+                                            attr_ints(n, "perm", {})));
+    }
+    if (op == "Cast") {
+      const int64_t to = attr_int(n, "to", 0);
+      const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE ||
+                            to == onnx::TensorProto::FLOAT16;
+      if (value(n, 0).kind == Value::Kind::kActivation && to == onnx::TensorProto::FLOAT) {
+        Value v = value(n, 0);
+        return set_output(n, 0, std::move(v));
+      }
+      const OnnxConstant& c = constant(n, 0, "Cast input (co_up casts only constants)");
+      return set_constant(n, to_float ? OnnxConstant::from_floats(c.shape, c.floats())
+                                      : OnnxConstant::from_ints(c.shape, c.ints()));
+    }
+    if (op == "ConstantOfShape") {
+      const std::vector<int64_t> shape = constant(n, 0, "shape").ints();
+      const int64_t count = checked_count(shape);
+      if (count > (int64_t{1} << 24)) fail_node(n, "is too large to fold");
+      OnnxConstant fill = OnnxConstant::from_floats({}, {0.0f});
+      if (const auto* a = attr(n, "value", onnx::AttributeProto::TENSOR)) fill = decode_tensor(a->t());
+      if (fill.count() != 1) fail_node(n, "'value' must hold one element");
+      if (fill.is_int) {
+        return set_constant(n, OnnxConstant::from_ints(shape, std::vector<int64_t>(count, fill.i[0])));
+      }
+      return set_constant(n, OnnxConstant::from_floats(shape, std::vector<float>(count, fill.f[0])));
+    }
+  } catch (const std::logic_error& e) {  // invalid_argument from folding, out_of_range
+    fail_node(n, e.what());
+  }
+  fail_node(n, "unsupported operator '" + op + "' (co_up imports " + kSupportedOps + ")");
+}
+
+void Importer::import_constant_op(const onnx::NodeProto& n) {
+  if (const auto* a = attr(n, "value", onnx::AttributeProto::TENSOR)) return set_constant(n, decode_tensor(a->t()));
+  if (const auto* a = attr(n, "value_float", onnx::AttributeProto::FLOAT)) {
+    return set_constant(n, OnnxConstant::from_floats({}, {a->f()}));
+  }
+  if (const auto* a = attr(n, "value_floats", onnx::AttributeProto::FLOATS)) {
+    return set_constant(n, OnnxConstant::from_floats({a->floats_size()}, {a->floats().begin(), a->floats().end()}));
+  }
+  if (const auto* a = attr(n, "value_int", onnx::AttributeProto::INT)) {
+    return set_constant(n, OnnxConstant::from_ints({}, {a->i()}));
+  }
+  if (const auto* a = attr(n, "value_ints", onnx::AttributeProto::INTS)) {
+    return set_constant(n, OnnxConstant::from_ints({a->ints_size()}, {a->ints().begin(), a->ints().end()}));
+  }
+  fail_node(n, "has no value co_up reads (value, value_float(s), value_int(s))");
+}
+
+Pads Importer::spatial_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in_shape,
+                            const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                            const std::vector<int64_t>& dilations) {
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    const std::vector<int64_t> p = checked_attr_ints(n, "pads", {0, 0, 0, 0}, 4, 0);
+    return {p[0], p[1], p[2], p[3]};
+  }
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    fail_node(n, "auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  }
+  Pads pads{};
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t in = in_shape[2 + d];
+    const int64_t out = (in + strides[d] - 1) / strides[d];
+    const int64_t total = std::max<int64_t>((out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in, 0);
+    const int64_t small = total / 2, large = total - small;
+    pads[d] = auto_pad == "SAME_UPPER" ? small : large;
+    pads[d + 2] = auto_pad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+void Importer::import_conv(const onnx::NodeProto& n) {
+  const Value& xv = value(n, 0);
+  Pads extra{0, 0, 0, 0};
+  TensorId x;
+  if (xv.kind == Value::Kind::kPad) {
+    extra = xv.pads;
+    x = xv.tensor;
+  } else {
+    x = activation(n, 0);
+  }
+  const OnnxConstant& w = constant(n, 1, "Conv weights");
+  if (w.shape.size() != 4 || shape_of(x).size() != 4) {
+    fail_node(n, "co_up imports 2-D convolutions only (NCHW input, weights [M, C/group, kH, kW])");
+  }
+  for (int64_t d : w.shape) {
+    if (d <= 0) fail_node(n, "weights have an empty dimension");
+  }
+  const std::vector<int64_t> kernel = checked_attr_ints(n, "kernel_shape", {w.shape[2], w.shape[3]}, 2, 1);
+  if (kernel[0] != w.shape[2] || kernel[1] != w.shape[3]) fail_node(n, "kernel_shape does not match the weights");
+  const std::vector<int64_t> strides = checked_attr_ints(n, "strides", {1, 1}, 2, 1);
+  const std::vector<int64_t> dilations = checked_attr_ints(n, "dilations", {1, 1}, 2, 1);
+  const int64_t group = attr_int(n, "group", 1);
+  if (group < 1 || group > kMaxDim) fail_node(n, "group " + std::to_string(group) + " is out of range");
+  std::vector<int64_t> padded = shape_of(x);
+  padded[2] += extra[0] + extra[2];
+  padded[3] += extra[1] + extra[3];
+  Pads pads = spatial_pads(n, padded, kernel, strides, dilations);
+  for (size_t k = 0; k < 4; ++k) pads[k] += extra[k];
+  std::vector<TensorId> inputs{x, materialize(n.input(1), w, w.shape)};
+  if (has_input(n, 2)) {
+    const OnnxConstant& b = constant(n, 2, "Conv bias");
+    if (b.count() != w.shape[0]) fail_node(n, "bias has " + std::to_string(b.count()) + " values for " + std::to_string(w.shape[0]) + " filters");
+    inputs.push_back(materialize(n.input(2), b, {w.shape[0]}));
+  }
+  set_activation(n, emit(n, OpType::kConv, std::move(inputs),
+                         {{"strides", strides},
+                          {"pads", std::vector<int64_t>(pads.begin(), pads.end())},
+                          {"dilations", dilations},
+                          {"group", group}}));
+}
+
+void Importer::import_gemm(const onnx::NodeProto& n, bool matmul) {
+  const TensorId x = activation(n, 0);
+  const OnnxConstant& b = constant(n, 1, matmul ? "MatMul right-hand side" : "Gemm B");
+  if (shape_of(x).size() != 2) {
+    fail_node(n, "input " + graph_.tensor(x).desc.shape_string() +
+                     " is not 2-D; co_up maps Gemm/MatMul to FullyConnected over [N, K]");
+  }
+  if (b.shape.size() != 2 || b.shape[0] <= 0 || b.shape[1] <= 0) fail_node(n, "B must be a non-empty 2-D constant");
+  if (!matmul && attr_int(n, "transA", 0) != 0) fail_node(n, "transA = 1 is not supported");
+  const bool trans_b = !matmul && attr_int(n, "transB", 0) != 0;
+  const double alpha = matmul ? 1.0 : attr_float(n, "alpha", 1.0);
+  const double beta = matmul ? 1.0 : attr_float(n, "beta", 1.0);
+  const int64_t m = trans_b ? b.shape[0] : b.shape[1];
+  const int64_t k = trans_b ? b.shape[1] : b.shape[0];
+  std::vector<float> src = b.floats();
+  std::vector<float> weights(src.size());
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      const float v = trans_b ? src[r * k + c] : src[c * m + r];
+      weights[r * k + c] = alpha == 1.0 ? v : static_cast<float>(v * alpha);
+    }
+  }
+  std::vector<TensorId> inputs{x, materialize(n.input(1), OnnxConstant::from_floats({m, k}, std::move(weights)), {m, k})};
+  if (!matmul && has_input(n, 2) && beta != 0.0) {
+    const OnnxConstant& c = constant(n, 2, "Gemm C");
+    std::vector<float> bias;
+    const std::vector<float> cv = c.floats();
+    if (cv.size() == 1) bias.assign(m, cv[0]);
+    else if (static_cast<int64_t>(cv.size()) == m && c.shape.back() == m) bias = cv;
+    else fail_node(n, "C of shape with " + std::to_string(cv.size()) + " values is not a per-output bias");
+    for (float& v : bias) v = static_cast<float>(v * beta);
+    inputs.push_back(materialize(n.input(2), OnnxConstant::from_floats({m}, std::move(bias)), {m}));
+  }
+  set_activation(n, emit(n, OpType::kFullyConnected, std::move(inputs), {}));
+}
+
+void Importer::import_pool(const onnx::NodeProto& n, OpType op) {
+  const Value& xv = value(n, 0);
+  Pads extra{0, 0, 0, 0};
+  TensorId x;
+  if (xv.kind == Value::Kind::kPad && op == OpType::kAveragePool) {
+    extra = xv.pads;
+    x = xv.tensor;
+  } else if (xv.kind == Value::Kind::kPad) {
+    fail_node(n, "reads zero Pad '" + xv.producer + "'; a MaxPool pads with -inf, so the Pad cannot be folded");
+  } else {
+    x = activation(n, 0);
+  }
+  if (shape_of(x).size() != 4) fail_node(n, "co_up imports 2-D pools over NCHW tensors only");
+  require_unused_outputs(n, 1);
+  const std::vector<int64_t> kernel = checked_attr_ints(n, "kernel_shape", {}, 2, 1);
+  const std::vector<int64_t> strides = checked_attr_ints(n, "strides", {1, 1}, 2, 1);
+  const std::vector<int64_t> dilations = checked_attr_ints(n, "dilations", {1, 1}, 2, 1);
+  if (dilations[0] != 1 || dilations[1] != 1) fail_node(n, "dilated pools are not supported");
+  std::vector<int64_t> padded = shape_of(x);
+  padded[2] += extra[0] + extra[2];
+  padded[3] += extra[1] + extra[3];
+  Pads pads = spatial_pads(n, padded, kernel, strides, dilations);
+  const int64_t ceil_mode = attr_int(n, "ceil_mode", 0);
+  int64_t count_include_pad = attr_int(n, "count_include_pad", 0);
+  const bool own_pads = pads != Pads{0, 0, 0, 0};
+  if (extra != Pads{0, 0, 0, 0}) {
+    if (own_pads && count_include_pad == 0) {
+      fail_node(n, "has its own padding excluded from the average and reads zero Pad '" + xv.producer +
+                       "'; the two cannot be combined");
+    }
+    count_include_pad = 1;
+    for (size_t k = 0; k < 4; ++k) pads[k] += extra[k];
+  }
+  Attributes attrs{{"kernel_shape", kernel},
+                   {"strides", strides},
+                   {"pads", std::vector<int64_t>(pads.begin(), pads.end())},
+                   {"ceil_mode", ceil_mode != 0 ? int64_t{1} : int64_t{0}}};
+  if (op == OpType::kAveragePool) attrs.set("count_include_pad", count_include_pad != 0 ? int64_t{1} : int64_t{0});
+  set_activation(n, emit(n, op, {x}, std::move(attrs)));
+}
+
+void Importer::import_clip(const onnx::NodeProto& n) {
+  double lo = -std::numeric_limits<float>::max();
+  double hi = std::numeric_limits<float>::max();
+  if (opset_ < 11) {
+    lo = attr_float(n, "min", lo);
+    hi = attr_float(n, "max", hi);
+  } else {
+    if (has_input(n, 1)) lo = constant(n, 1, "Clip min").floats().at(0);
+    if (has_input(n, 2)) hi = constant(n, 2, "Clip max").floats().at(0);
+  }
+  if (is_constant(n, 0)) {
+    OnnxConstant c = constant(n, 0, "x");
+    std::vector<float> v = c.floats();
+    for (float& f : v) f = static_cast<float>(std::clamp<double>(f, lo, hi));
+    return set_constant(n, OnnxConstant::from_floats(c.shape, std::move(v)));
+  }
+  set_activation(n, emit(n, OpType::kClip, {activation(n, 0)}, {{"min", lo}, {"max", hi}}));
+}
+
+void Importer::import_batch_norm(const onnx::NodeProto& n) {
+  require_unused_outputs(n, 1);
+  if (attr_int(n, "training_mode", 0) != 0) fail_node(n, "training_mode = 1; export the model in eval mode");
+  const TensorId x = activation(n, 0);
+  if (shape_of(x).size() != 4) {
+    fail_node(n, "input " + graph_.tensor(x).desc.shape_string() + " is not NCHW; co_up imports BatchNorm2d only");
+  }
+  const int64_t channels = shape_of(x)[1];
+  std::vector<TensorId> inputs{x};
+  static const char* const kWhat[] = {"", "scale", "bias", "mean", "variance"};
+  for (int i = 1; i <= 4; ++i) {
+    const OnnxConstant& c = constant(n, i, kWhat[i]);
+    if (c.count() != channels) fail_node(n, std::string(kWhat[i]) + " must have one value per channel");
+    inputs.push_back(materialize(n.input(i), c, {channels}));
+  }
+  set_activation(n, emit(n, OpType::kBatchNormalization, std::move(inputs),
+                         {{"epsilon", attr_float(n, "epsilon", 1e-5)}}));
+}
+
+void Importer::import_concat(const onnx::NodeProto& n) {
+  if (n.input_size() == 0) fail_node(n, "has no inputs");
+  const auto* axis_attr = attr(n, "axis", onnx::AttributeProto::INT);
+  if (axis_attr == nullptr) fail_node(n, "needs 'axis'");
+  bool all_constant = true;
+  for (int i = 0; i < n.input_size(); ++i) all_constant = all_constant && is_constant(n, i);
+  if (all_constant) {
+    std::vector<const OnnxConstant*> parts;
+    for (int i = 0; i < n.input_size(); ++i) parts.push_back(&constant(n, i, "Concat input"));
+    return set_constant(n, fold_concat(parts, axis_attr->i()));
+  }
+  std::vector<TensorId> inputs;
+  for (int i = 0; i < n.input_size(); ++i) inputs.push_back(activation(n, i));
+  const int64_t axis = normalize_axis(axis_attr->i(), static_cast<int64_t>(shape_of(inputs[0]).size()));
+  set_activation(n, emit(n, OpType::kConcat, std::move(inputs), {{"axis", axis}}));
+}
+
+// Folds y = x (*|+) c into the Conv/FullyConnected producing x: c per output channel or scalar.
+bool Importer::fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply) {
+  const Tensor& t = graph_.tensor(x);
+  if (t.producer == kNoNode) return false;
+  const Node& producer = graph_.node(t.producer);
+  if (producer.op != OpType::kConv && producer.op != OpType::kFullyConnected) return false;
+  const std::string& x_name = n.input(is_constant(n, 0) ? 1 : 0);
+  if (uses_[x_name] != 1) return false;
+  for (const auto& [name, v] : values_) {  // x read under another name (Identity alias)
+    if (v.kind == Value::Kind::kActivation && v.tensor == x && name != x_name && uses_[name] > 0) return false;
+  }
+  const std::vector<int64_t>& shape = t.desc.shape;
+  const int64_t channels = shape[1];
+  // Broadcast c against the output: every non-channel dimension of c must be 1.
+  if (c.shape.size() > shape.size()) return false;
+  const size_t offset = shape.size() - c.shape.size();
+  for (size_t d = 0; d < c.shape.size(); ++d) {
+    const int64_t dim = c.shape[d];
+    if (dim != 1 && !(d + offset == 1 && dim == channels)) return false;
+  }
+  std::vector<float> values = c.floats();
+  if (values.empty()) return false;
+  auto at = [&](int64_t m) { return values.size() == 1 ? values[0] : values[static_cast<size_t>(m)]; };
+  const NodeId id = producer.id;
+  if (graph_.node(id).inputs.size() < 3 || graph_.node(id).inputs[2] == kNoTensor) {
+    const TensorId bias = materialize(graph_.node(id).name + "_bias", OnnxConstant::from_floats({channels}, std::vector<float>(channels, 0.0f)), {channels});
+    Node& node = graph_.mutable_node(id);
+    node.inputs.resize(3, kNoTensor);
+    node.inputs[2] = bias;
+  }
+  std::vector<float>& bias = graph_.mutable_tensor(graph_.node(id).inputs[2]).data;
+  if (multiply) {
+    std::vector<float>& weights = graph_.mutable_tensor(graph_.node(id).inputs[1]).data;
+    const size_t per_channel = weights.size() / static_cast<size_t>(channels);
+    for (int64_t m = 0; m < channels; ++m) {
+      for (size_t i = 0; i < per_channel; ++i) weights[m * per_channel + i] *= at(m);
+      bias[m] *= at(m);
+    }
+  } else {
+    for (int64_t m = 0; m < channels; ++m) bias[m] += at(m);
+  }
+  return true;
+}
+
+void Importer::import_elementwise_constant(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const bool c0 = is_constant(n, 0), c1 = is_constant(n, 1);
+  if (c0 && c1) return set_constant(n, fold_binary(op, constant(n, 0, "a"), constant(n, 1, "b")));
+  if (op == "Mul") {
+    for (int i = 0; i < 2; ++i) {
+      const Value& hs = value(n, i);
+      const Value& other = value(n, 1 - i);
+      if (hs.kind == Value::Kind::kHardSigmoid && other.kind == Value::Kind::kActivation &&
+          other.tensor == hs.tensor) {
+        if (std::fabs(hs.alpha - 1.0 / 6.0) > 1e-6 || std::fabs(hs.beta - 0.5) > 1e-6) {
+          fail_node(n, "x * HardSigmoid(x) with alpha " + std::to_string(hs.alpha) + ", beta " +
+                           std::to_string(hs.beta) + " is not HardSwish (alpha 1/6, beta 0.5)");
+        }
+        return set_activation(n, emit(n, OpType::kHardSwish, {hs.tensor}, {}));
+      }
+    }
+  }
+  if (!c0 && !c1) {
+    if (op != "Add") {
+      fail_node(n, op + " of two computed tensors is not supported (co_up has Add; " + op +
+                       " only by a constant folded into the preceding Conv/Gemm)");
+    }
+    return set_activation(n, emit(n, OpType::kAdd, {activation(n, 0), activation(n, 1)}, {}));
+  }
+  // One constant operand: fold into the producing Conv / FullyConnected.
+  const int ci = c0 ? 0 : 1;
+  const TensorId x = activation(n, 1 - ci);
+  OnnxConstant c = constant(n, ci, "constant operand");
+  bool multiply = op == "Mul" || op == "Div";
+  if (op == "Sub" && ci == 0) {
+    fail_node(n, "constant - x is not supported");
+  }
+  if (op == "Div" && ci == 0) fail_node(n, "constant / x is not supported");
+  if (op == "Sub" || op == "Div") {
+    std::vector<float> v = c.floats();
+    for (float& f : v) f = op == "Sub" ? -f : 1.0f / f;
+    c = OnnxConstant::from_floats(c.shape, std::move(v));
+  }
+  if (!fold_into_producer(n, x, c, multiply)) {
+    fail_node(n, op + " by a constant is supported only right after a Conv or Gemm/MatMul whose "
+                 "output nothing else reads, with one value per channel or a scalar");
+  }
+  Value v;
+  v.tensor = x;
+  set_output(n, 0, std::move(v));
+}
+
+void Importer::import_softmax(const onnx::NodeProto& n) {
+  const TensorId x = activation(n, 0);
+  const std::vector<int64_t>& shape = shape_of(x);
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = normalize_axis(attr_int(n, "axis", opset_ >= 13 ? -1 : 1), rank);
+  if (opset_ < 13) {
+    // Before opset 13 Softmax flattens to [prod(d < axis), prod(d >= axis)]: the same as a
+    // softmax over `axis` only when the dimensions after it are all 1.
+    for (int64_t d = axis + 1; d < rank; ++d) {
+      if (shape[d] != 1) {
+        fail_node(n, "opset-" + std::to_string(opset_) + " Softmax over several axes (from " +
+                         std::to_string(axis) + " of " + graph_.tensor(x).desc.shape_string() +
+                         ") is not supported");
+      }
+    }
+  }
+  set_activation(n, emit(n, OpType::kSoftmax, {x}, {{"axis", axis}}));
+}
+
+void Importer::import_reshape_like(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const Value& xv = value(n, 0);
+  const bool is_const = xv.kind == Value::Kind::kConstant;
+  const std::vector<int64_t> in = is_const ? xv.constant->shape : shape_of(activation(n, 0));
+  const auto rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> out;
+  if (op == "Flatten") {
+    const int64_t axis = normalize_axis(attr_int(n, "axis", 1), rank, true);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= in[d];
+    out = {outer, inner};
+    if (!is_const) return set_activation(n, emit(n, OpType::kFlatten, {activation(n, 0)}, {{"axis", axis}}));
+  } else if (op == "Reshape") {
+    const std::vector<int64_t> target = constant(n, 1, "Reshape shape").ints();
+    const bool allow_zero = attr_int(n, "allowzero", 0) != 0;
+    int64_t known = 1, infer_at = -1;
+    for (size_t d = 0; d < target.size(); ++d) {
+      int64_t v = target[d];
+      if (v == 0 && !allow_zero) {
+        if (d >= in.size()) fail_node(n, "shape copies dimension " + std::to_string(d) + " the input lacks");
+        v = in[d];
+      }
+      if (v == -1) {
+        if (infer_at >= 0) fail_node(n, "shape has two -1 entries");
+        infer_at = static_cast<int64_t>(d);
+      } else if (v < 0 || v > kMaxDim * kMaxDim) {
+        fail_node(n, "shape entry " + std::to_string(v) + " is invalid");
+      } else {
+        known *= v;
+        if (known > kMaxInputElements) fail_node(n, "shape is too large");
+      }
+      out.push_back(v);
+    }
+    const int64_t total = checked_count(in);
+    if (infer_at >= 0) {
+      if (known == 0 || total % known != 0) fail_node(n, "cannot infer -1 in the shape");
+      out[infer_at] = total / known;
+    }
+  } else {
+    std::vector<int64_t> axes;
+    if (opset_ >= 13 && has_input(n, 1)) axes = constant(n, 1, "axes").ints();
+    else if (opset_ < 13) axes = attr_ints(n, "axes", {});
+    if (op == "Squeeze") {
+      std::vector<bool> drop(rank, false);
+      for (int64_t a : axes) {
+        const int64_t d = normalize_axis(a, rank);
+        if (in[d] != 1) fail_node(n, "cannot squeeze a dimension of size " + std::to_string(in[d]));
+        drop[d] = true;
+      }
+      for (int64_t d = 0; d < rank; ++d) {
+        if (axes.empty() ? in[d] != 1 : !drop[d]) out.push_back(in[d]);
+      }
+    } else {
+      if (axes.empty() || axes.size() > 8) fail_node(n, "needs 1 to 8 axes");
+      const auto out_rank = rank + static_cast<int64_t>(axes.size());
+      std::vector<bool> inserted(out_rank, false);
+      for (int64_t a : axes) {
+        const int64_t d = normalize_axis(a, out_rank);
+        if (inserted[d]) fail_node(n, "repeats an axis");
+        inserted[d] = true;
+      }
+      size_t next = 0;
+      for (int64_t d = 0; d < out_rank; ++d) out.push_back(inserted[d] ? 1 : in.at(next++));
+    }
+  }
+  if (is_const) {
+    OnnxConstant c = *xv.constant;
+    if (checked_count(out) != c.count()) fail_node(n, "cannot reshape the constant");
+    c.shape = out;
+    return set_constant(n, std::move(c));
+  }
+  for (int64_t d : out) {
+    if (d <= 0) fail_node(n, "the result has an empty dimension");
+  }
+  set_activation(n, emit(n, OpType::kReshape, {activation(n, 0)}, {{"shape", out}}));
+}
+
+void Importer::import_pad(const onnx::NodeProto& n) {
+  const std::string mode = attr_string(n, "mode", "constant");
+  if (mode != "constant") fail_node(n, "mode '" + mode + "' is not supported (only constant zero padding)");
+  std::vector<int64_t> pads;
+  double fill = 0;
+  if (opset_ >= 11) {
+    pads = constant(n, 1, "pads").ints();
+    if (has_input(n, 2)) {
+      const std::vector<float> v = constant(n, 2, "constant_value").floats();
+      fill = v.empty() ? 0.0 : v[0];
+    }
+    if (has_input(n, 3)) fail_node(n, "the 'axes' input is not supported");
+  } else {
+    pads = attr_ints(n, "pads", {});
+    fill = attr_float(n, "value", 0.0);
+  }
+  const Value& xv = value(n, 0);
+  TensorId x = xv.kind == Value::Kind::kPad ? xv.tensor : activation(n, 0);
+  Pads total = xv.kind == Value::Kind::kPad ? xv.pads : Pads{0, 0, 0, 0};
+  const auto rank = static_cast<int64_t>(shape_of(x).size());
+  if (static_cast<int64_t>(pads.size()) != 2 * rank) fail_node(n, "pads must have 2 * rank values");
+  if (fill != 0.0) fail_node(n, "pads with " + std::to_string(fill) + "; only zero padding is supported");
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t begin = pads[d], end = pads[d + rank];
+    if (begin < 0 || end < 0 || begin > kMaxAttr || end > kMaxAttr) fail_node(n, "negative or huge pads are not supported");
+    if (d + 2 < rank && (begin != 0 || end != 0)) {
+      fail_node(n, "pads the batch or channel dimension; only H and W padding is supported");
+    }
+  }
+  if (rank != 4) fail_node(n, "co_up folds Pad of NCHW tensors only");
+  total[0] += pads[2];
+  total[1] += pads[3];
+  total[2] += pads[6];
+  total[3] += pads[7];
+  Value v;
+  v.tensor = x;
+  if (total != Pads{0, 0, 0, 0}) {
+    v.kind = Value::Kind::kPad;
+    v.pads = total;
+  }
+  set_output(n, 0, std::move(v));
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw InputError("model file '" + path.string() + "' does not exist");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError("model file '" + path.string() + "' is a directory, not an .onnx file");
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (!in || ec) throw InputError("cannot open model file '" + path.string() + "'");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    throw InputError("cannot read model file '" + path.string() + "'");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& options) {
+  if (bytes.empty()) throw InputError(source + ": the file is empty, not an ONNX model");
+  if (bytes.size() >= static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw InputError(source + ": over 2 GB; co_up reads models with the weights inside (no external data)");
+  }
+  onnx::ModelProto model;
+  if (!model.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw InputError(source + ": not a valid ONNX model (the protobuf does not parse: truncated, "
+                              "corrupt, or another kind of file)");
+  }
+  if (model.ir_version() <= 0 || !model.has_graph() || model.opset_import_size() == 0) {
+    throw InputError(source + ": not an ONNX model (no ir_version, graph or opset_import)");
+  }
+  Importer importer(model, source, options);
+  return importer.run();
+}
+
+Graph import_onnx_file(const std::filesystem::path& path, const OnnxImportOptions& options) {
+  const std::string bytes = read_file(path);
+  return import_onnx_bytes(bytes, path.string(), options);
+}
+
+std::vector<int64_t> parse_input_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v <= 0 || v > kMaxDim) {
+      throw InputError("--input-shape='" + text +
+                       "' must be positive integers separated by commas, e.g. 1,3,224,224");
+    }
+    shape.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return shape;
+}
+
+}  // namespace co_up::graph

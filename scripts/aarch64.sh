@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Cross-builds co_up and its tests for aarch64 and runs the NEON paths under qemu-user.
+#
+#   scripts/aarch64.sh            # toolchain + sysroot (cached) + cross-build + tests under qemu
+#   scripts/aarch64.sh build      # stop after the cross-build
+#
+# 1. Installs crossbuild-essential-arm64 and qemu-user (skipped when present).
+# 2. Builds an arm64 sysroot in .aarch64/sysroot (git-ignored, reused): `apt-get download PKG:arm64`
+#    + `dpkg -x`, with a private apt state in .aarch64/apt, so the host's dpkg architectures and
+#    package lists are left alone (libcpuinfo-dev and friends cannot be co-installed via multiarch).
+# 3. Configures build-aarch64/ with cmake/aarch64-linux-gnu.cmake and builds the plugins and the
+#    backend tests (benchmarks off).
+# 4. Runs under `qemu-aarch64` (~500x slower than native) what fits in a few minutes:
+#    - xnnpack_conformance_test: every operator (XnnpackConformance.*), pool pinning and device
+#      options (XnnpackPool.*, XnnpackDevice.*), and every zoo network at 64x64
+#      (Zoo/XnnpackNetwork.*): cpu-xnnpack (XNNPACK's NEON kernels) against cpu-reference, and
+#      bit-exact across a B|L split and 1 vs 2 threads. About 100 s under qemu on the 2-core host
+#      (SqueezeNet alone, Zoo/XnnpackNetwork.*/4, about 10 s);
+#    - reference_plugin_test: the reference plugin's ABI tests (its portable NEON-width GEMM).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache=${CO_UP_AARCH64_CACHE:-${root}/.aarch64}
+sysroot=${cache}/sysroot
+build=${root}/build-aarch64
+jobs=$(nproc)
+start=${SECONDS}
+
+readonly kHostPackages=(crossbuild-essential-arm64 qemu-user)
+# Everything the build links or includes, plus the shared objects those need at run time.
+readonly kTargetPackages=(
+  libxnnpack-dev libxnnpack0 libpthreadpool-dev libpthreadpool0 libcpuinfo0 libcpuinfo-dev
+  libgtest-dev libgmock-dev
+  libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo zlib1g zlib1g-dev
+  nlohmann-json3-dev libgpiod-dev libgpiod2
+)
+
+SUDO=()
+[[ "$(id -u)" -eq 0 ]] || SUDO=(sudo)
+
+missing=()
+for p in "${kHostPackages[@]}"; do
+  dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "=== aarch64: installing ${missing[*]}"
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+stamp=${sysroot}/.co_up-packages
+want="${kTargetPackages[*]}"
+if [[ ! -f ${stamp} || "$(cat "${stamp}")" != "${want}" ]]; then
+  echo "=== aarch64: building the arm64 sysroot in ${sysroot}"
+  apt_dir=${cache}/apt
+  mkdir -p "${apt_dir}/state/lists/partial" "${apt_dir}/cache/archives/partial" "${cache}/debs"
+  touch "${apt_dir}/status"
+  apt_opts=(-o "Dir::State=${apt_dir}/state" -o "Dir::Cache=${apt_dir}/cache"
+            -o "Dir::State::status=${apt_dir}/status" -o APT::Architecture=arm64
+            -o APT::Architectures::=arm64 -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+  apt-get "${apt_opts[@]}" update >/dev/null
+  (cd "${cache}/debs" && apt-get "${apt_opts[@]}" download "${kTargetPackages[@]/%/:arm64}")
+  rm -rf "${sysroot}"
+  mkdir -p "${sysroot}"
+  for deb in "${cache}"/debs/*.deb; do dpkg -x "${deb}" "${sysroot}"; done
+  echo "${want}" > "${stamp}"
+fi
+
+echo "=== aarch64: configure and cross-build (${build})"
+cmake -S . -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="${root}/cmake/aarch64-linux-gnu.cmake" -DCO_UP_AARCH64_SYSROOT="${sysroot}" \
+  -DCO_UP_BUILD_BENCH=OFF >/dev/null
+ninja -C "${build}" -j"${jobs}" co_up co_up_backend_reference co_up_backend_xnnpack \
+  xnnpack_conformance_test reference_plugin_test
+file "${build}/plugins/libco_up_cpu_xnnpack.so" | grep -q 'ARM aarch64' ||
+  { echo "aarch64.sh: the plugin is not an aarch64 binary" >&2; exit 1; }
+[[ "${1:-}" == build ]] && { echo "=== aarch64: built in $((SECONDS - start)) s"; exit 0; }
+
+qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu
+      -E "LD_LIBRARY_PATH=${sysroot}/usr/lib/aarch64-linux-gnu:${sysroot}/lib/aarch64-linux-gnu")
+export CO_UP_PLUGIN_PATH=${build}/plugins
+run_test() {  # binary, gtest filter
+  echo "=== aarch64: qemu ${1} --gtest_filter=${2}"
+  local t=${SECONDS}
+  (cd "${build}" && timeout 480 "${qemu[@]}" "tests/$1" --gtest_filter="$2" --gtest_brief=1)
+  echo "=== aarch64: ${1} passed in $((SECONDS - t)) s"
+}
+run_test xnnpack_conformance_test \
+  'XnnpackConformance.*:XnnpackPool.*:XnnpackDevice.*:Zoo/XnnpackNetwork.*'
+run_test reference_plugin_test '*'
+echo "=== aarch64: passed in $((SECONDS - start)) s"

@@ -1,0 +1,113 @@
+// Every zoo network on G, and mixed mappings (GGGBBBLL, BGBG..., a G stage inside an inception
+// branch with --units=ops) in pipeline and switch mode: outputs equal the all-CPU run within the
+// tolerance of opencl_test_support.h, frame by frame, with the runtime's own map/unmap transfers.
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/executor.h"
+#include "core/network.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "tests/backends/opencl_test_support.h"
+
+namespace co_up::opencl_test {
+namespace {
+
+constexpr int64_t kSmallImage = 64;
+
+const PluginRegistry& plugins() {
+  static const PluginRegistry registry = [] {
+    const char* dir = std::getenv("CO_UP_PLUGIN_PATH");
+    return PluginRegistry::load_directory(dir != nullptr ? dir : "plugins");
+  }();
+  return registry;
+}
+
+// frame -> output 0 of that frame.
+std::map<uint64_t, std::vector<float>> run_order(const graph::Graph& g, const std::string& order,
+                                                 ExecutionMode mode, uint64_t frames) {
+  Platform platform = detect_host_platform("/nonexistent-sysfs");
+  ExecutorOptions options;
+  options.mode = mode;
+  options.profile_level = 2;  // hooks on: the backend brackets each layer
+  Executor executor(g, Partition::create(g, order), platform, plugins(), options);
+  std::map<uint64_t, std::vector<float>> out;
+  std::mutex mutex;
+  RunRequest request;
+  request.frames = frames;
+  for (uint64_t f = 0; f < frames; ++f) request.input_sets.push_back(seeded_inputs(g, 500 + f));
+  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
+    if (output != 0) return;
+    std::lock_guard lock(mutex);
+    out[frame].assign(values.begin(), values.end());
+  };
+  const RunResult result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, frames) << order;
+  return out;
+}
+
+void expect_near_all_cpu(const graph::Graph& g, const std::string& order, ExecutionMode mode,
+                         uint64_t frames = 2) {
+  const auto want = run_order(g, std::string(order.size(), 'B'), mode, frames);
+  const auto got = run_order(g, order, mode, frames);
+  ASSERT_EQ(got.size(), want.size()) << order;
+  for (const auto& [frame, values] : want) {
+    EXPECT_TRUE(near_reference(values, got.at(frame)))
+        << g.name() << " " << order << " " << mode_name(mode) << " frame " << frame;
+  }
+}
+
+class ZooOnGpu : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ZooOnGpu, AllLayersOnGMatchAllCpu) {
+  OPENCL_OR_SKIP();
+  const graph::Graph g = build_network({GetParam(), "layers", kSmallImage, 7, ""});
+  expect_near_all_cpu(g, std::string(g.layer_count(), 'G'), ExecutionMode::kPipeline);
+}
+
+TEST_P(ZooOnGpu, AlternatingBGMappingsMatchAllCpuInBothModes) {
+  OPENCL_OR_SKIP();
+  const graph::Graph g = build_network({GetParam(), "layers", kSmallImage, 7, ""});
+  std::string bg;
+  for (uint32_t i = 0; i < g.layer_count(); ++i) bg += (i % 2) ? 'G' : 'B';
+  expect_near_all_cpu(g, bg, ExecutionMode::kPipeline, 3);
+  expect_near_all_cpu(g, bg, ExecutionMode::kSwitch, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooOnGpu,
+                         ::testing::Values("alexnet", "googlenet", "mobilenet", "resnet50",
+                                           "squeezenet"));
+
+TEST(OpenclMappings, GGGBBBLLOnAlexNetInBothModes) {
+  OPENCL_OR_SKIP();
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  expect_near_all_cpu(g, "GGGBBBLL", ExecutionMode::kPipeline, 3);
+  expect_near_all_cpu(g, "GGGBBBLL", ExecutionMode::kSwitch, 2);
+  expect_near_all_cpu(g, "BBLLLGGG", ExecutionMode::kPipeline, 2);
+}
+
+TEST(OpenclMappings, GStageInsideInceptionBranchesWithOpUnits) {
+  OPENCL_OR_SKIP();
+  const graph::Graph g = build_network({"googlenet", "ops", kSmallImage, 7, ""});
+  const uint32_t n = g.layer_count();
+  // B, then a G stage that starts and ends inside inception blocks, then L, then G again.
+  std::string order(n, 'B');
+  for (uint32_t i = n / 5; i < 2 * n / 5 + 1; ++i) order[i] = 'G';
+  for (uint32_t i = 2 * n / 5 + 1; i < 3 * n / 5; ++i) order[i] = 'L';
+  for (uint32_t i = 3 * n / 5; i < 3 * n / 5 + 3; ++i) order[i] = 'G';
+  expect_near_all_cpu(g, order, ExecutionMode::kPipeline, 2);
+  expect_near_all_cpu(g, order, ExecutionMode::kSwitch, 2);
+}
+
+TEST(OpenclMappings, ResidualShortcutsAcrossGWithOpUnits) {
+  OPENCL_OR_SKIP();
+  const graph::Graph g = build_network({"resnet50", "ops", kSmallImage, 7, ""});
+  std::string order;
+  for (uint32_t i = 0; i < g.layer_count(); ++i) order += "BGL"[(i / 3) % 3];
+  expect_near_all_cpu(g, order, ExecutionMode::kPipeline, 2);
+}
+
+}  // namespace
+}  // namespace co_up::opencl_test

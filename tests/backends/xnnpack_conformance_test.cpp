@@ -1,0 +1,638 @@
+// Conformance of the cpu-xnnpack plugin against cpu-reference (the oracle): every operator
+// through the C ABI, every zoo network through the Executor with platforms naming each backend.
+// Tolerance: max |xnnpack - reference| <= 1e-4 * max(output range, 1e-3).
+// Also: results independent of threads and mappings (bit for bit), pool workers on their cores,
+// bad device options refused before any work.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "co_up/plugin_abi.h"
+#include "core/executor.h"
+#include "core/network.h"
+#include "core/partition.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "xnn_thread_pool.h"
+
+namespace {
+
+constexpr double kRelTolerance = 1e-4;
+
+// One loaded plugin, driven through the ABI as the runtime drives it.
+class Plugin {
+ public:
+  explicit Plugin(const std::string& file) {
+    const char* dir = std::getenv("CO_UP_PLUGIN_PATH");
+    const std::string path = std::string(dir ? dir : "plugins") + "/" + file;
+    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw std::runtime_error(dlerror());
+    auto get = reinterpret_cast<co_up_plugin_get_api_fn>(dlsym(handle_, CO_UP_PLUGIN_ENTRY_POINT));
+    api_ = get(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR);
+    check(api_->factory_create(nullptr, 0, &factory_));
+  }
+  ~Plugin() {
+    if (factory_) api_->factory_release(factory_);
+    // Never dlclose: XNNPACK's process-wide state outlives a factory.
+  }
+
+  // Returns the status code and message, releasing the status.
+  std::pair<int32_t, std::string> take(co_up_status* s) const {
+    if (!s) return {CO_UP_STATUS_OK, ""};
+    std::pair<int32_t, std::string> r{s->code, s->message ? s->message : ""};
+    api_->status_release(s);
+    return r;
+  }
+  void check(co_up_status* s) const {
+    auto [code, message] = take(s);
+    if (code != CO_UP_STATUS_OK) throw std::runtime_error(message);
+  }
+  std::pair<int32_t, std::string> make_device(
+      const std::vector<std::pair<std::string, std::string>>& opts, co_up_device** out) const {
+    std::vector<co_up_option> o;
+    for (const auto& [k, v] : opts) o.push_back({k.c_str(), v.c_str()});
+    return take(api_->device_create(factory_, o.data(), uint32_t(o.size()), out));
+  }
+  const co_up_plugin_api* api() const { return api_; }
+
+ private:
+  void* handle_ = nullptr;
+  const co_up_plugin_api* api_ = nullptr;
+  co_up_factory* factory_ = nullptr;
+};
+
+const Plugin& xnn() {
+  static const Plugin p("libco_up_cpu_xnnpack.so");
+  return p;
+}
+const Plugin& ref() {
+  static const Plugin p("libco_up_cpu_reference.so");
+  return p;
+}
+
+// A one-node (or few-node) sub-graph whose pointers stay valid as long as the builder.
+class Desc {
+ public:
+  uint32_t tensor(std::vector<int64_t> dims, bool constant = false, uint64_t seed = 0,
+                  float scale = 1.0f) {
+    dims_.push_back(std::move(dims));
+    int64_t n = 1;
+    for (int64_t d : dims_.back()) n *= d;
+    data_.emplace_back(size_t(n));
+    std::mt19937 rng(uint32_t(seed * 7919 + tensors_.size()));
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    for (float& v : data_.back()) v = dist(rng);
+    co_up_tensor_desc t{};
+    t.struct_size = sizeof(t);
+    names_.push_back("t" + std::to_string(tensors_.size()));
+    t.name = names_.back().c_str();
+    t.dtype = CO_UP_DTYPE_F32;
+    t.layout = dims_.back().size() == 4 ? CO_UP_LAYOUT_NCHW : CO_UP_LAYOUT_ANY;
+    t.rank = uint32_t(dims_.back().size());
+    t.dims = dims_.back().data();
+    if (constant) {
+      t.data = data_.back().data();
+      t.data_bytes = uint64_t(n) * 4;
+    }
+    tensors_.push_back(t);
+    return uint32_t(tensors_.size() - 1);
+  }
+  void input(uint32_t t) { inputs_.push_back(t); }
+  void output(uint32_t t) { outputs_.push_back(t); }
+  co_up_attr& attr_int(const char* name, int64_t v) { return add_attr(name, CO_UP_ATTR_INT, v); }
+  co_up_attr& attr_float(const char* name, double v) {
+    co_up_attr& a = add_attr(name, CO_UP_ATTR_FLOAT, 0);
+    a.f = v;
+    return a;
+  }
+  co_up_attr& attr_ints(const char* name, std::vector<int64_t> v) {
+    ints_.push_back(std::move(v));
+    co_up_attr& a = add_attr(name, CO_UP_ATTR_INTS, 0);
+    a.ints = ints_.back().data();
+    a.count = ints_.back().size();
+    return a;
+  }
+  co_up_attr& attr_string(const char* name, const char* v) {
+    co_up_attr& a = add_attr(name, CO_UP_ATTR_STRING, 0);
+    a.s = v;
+    return a;
+  }
+  // Adds a node using the attributes added since the last node.
+  void node(const char* op, std::vector<uint32_t> in, uint32_t out) {
+    io_.push_back(std::move(in));
+    io_.push_back({out});
+    co_up_node_desc n{};
+    n.struct_size = sizeof(n);
+    n.name = op;
+    n.op_type = op;
+    n.layer = uint32_t(nodes_.size());
+    n.inputs = io_[io_.size() - 2].data();
+    n.input_count = uint32_t(io_[io_.size() - 2].size());
+    n.outputs = io_.back().data();
+    n.output_count = 1;
+    node_attrs_.push_back(std::move(pending_));
+    pending_.clear();
+    n.attrs = node_attrs_.back().data();
+    n.attr_count = uint32_t(node_attrs_.back().size());
+    nodes_.push_back(n);
+  }
+  const co_up_subgraph_desc& get() {
+    desc_ = {};
+    desc_.struct_size = sizeof(desc_);
+    desc_.graph_name = "conformance";
+    desc_.tensors = tensors_.data();
+    desc_.tensor_count = uint32_t(tensors_.size());
+    desc_.nodes = nodes_.data();
+    desc_.node_count = uint32_t(nodes_.size());
+    desc_.inputs = inputs_.data();
+    desc_.input_count = uint32_t(inputs_.size());
+    desc_.outputs = outputs_.data();
+    desc_.output_count = uint32_t(outputs_.size());
+    desc_.last_layer = desc_.node_count ? desc_.node_count - 1 : 0;
+    return desc_;
+  }
+  const std::vector<float>& data(uint32_t t) const { return data_[t]; }
+  std::vector<float>& mutable_data(uint32_t t) { return data_[t]; }
+
+ private:
+  co_up_attr& add_attr(const char* name, int32_t type, int64_t i) {
+    co_up_attr a{};
+    a.name = name;
+    a.type = type;
+    a.i = i;
+    pending_.push_back(a);
+    return pending_.back();
+  }
+  std::deque<std::vector<int64_t>> dims_;
+  std::deque<std::vector<float>> data_;
+  std::deque<std::string> names_;
+  std::deque<std::vector<int64_t>> ints_;
+  std::deque<std::vector<uint32_t>> io_;
+  std::deque<std::vector<co_up_attr>> node_attrs_;
+  std::vector<co_up_attr> pending_;
+  std::vector<co_up_tensor_desc> tensors_;
+  std::vector<co_up_node_desc> nodes_;
+  std::vector<uint32_t> inputs_, outputs_;
+  co_up_subgraph_desc desc_{};
+};
+
+// Compiles and runs `d` on a device of `plugin` with `threads` threads; returns output 0.
+std::vector<float> run_desc(const Plugin& plugin, Desc& d, int threads = 1) {
+  co_up_device* device = nullptr;
+  auto [code, message] = plugin.make_device({{"processor", "B"}, {"threads", std::to_string(threads)}}, &device);
+  if (code != CO_UP_STATUS_OK) throw std::runtime_error(message);
+  const co_up_plugin_api* api = plugin.api();
+  const co_up_subgraph_desc& g = d.get();
+  co_up_compiled* c = nullptr;
+  plugin.check(api->compiled_create(device, &g, &c));
+  for (uint32_t i = 0; i < g.input_count; ++i) {
+    void* p = nullptr;
+    plugin.check(api->compiled_map(c, CO_UP_IO_INPUT, i, &p));
+    const auto& src = d.data(g.inputs[i]);
+    std::copy(src.begin(), src.end(), static_cast<float*>(p));
+    plugin.check(api->compiled_unmap(c, CO_UP_IO_INPUT, i));
+  }
+  // Twice: a second run on the same compiled object must give the same result.
+  plugin.check(api->compiled_run(c, nullptr));
+  plugin.check(api->compiled_run(c, nullptr));
+  void* p = nullptr;
+  plugin.check(api->compiled_map(c, CO_UP_IO_OUTPUT, 0, &p));
+  const auto& out_t = g.tensors[g.outputs[0]];
+  int64_t n = 1;
+  for (uint32_t k = 0; k < out_t.rank; ++k) n *= out_t.dims[k];
+  std::vector<float> out(static_cast<float*>(p), static_cast<float*>(p) + n);
+  plugin.check(api->compiled_unmap(c, CO_UP_IO_OUTPUT, 0));
+  api->compiled_release(c);
+  api->device_release(device);
+  return out;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
+  const double range = std::max(double(*hi - *lo), 1e-3);
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(double(got[i]) - double(want[i]));
+    if (!(e <= worst)) {
+      worst = e;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, kRelTolerance * range)
+      << what << ": max abs error " << worst << " at " << at << " (got " << got[at] << ", want "
+      << want[at] << "), output range " << range;
+}
+
+// Runs on both plugins (and xnnpack on 1 and 2 threads, which must agree bit for bit).
+void conform(Desc& d, const std::string& what) {
+  const auto want = run_desc(ref(), d);
+  const auto got = run_desc(xnn(), d, 1);
+  expect_close(got, want, what);
+  const auto got2 = run_desc(xnn(), d, 2);
+  EXPECT_EQ(got, got2) << what << ": 1 and 2 threads differ";
+}
+
+struct ConvCase {
+  std::vector<int64_t> x;  // N C H W
+  int64_t m, k, stride, pad, group;
+  const char* act;
+  bool bias;
+  int64_t dilation = 1;
+};
+
+TEST(XnnpackConformance, Conv) {
+  const ConvCase cases[] = {
+      {{1, 3, 17, 19}, 8, 3, 1, 1, 1, "none", true},
+      {{1, 3, 33, 33}, 16, 11, 4, 2, 1, "relu", true},  // AlexNet conv1 shape, smaller
+      {{2, 8, 13, 13}, 12, 5, 2, 2, 2, "relu", false},  // grouped, batch 2
+      {{1, 16, 15, 15}, 16, 3, 1, 1, 16, "relu6", true},  // depthwise
+      {{1, 16, 15, 15}, 32, 3, 2, 1, 16, "none", true},   // depthwise, multiplier 2
+      {{1, 24, 9, 9}, 40, 1, 1, 0, 1, "relu", true},      // pointwise
+      {{1, 4, 12, 12}, 6, 3, 1, 2, 1, "none", true, 2},   // dilated
+  };
+  int i = 0;
+  for (const ConvCase& cc : cases) {
+    Desc d;
+    const uint32_t x = d.tensor(cc.x);
+    const uint32_t w = d.tensor({cc.m, cc.x[1] / cc.group, cc.k, cc.k}, true, 1, 0.3f);
+    const uint32_t b = cc.bias ? d.tensor({cc.m}, true, 2) : CO_UP_NO_TENSOR;
+    const int64_t span = cc.dilation * (cc.k - 1) + 1;
+    const int64_t oh = (cc.x[2] + 2 * cc.pad - span) / cc.stride + 1;
+    const int64_t ow = (cc.x[3] + 2 * cc.pad - span) / cc.stride + 1;
+    const uint32_t y = d.tensor({cc.x[0], cc.m, oh, ow});
+    d.attr_ints("strides", {cc.stride, cc.stride});
+    d.attr_ints("pads", {cc.pad, cc.pad, cc.pad, cc.pad});
+    d.attr_ints("dilations", {cc.dilation, cc.dilation});
+    d.attr_int("group", cc.group);
+    d.attr_string("activation", cc.act);
+    d.node("Conv", {x, w, b}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "conv case " + std::to_string(i++));
+  }
+}
+
+TEST(XnnpackConformance, FullyConnected) {
+  for (const auto& xd : std::vector<std::vector<int64_t>>{{2, 50}, {1, 8, 3, 3}, {1, 16, 1, 1}}) {
+    for (const char* act : {"none", "relu"}) {
+      Desc d;
+      const uint32_t x = d.tensor(xd);
+      int64_t k = 1;
+      for (size_t i = 1; i < xd.size(); ++i) k *= xd[i];
+      const uint32_t w = d.tensor({20, k}, true, 1, 0.2f);
+      const uint32_t b = d.tensor({20}, true, 2);
+      const uint32_t y = d.tensor({xd[0], 20});
+      d.attr_string("activation", act);
+      d.node("FullyConnected", {x, w, b}, y);
+      d.input(x);
+      d.output(y);
+      conform(d, "fc on rank " + std::to_string(xd.size()) + " " + act);
+    }
+  }
+}
+
+struct PoolCase {
+  const char* op;
+  std::vector<int64_t> x;
+  int64_t k, s, pad, ceil, include_pad;
+};
+
+int64_t pooled(int64_t in, int64_t pad, int64_t k, int64_t s, bool ceil_mode) {
+  const int64_t span = in + 2 * pad - k;
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
+TEST(XnnpackConformance, Pooling) {
+  const PoolCase cases[] = {
+      {"MaxPool", {1, 8, 13, 13}, 3, 2, 0, 1, 0},   // AlexNet/SqueezeNet: ceil mode
+      {"MaxPool", {1, 8, 14, 14}, 3, 2, 0, 1, 0},   // ceil mode with overhang
+      {"MaxPool", {1, 8, 14, 14}, 3, 1, 1, 1, 0},   // GoogLeNet branch pool
+      {"MaxPool", {2, 5, 9, 11}, 2, 2, 0, 0, 0},
+      {"MaxPool", {1, 4, 6, 6}, 1, 1, 0, 0, 0},     // 1x1: XNNPACK declines, own kernel
+      {"AveragePool", {1, 8, 14, 14}, 2, 2, 0, 0, 0},
+      {"AveragePool", {1, 8, 14, 14}, 3, 2, 1, 1, 0},
+      {"AveragePool", {1, 8, 14, 14}, 3, 2, 1, 0, 1},
+  };
+  int i = 0;
+  for (const PoolCase& pc : cases) {
+    Desc d;
+    const uint32_t x = d.tensor(pc.x);
+    const uint32_t y = d.tensor({pc.x[0], pc.x[1], pooled(pc.x[2], pc.pad, pc.k, pc.s, pc.ceil),
+                                 pooled(pc.x[3], pc.pad, pc.k, pc.s, pc.ceil)});
+    d.attr_ints("kernel_shape", {pc.k, pc.k});
+    d.attr_ints("strides", {pc.s, pc.s});
+    d.attr_ints("pads", {pc.pad, pc.pad, pc.pad, pc.pad});
+    d.attr_int("ceil_mode", pc.ceil);
+    if (std::string(pc.op) == "AveragePool") d.attr_int("count_include_pad", pc.include_pad);
+    d.node(pc.op, {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, std::string(pc.op) + " case " + std::to_string(i++));
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    Desc d;
+    const uint32_t x = d.tensor({2, 24, 7, 5});
+    const uint32_t y = d.tensor({2, 24, 1, 1});
+    d.node(op, {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, op);
+  }
+}
+
+TEST(XnnpackConformance, Elementwise) {
+  for (const char* op : {"Relu", "Clip", "Sigmoid", "HardSwish", "Identity"}) {
+    Desc d;
+    const uint32_t x = d.tensor({1, 6, 11, 13}, false, 3, 8.0f);
+    const uint32_t y = d.tensor({1, 6, 11, 13});
+    if (std::string(op) == "Clip") {
+      d.attr_float("min", 0.0);
+      d.attr_float("max", 6.0);
+    }
+    d.node(op, {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, op);
+  }
+  for (const char* act : {"none", "relu"}) {
+    Desc d;
+    const uint32_t a = d.tensor({1, 6, 11, 13});
+    const uint32_t b = d.tensor({1, 6, 11, 13}, false, 4);
+    const uint32_t y = d.tensor({1, 6, 11, 13});
+    d.attr_string("activation", act);
+    d.node("Add", {a, b}, y);
+    d.input(a);
+    d.input(b);
+    d.output(y);
+    conform(d, std::string("Add ") + act);
+  }
+}
+
+TEST(XnnpackConformance, Normalisation) {
+  {
+    Desc d;
+    const uint32_t x = d.tensor({1, 16, 9, 9}, false, 5, 20.0f);
+    const uint32_t y = d.tensor({1, 16, 9, 9});
+    d.attr_int("size", 5);
+    d.attr_float("alpha", 1e-2);
+    d.attr_float("beta", 0.75);
+    d.attr_float("bias", 1.0);
+    d.node("LRN", {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "LRN");
+  }
+  {
+    Desc d;
+    const uint32_t x = d.tensor({1, 16, 9, 9}, false, 5, 20.0f);
+    const uint32_t y = d.tensor({1, 16, 9, 9});
+    d.attr_int("size", 4);
+    d.attr_float("alpha", 1e-3);
+    d.attr_float("beta", 0.6);
+    d.attr_float("bias", 2.0);
+    d.node("LRN", {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "LRN even size, beta 0.6");
+  }
+  {
+    Desc d;
+    const uint32_t x = d.tensor({2, 10, 5, 7});
+    const uint32_t scale = d.tensor({10}, true, 1);
+    const uint32_t bias = d.tensor({10}, true, 2);
+    const uint32_t mean = d.tensor({10}, true, 3);
+    const uint32_t var = d.tensor({10}, true, 4);
+    const uint32_t y = d.tensor({2, 10, 5, 7});
+    // Variances must be positive: a fresh builder tensor is in [-1, 1), so shift it.
+    for (float& v : d.mutable_data(var)) v = v + 1.5f;
+    d.attr_float("epsilon", 1e-5);
+    d.node("BatchNormalization", {x, scale, bias, mean, var}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "BatchNormalization");
+  }
+}
+
+TEST(XnnpackConformance, DataMovement) {
+  for (int64_t axis : {1, 2, 3}) {
+    Desc d;
+    std::vector<int64_t> a{1, 4, 5, 6}, b{1, 4, 5, 6}, o{1, 4, 5, 6};
+    a[size_t(axis)] = 3;
+    b[size_t(axis)] = 7;
+    o[size_t(axis)] = 10;
+    const uint32_t x0 = d.tensor(a), x1 = d.tensor(b, false, 9);
+    const uint32_t y = d.tensor(o);
+    d.attr_int("axis", axis);
+    d.node("Concat", {x0, x1}, y);
+    d.input(x0);
+    d.input(x1);
+    d.output(y);
+    conform(d, "Concat axis " + std::to_string(axis));
+  }
+  for (const auto& [dims, axis] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{3, 100}, 1}, {{1, 10, 3, 4}, 1}, {{1, 10, 3, 4}, 3}, {{2, 10, 3, 4}, 2}}) {
+    Desc d;
+    const uint32_t x = d.tensor(dims, false, 6, 5.0f);
+    const uint32_t y = d.tensor(dims);
+    d.attr_int("axis", axis);
+    d.node("Softmax", {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "Softmax rank " + std::to_string(dims.size()) + " axis " + std::to_string(axis));
+  }
+  {
+    Desc d;  // Flatten of a 4-D tensor with a plane, then a Reshape back to 4-D.
+    const uint32_t x = d.tensor({2, 3, 4, 5});
+    const uint32_t f = d.tensor({2, 60});
+    const uint32_t r = d.tensor({2, 5, 3, 4});
+    const uint32_t y = d.tensor({2, 5, 3, 4});
+    d.attr_int("axis", 1);
+    d.node("Flatten", {x}, f);
+    d.attr_ints("shape", {2, 5, 3, 4});
+    d.node("Reshape", {f}, r);
+    d.attr_ints("shape", {2, 5, 3, 4});
+    d.node("Relu", {r}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "Flatten + Reshape");
+  }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Networks, through the Executor.
+
+const co_up::PluginRegistry& plugins() {
+  static const co_up::PluginRegistry registry = [] {
+    const char* dir = std::getenv("CO_UP_PLUGIN_PATH");
+    return co_up::PluginRegistry::load_directory(dir != nullptr ? dir : "plugins");
+  }();
+  return registry;
+}
+
+bool two_cores() { return std::thread::hardware_concurrency() >= 2; }
+
+// B on core 0 and L on core 1, both on `backend`; or, with threads_b > 1, B alone on cores_b.
+co_up::Platform platform(const std::string& backend, const std::string& cores_b = "[0]",
+                         int threads_b = 1) {
+  const std::string l = two_cores() ? "[1]" : "[0]";
+  std::string json = R"({"name": "conformance", "processors": [
+      {"letter": "B", "kind": "cpu", "backend": [")" + backend + R"("], "cores": )" + cores_b +
+                     R"(, "threads": )" + std::to_string(threads_b) + "}";
+  if (threads_b == 1) {
+    json += R"(, {"letter": "L", "kind": "cpu", "backend": [")" + backend +
+            R"("], "cores": )" + l + R"(, "threads": 1})";
+  }
+  return co_up::parse_platform(json + "]}", "conformance test");
+}
+
+std::vector<float> run_network(const co_up::graph::Graph& g, const std::string& order,
+                               const co_up::Platform& p) {
+  co_up::Executor executor(g, co_up::Partition::create(g, order), p, plugins(),
+                           co_up::ExecutorOptions{});
+  co_up::RunRequest request;
+  request.frames = 2;
+  request.input_sets = {co_up::seeded_inputs(g, 7)};
+  auto result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, 2u);
+  return result.last_outputs.at(0);
+}
+
+class XnnpackNetwork : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(XnnpackNetwork, MatchesReferenceAndIsBitExactAcrossMappings) {
+  co_up::NetworkSpec spec;
+  spec.name = GetParam();
+  spec.image_size = 64;
+  const co_up::graph::Graph g = co_up::build_network(spec);
+  const uint32_t layers = g.layer_count();
+  const std::string all_b(layers, 'B');
+  const auto want = run_network(g, all_b, platform("cpu-reference"));
+  const auto got = run_network(g, all_b, platform("cpu-xnnpack"));
+  expect_close(got, want, spec.name);
+  // Two stages (B then L), and B with two threads: the same bits as one processor, one thread.
+  std::string split = all_b;
+  std::fill(split.begin() + layers / 2, split.end(), 'L');
+  EXPECT_EQ(run_network(g, split, platform("cpu-xnnpack")), got) << spec.name << " " << split;
+  if (two_cores()) {
+    EXPECT_EQ(run_network(g, all_b, platform("cpu-xnnpack", "[0,1]", 2)), got)
+        << spec.name << " on 2 threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, XnnpackNetwork,
+                         ::testing::Values("alexnet", "googlenet", "mobilenet", "resnet50",
+                                           "squeezenet"));
+
+// ----------------------------------------------------------------------------------------------
+// Pool pinning and device options.
+
+TEST(XnnpackPool, WorkersRunOnTheirCores) {
+  const int cpus = int(std::thread::hardware_concurrency());
+  std::vector<int> cores;
+  for (int c = 0; c < std::min(cpus, 4); ++c) cores.push_back(c);
+  for (int threads : {2, 3}) {
+    co_up::xnnpack::CpuPool pool(threads, cores, co_up::xnnpack::Schedule::kDynamic);
+    const auto affinities = pool.thread_affinities();
+    ASSERT_EQ(affinities.size(), size_t(threads));
+    for (int i = 1; i < threads; ++i) {
+      EXPECT_EQ(affinities[size_t(i)], std::vector<int>{cores[size_t(i) % cores.size()]})
+          << "worker " << i << " of " << threads;
+    }
+  }
+  // Every worker on one core when the cluster has one.
+  co_up::xnnpack::CpuPool one(2, std::vector<int>{cpus - 1}, co_up::xnnpack::Schedule::kStatic);
+  const auto affinities = one.thread_affinities();
+  EXPECT_EQ(affinities[1], std::vector<int>{cpus - 1});
+}
+
+TEST(XnnpackPool, StaticAndDynamicCoverEveryItemOnce) {
+  for (auto schedule : {co_up::xnnpack::Schedule::kStatic, co_up::xnnpack::Schedule::kDynamic}) {
+    co_up::xnnpack::CpuPool pool(3, {}, schedule);
+    std::vector<int> hits(100003, 0);
+    pool.parallel_for(int64_t(hits.size()), 16, 1, [&](int64_t b, int64_t e) {
+      EXPECT_EQ(b % 16, 0);
+      for (int64_t i = b; i < e; ++i) ++hits[size_t(i)];
+    });
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), int64_t(hits.size()));
+  }
+}
+
+TEST(XnnpackDevice, BadOptionsAreRefusedWithAReason) {
+  const Plugin& p = xnn();
+  const int cpus = int(std::thread::hardware_concurrency());
+  co_up_device* device = nullptr;
+  auto [code, message] = p.make_device({{"processor", "B"}, {"cores", "0"}, {"threads", "2"}}, &device);
+  EXPECT_EQ(code, CO_UP_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("threads=2 exceeds"), std::string::npos) << message;
+  EXPECT_EQ(device, nullptr);
+
+  std::tie(code, message) = p.make_device({{"processor", "B"}, {"cores", "4000"}}, &device);
+  EXPECT_EQ(code, CO_UP_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("core 4000"), std::string::npos) << message;
+  EXPECT_NE(message.find("does not exist"), std::string::npos) << message;
+
+  std::tie(code, message) = p.make_device({{"processor", "B"}, {"schedule", "greedy"}}, &device);
+  EXPECT_EQ(code, CO_UP_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("schedule"), std::string::npos) << message;
+
+  std::tie(code, message) = p.make_device({{"processor", "B"}, {"cores", "0,x"}}, &device);
+  EXPECT_EQ(code, CO_UP_STATUS_INVALID_ARGUMENT);
+
+  // Overlapping clusters: L may not take a core B holds, while B's device lives.
+  co_up_device* b = nullptr;
+  const std::string all = cpus >= 2 ? "0,1" : "0";
+  ASSERT_EQ(p.make_device({{"processor", "B"}, {"cores", all}}, &b).first, CO_UP_STATUS_OK);
+  std::tie(code, message) = p.make_device({{"processor", "L"}, {"cores", "0"}}, &device);
+  EXPECT_EQ(code, CO_UP_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("also belongs to processor B"), std::string::npos) << message;
+  p.api()->device_release(b);
+  ASSERT_EQ(p.make_device({{"processor", "L"}, {"cores", "0"}}, &device).first, CO_UP_STATUS_OK);
+  p.api()->device_release(device);
+}
+
+TEST(XnnpackDevice, ReportsLayersThroughHooks) {
+  Desc d;
+  const uint32_t x = d.tensor({1, 4, 5, 5});
+  const uint32_t y = d.tensor({1, 4, 5, 5});
+  const uint32_t z = d.tensor({1, 4, 5, 5});
+  d.node("Relu", {x}, y);
+  d.node("Sigmoid", {y}, z);
+  d.input(x);
+  d.output(z);
+  const Plugin& p = xnn();
+  co_up_device* device = nullptr;
+  ASSERT_EQ(p.make_device({{"processor", "B"}}, &device).first, CO_UP_STATUS_OK);
+  co_up_compiled* c = nullptr;
+  const auto& g = d.get();
+  p.check(p.api()->compiled_create(device, &g, &c));
+  std::vector<std::pair<char, uint32_t>> seen;
+  co_up_run_hooks hooks{};
+  hooks.struct_size = sizeof(hooks);
+  hooks.user_data = &seen;
+  hooks.layer_begin = [](void* u, uint32_t l) {
+    static_cast<std::vector<std::pair<char, uint32_t>>*>(u)->push_back({'b', l});
+  };
+  hooks.layer_end = [](void* u, uint32_t l) {
+    static_cast<std::vector<std::pair<char, uint32_t>>*>(u)->push_back({'e', l});
+  };
+  p.check(p.api()->compiled_run(c, &hooks));
+  EXPECT_EQ(seen, (std::vector<std::pair<char, uint32_t>>{{'b', 0}, {'e', 0}, {'b', 1}, {'e', 1}}));
+  // An unsupported op is answered per node, with the reason.
+  p.api()->compiled_release(c);
+  p.api()->device_release(device);
+}
+
+}  // namespace
