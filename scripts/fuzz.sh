@@ -5,7 +5,8 @@
 #
 # Builds tests/onnx/onnx_loader_fuzz with Debian's clang in build-fuzz/ (-DCO_UP_ONNX_FUZZ=ON,
 # -DCO_UP_SANITIZE=address, the libraries with -fsanitize=fuzzer-no-link for coverage), seeds the
-# corpus with the committed fixtures (tests/fixtures/onnx/*.onnx) and runs 2 jobs for SECONDS.
+# corpus with the committed fixtures (tests/fixtures/onnx/*.onnx) and runs one fuzzing process for
+# SECONDS (the corpus grows in build-fuzz/fuzz-corpus/ and is reused by the next run).
 # A crash leaves its input as build-fuzz/fuzz-artifacts/crash-*; reproduce with
 #   build-fuzz/tests/onnx_loader_fuzz build-fuzz/fuzz-artifacts/crash-...
 set -euo pipefail
@@ -32,7 +33,7 @@ echo "=== fuzzing the ONNX loader for ${seconds} s"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "${build}/tests/onnx_loader_fuzz" "${corpus}" -max_total_time="${seconds}" -max_len=8388608 \
   -rss_limit_mb=2048 -timeout=20 -artifact_prefix="${artifacts}/" -print_final_stats=1 \
-  -jobs=2 -workers=2 2>&1 | tail -n 40
+  2>&1 | grep -v -E '^#[0-9]+' | tail -n 40
 status=${PIPESTATUS[0]}
 if ls "${artifacts}"/crash-* "${artifacts}"/leak-* "${artifacts}"/timeout-* "${artifacts}"/oom-* >/dev/null 2>&1; then
   echo "fuzz.sh: FAILED — inputs in ${artifacts}" >&2

@@ -21,6 +21,7 @@
 #include "core/plugin_registry.h"
 #include "graph/image.h"
 #include "graph/npy.h"
+#include "graph/onnx/preprocess.h"
 #include "graph/zoo/zoo.h"
 #include "power/dvfs_schedule.h"
 #include "power/dvfs_worker.h"
@@ -155,6 +156,9 @@ std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph&
   if (!o.input.empty() && !o.image.empty()) {
     throw InputError("--input and --image both given; use one");
   }
+  if (!o.preprocess.empty() && o.image.empty()) {
+    throw InputError("--preprocess applies to --image; give the image too");
+  }
   const graph::TensorDesc& desc = g.tensor(g.inputs().at(0)).desc;
   if (!o.image.empty() && desc.shape.size() != 4) {
     throw InputError("--image needs an NCHW input, but " + g.name() + " takes " + desc.shape_string());
@@ -179,6 +183,7 @@ std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph&
       pre.mean = {entry->mean[0], entry->mean[1], entry->mean[2]};
       pre.std = {entry->std[0], entry->std[1], entry->std[2]};
     }
+    if (!o.preprocess.empty()) pre = graph::read_preprocess_json(o.preprocess, pre);
     std::vector<float> image = graph::load_image_nchw(o.image, pre);
     const auto batch = static_cast<size_t>(desc.shape.at(0));
     std::vector<float> input;

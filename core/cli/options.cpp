@@ -76,6 +76,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"sysfs-root", [&](const std::string& v) { o.sysfs_root = v; }},
       {"data", [&](const std::string& v) { o.data = v; }},
       {"image", [&](const std::string& v) { o.image = v; }},
+      {"preprocess", [&](const std::string& v) { o.preprocess = v; }},
       {"labels", [&](const std::string& v) { o.labels = v; }},
       {"input", [&](const std::string& v) { o.input = v; }},
       {"output", [&](const std::string& v) { o.output = v; }},
@@ -150,6 +151,8 @@ network
   --image-size=N        input height/width (default: the network's own; smaller runs faster)
   --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)
   --image=FILE          input image (PPM, PNG, JPEG), preprocessed as the network expects
+  --preprocess=FILE.json  --image preprocessing: mean, std, layout RGB|BGR, resize, size
+                        (default: the zoo network's own; torchvision ImageNet for --model)
   --labels=FILE         class names, one per line: prints the top-5 of the last frame
   --input=FILE.npy      input tensor (default: seeded random)
   --output=FILE.npy     writes the network output of the last frame

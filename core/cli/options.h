@@ -46,6 +46,7 @@ struct Options {
   std::string sysfs_root = "/sys";
   std::string data;
   std::string image;
+  std::string preprocess;  // --preprocess=FILE.json for --image (graph/onnx/preprocess.h)
   std::string labels;
   std::string input;
   std::string output;

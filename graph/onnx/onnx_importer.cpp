@@ -42,6 +42,13 @@ struct Value {
   std::string producer;  // node name, for messages
 };
 
+// The file's stem ("resnet50" for models/resnet50.onnx): exporters name every graph alike
+// ("main_graph", "torch_jit"), and reports and messages should say which model ran.
+std::string graph_name(const std::string& source) {
+  const std::string stem = std::filesystem::path(source).stem().string();
+  return stem.empty() ? "onnx" : stem;
+}
+
 const char* const kSupportedOps =
     "Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip, "
     "Sigmoid, HardSigmoid (in x*HardSigmoid(x)), HardSwish, LRN, BatchNormalization, Concat, Add, "
@@ -52,7 +59,7 @@ class Importer {
  public:
   Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options)
       : model_(model), source_(std::move(source)), options_(options),
-        graph_(model.graph().name().empty() ? source_ : model.graph().name()) {}
+        graph_(graph_name(source_)) {}
 
   Graph run();
 

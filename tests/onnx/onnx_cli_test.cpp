@@ -124,5 +124,28 @@ TEST_F(OnnxCli, WrongInputTensorAndOptionMixes) {
   expect_input_error({"--graph=alexnet", "--input-shape=1,3,64,64"}, "--model");
 }
 
+TEST_F(OnnxCli, ImageWithPreprocessingFromJson) {
+  {
+    std::ofstream ppm(dir_ / "img.ppm", std::ios::binary);
+    ppm << "P6\n40 30\n255\n";
+    for (int i = 0; i < 40 * 30; ++i) ppm << static_cast<char>(i % 256) << static_cast<char>(i * 7 % 256) << static_cast<char>(90);
+  }
+  std::ofstream(dir_ / "pre.json") << R"({"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25], "layout": "BGR", "resize": "stretch", "size": [96, 96]})";
+  std::ofstream(dir_ / "wrong_size.json") << R"({"size": 224})";
+  std::ofstream(dir_ / "bad.json") << R"({"std": [1, 0, 1]})";
+  std::ofstream(dir_ / "broken.json") << "{\"mean\": [";
+  const std::string m = "--model=" + model("mobilenet_v2_small");
+  const std::string image = "--image=" + (dir_ / "img.ppm").string();
+  const Exit ok = run({m, image, "--preprocess=" + (dir_ / "pre.json").string(), "--n=1"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("top-5"), std::string::npos) << ok.out;
+  const Exit defaults = run({m, image, "--n=1"});  // torchvision ImageNet preprocessing
+  EXPECT_EQ(defaults.code, 0) << defaults.err;
+  expect_input_error({m, image, "--preprocess=" + (dir_ / "wrong_size.json").string()}, "differs");
+  expect_input_error({m, image, "--preprocess=" + (dir_ / "bad.json").string()}, "non-zero");
+  expect_input_error({m, image, "--preprocess=" + (dir_ / "broken.json").string()}, "not valid JSON");
+  expect_input_error({m, "--preprocess=" + (dir_ / "pre.json").string()}, "--image");
+}
+
 }  // namespace
 }  // namespace co_up

@@ -33,11 +33,20 @@ graph::Graph load(const std::string& name, const std::string& units = "layers") 
   return build_network(spec);
 }
 
+// The host platform; with `cpu_backend` set, B and L use only that plugin.
+Platform platform_with(const std::string& cpu_backend) {
+  Platform platform = testing::host_platform();
+  for (ProcessorSpec& p : platform.processors) {
+    if (p.is_cpu() && !cpu_backend.empty()) p.backends = {cpu_backend};
+  }
+  return platform;
+}
+
 std::vector<float> run(const graph::Graph& g, const std::string& order, ExecutionMode mode,
-                       const std::vector<float>& input) {
+                       const std::vector<float>& input, const std::string& cpu_backend = {}) {
   ExecutorOptions options;
   options.mode = mode;
-  Executor executor(g, Partition::create(g, order), testing::host_platform(),
+  Executor executor(g, Partition::create(g, order), platform_with(cpu_backend),
                     testing::build_plugins(), options);
   RunRequest request;
   request.frames = 2;
@@ -97,6 +106,49 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxFixture,
                                            "op_lrn", "op_misc", "squeezenet1_0_small",
                                            "mobilenet_v2_small"),
                          [](const auto& info) { return info.param; });
+
+// Every f32 backend of this build: the CPU plugins alone on B and L, the GPU plugin on G (mixed
+// with B). A plugin this build lacks is skipped, saying so.
+class OnnxBackend : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnnxBackend, CommittedFixturesMatchPyTorch) {
+  const std::string backend = GetParam();
+  if (testing::build_plugins().find(backend) == nullptr) {
+    GTEST_SKIP() << "plugin '" << backend << "' is not built or not loadable here";
+  }
+  const bool gpu = backend == "opencl";
+  for (const std::string name : {"op_conv_bn_relu", "op_grouped_dilated", "op_classifier",
+                                 "op_view_matmul", "op_pools", "op_fan_in", "op_pad_conv", "op_lrn",
+                                 "op_misc", "squeezenet1_0_small", "mobilenet_v2_small"}) {
+    const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
+    const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
+    const graph::Graph g = load(name, "ops");
+    const uint32_t n = g.layer_count();
+    std::vector<std::string> orders;
+    if (gpu) {
+      std::string mixed;
+      for (uint32_t i = 0; i < n; ++i) mixed += i % 2 ? 'G' : 'B';
+      orders = {std::string(n, 'G'), mixed};
+    } else {
+      orders = orders_for(n);
+    }
+    for (const std::string& order : orders) {
+      for (const ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+        expect_matches_pytorch(run(g, order, mode, input.data, gpu ? "" : backend), want,
+                               backend + " " + name + " " + order +
+                                   (mode == ExecutionMode::kPipeline ? " pipeline" : " switch"));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, OnnxBackend,
+                         ::testing::Values("cpu-reference", "cpu-xnnpack", "opencl"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // --- layer units ---------------------------------------------------------------------------------
 
