@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's second command (and what CI runs): set up the machine, build, and run every test —
 # the Release suite, then the same suite under AddressSanitizer+UBSan and under ThreadSanitizer,
-# then the aarch64 cross-build with operator tests and one network under qemu (scripts/aarch64.sh).
+# then the aarch64 cross-build with operator tests and one network under qemu (scripts/aarch64.sh),
+# then a bounded libFuzzer run of the ONNX loader (scripts/fuzz.sh).
 #   scripts/test.sh            # everything
-#   scripts/test.sh release    # one of: release asan tsan aarch64
+#   scripts/test.sh release    # one of: release asan tsan aarch64 fuzz
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +24,7 @@ run_suite() {  # name, build dir, extra cmake arguments...
 }
 
 suites=("$@")
-[[ ${#suites[@]} -gt 0 ]] || suites=(release asan tsan aarch64)
+[[ ${#suites[@]} -gt 0 ]] || suites=(release asan tsan aarch64 fuzz)
 for suite in "${suites[@]}"; do
   case "${suite}" in
     release) run_suite release build -DCMAKE_BUILD_TYPE=Release ;;
@@ -43,7 +44,11 @@ for suite in "${suites[@]}"; do
       echo "=== aarch64: cross-build and qemu tests"
       scripts/aarch64.sh
       ;;
-    *) echo "test.sh: unknown suite '${suite}' (use release, asan, tsan, aarch64)" >&2; exit 2 ;;
+    fuzz)
+      echo "=== fuzz: the ONNX loader under libFuzzer + ASan/UBSan, 45 s"
+      scripts/fuzz.sh 45
+      ;;
+    *) echo "test.sh: unknown suite '${suite}' (use release, asan, tsan, aarch64, fuzz)" >&2; exit 2 ;;
   esac
 done
 echo "=== all suites passed: ${suites[*]}"
