@@ -6,71 +6,54 @@
 // skip im2col), depthwise convolution = own direct kernel, fully connected = CLBlast GEMV (batch
 // 1) or GEMM; everything else = own kernels from kernels/ocl_kernels.cl.
 //
-// Inside the plugin, failures are PluginError exceptions; `guarded` turns every exception into a
-// co_up_status at the boundary, so nothing throws across it.
+// Statuses, node decoding and the sub-graph checks are backends/common's (see plugin_status.h), so
+// all backends accept the same graphs with the same messages.
 #include <clblast.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "co_up/plugin_abi.h"
-#include "ocl_decode.h"
+#include "node_decode.h"
 #include "ocl_kernels_source.h"  // generated: kOclKernelsSource
 #include "ocl_runtime.h"
+#include "op_shapes.h"
+#include "plugin_options.h"
+#include "plugin_status.h"
+#include "run_hooks.h"
+#include "subgraph_desc.h"
+#include "subgraph_plan.h"
 
 namespace co_up::opencl {
+
+using backends::Activation;
+using backends::Conv2dShape;
+using backends::element_at;
+using backends::element_count;
+using backends::NodePlan;
+using backends::Op;
+using backends::Pool2dShape;
+
 namespace {
 
 constexpr const char* kBackendName = "opencl";
 constexpr const char* kBackendVersion = "1.0.0";
 
-struct OwnedStatus : co_up_status {
-  std::string text;
-};
-
-const co_up_status kOutOfMemoryStatus = {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
-                                         "opencl: out of host memory"};
-
-co_up_status* make_status(co_up_status_code code, const std::string& message) {
-  try {
-    auto status = std::make_unique<OwnedStatus>();
-    status->text = std::string(kBackendName) + ": " + message;
-    status->struct_size = sizeof(co_up_status);
-    status->code = code;
-    status->message = status->text.c_str();
-    return status.release();
-  } catch (...) {
-    return const_cast<co_up_status*>(&kOutOfMemoryStatus);
-  }
-}
-
-template <typename F>
-co_up_status* guarded(const char* call, F&& body) noexcept {
-  try {
-    body();
-    return nullptr;
-  } catch (const PluginError& e) {
-    return make_status(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_status(CO_UP_STATUS_OUT_OF_MEMORY, std::string(call) + ": out of host memory");
-  } catch (const std::exception& e) {
-    return make_status(CO_UP_STATUS_RUNTIME_ERROR, std::string(call) + ": " + e.what());
-  } catch (...) {
-    return make_status(CO_UP_STATUS_RUNTIME_ERROR, std::string(call) + ": unknown exception");
-  }
-}
+// What opencl's statuses and decoding messages say about it.
+constexpr backends::StatusOrigin kStatusOrigin = {
+    kBackendName,
+    {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY, "opencl: out of host memory"},
+    "out of host memory"};
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "uploads it"};
 
 void check_clblast(clblast::StatusCode status, const std::string& what) {
   if (status == clblast::StatusCode::kSuccess) return;
@@ -507,76 +490,13 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   auto c = std::make_unique<co_up_compiled>();
   c->device = device;
   const uint32_t tensor_count = graph.tensor_count;
-  auto tensor_name = [&](uint32_t t) {
-    const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    return d.name ? std::string(d.name) : std::string("#") + std::to_string(t);
-  };
-  auto check_io = [&](uint32_t t, const char* what) {
-    if (t >= tensor_count) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " refers to tensor " +
-                                              std::to_string(t) + " of " +
-                                              std::to_string(tensor_count));
-    }
-    const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    if (d.dtype != CO_UP_DTYPE_F32) {
-      fail(CO_UP_STATUS_UNSUPPORTED, std::string(what) + " '" + tensor_name(t) + "': dtype " +
-                                         std::string(dtype_name(d.dtype)) +
-                                         " not supported (f32 only)");
-    }
-    if (d.rank == 0 || !d.dims) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " '" + tensor_name(t) + "' has no dims");
-    }
-  };
-
-  // Which tensors exist when: constants always, inputs before the first node, others once made.
-  std::vector<bool> available(tensor_count, false);
-  std::vector<bool> is_input(tensor_count, false);
-  std::vector<bool> is_output(tensor_count, false);
-  for (uint32_t t = 0; t < tensor_count; ++t) available[t] = element_at(graph.tensors, t).data != nullptr;
-  for (uint32_t i = 0; i < graph.input_count; ++i) {
-    const uint32_t t = graph.inputs[i];
-    check_io(t, "sub-graph input");
-    if (available[t] && !is_input[t]) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input '" + tensor_name(t) +
-                                              "' is a constant (constants are passed as data)");
-    }
-    available[t] = true;
-    is_input[t] = true;
-    c->inputs.push_back(t);
-  }
-  std::vector<NodePlan> plans;
-  plans.reserve(graph.node_count);
-  for (uint32_t n = 0; n < graph.node_count; ++n) {
-    NodePlan plan = decode_node(graph, n);
-    const co_up_node_desc& node = element_at(graph.nodes, n);
-    const std::string where = "node '" + std::string(node.name ? node.name : "?") + "' (" +
-                              std::string(node.op_type ? node.op_type : "?") + ")";
-    for (uint32_t t : plan.inputs) {
-      if (t != CO_UP_NO_TENSOR && !available[t]) {
-        fail(CO_UP_STATUS_INVALID_ARGUMENT,
-             where + " reads tensor '" + tensor_name(t) +
-                 "' which is not constant, not a sub-graph input and not made by an earlier node "
-                 "(list nodes in topological order)");
-      }
-    }
-    if (available[plan.output]) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, where + " writes tensor '" + tensor_name(plan.output) +
-                                              "' which is already defined (constant, input or "
-                                              "written twice)");
-    }
-    available[plan.output] = true;
-    plans.push_back(std::move(plan));
-  }
-  for (uint32_t i = 0; i < graph.output_count; ++i) {
-    const uint32_t t = graph.outputs[i];
-    check_io(t, "sub-graph output");
-    if (!available[t]) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph output '" + tensor_name(t) +
-                                              "' is never written by a node of this sub-graph");
-    }
-    is_output[t] = true;
-    c->outputs.push_back(t);
-  }
+  const backends::SubgraphPlan subgraph = backends::plan_subgraph(kDecodeRules, graph);
+  const std::vector<NodePlan>& plans = subgraph.nodes;
+  const std::vector<bool>& is_input = subgraph.is_input;
+  const std::vector<bool>& is_output = subgraph.is_output;
+  c->inputs = subgraph.inputs;
+  c->outputs = subgraph.outputs;
+  auto tensor_name = [&](uint32_t t) { return backends::tensor_name(graph, t); };
 
   // Tensors on the device: inputs, node outputs, and constants the kernels read (batch-norm
   // parameters are folded on the host instead).
@@ -655,23 +575,15 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
                                            " is still mapped (call compiled_unmap before run)");
     }
   }
-  const bool has_begin = hooks && hooks->struct_size >= offsetof(co_up_run_hooks, layer_begin) +
-                                                          sizeof(hooks->layer_begin) &&
-                         hooks->layer_begin;
-  const bool has_end = hooks && hooks->struct_size >= offsetof(co_up_run_hooks, layer_end) +
-                                                        sizeof(hooks->layer_end) &&
-                       hooks->layer_end;
+  const backends::LayerHooks layer_hooks(hooks);
   cl_command_queue q = c.queue.get();
   for (size_t s = 0; s < c.steps.size(); ++s) {
-    const uint32_t layer = c.steps[s].layer;
-    const bool starts = s == 0 || c.steps[s - 1].layer != layer;
-    const bool ends = s + 1 == c.steps.size() || c.steps[s + 1].layer != layer;
-    if (starts && has_begin) hooks->layer_begin(hooks->user_data, layer);
+    if (backends::starts_layer(c.steps, s)) layer_hooks.begin(c.steps[s].layer);
     c.steps[s].enqueue(c);
     // The hooks time finished work: wait for this layer's kernels before reporting its end.
-    if (ends && has_end) {
+    if (backends::ends_layer(c.steps, s) && layer_hooks.has_end()) {
       check_cl(clFinish(q), "clFinish");
-      hooks->layer_end(hooks->user_data, layer);
+      layer_hooks.end(c.steps[s].layer);
     }
   }
   check_cl(clFinish(q), "clFinish");
@@ -680,10 +592,7 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
 // ---------------------------------------------------------------------------------------------
 // ABI functions
 
-void status_release(co_up_status* status) {
-  if (!status || status == &kOutOfMemoryStatus) return;
-  delete static_cast<OwnedStatus*>(status);
-}
+void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
 
 // Enumerated once per process: the description and every factory share it.
 const std::vector<DeviceInfo>& icd_devices(std::string* out_error) {
@@ -694,7 +603,7 @@ const std::vector<DeviceInfo>& icd_devices(std::string* out_error) {
 }
 
 co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return guarded("factory_create", [&] {
+  return backends::guarded(kStatusOrigin, "factory_create", [&] {
     if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
     *out_factory = nullptr;
     std::string error;
@@ -710,7 +619,7 @@ void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{fa
 
 co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
                             uint32_t option_count, co_up_device** out_device) {
-  return guarded("device_create", [&] {
+  return backends::guarded(kStatusOrigin, "device_create", [&] {
     if (!factory || !out_device) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
     }
@@ -720,13 +629,9 @@ co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
     std::string device_sel;
     std::string cache_dir = default_cache_dir();
     std::string build_options = "-cl-std=CL1.2";
-    for (uint32_t i = 0; i < option_count; ++i) {
-      if (!options || !options[i].key || !options[i].value) {
-        fail(CO_UP_STATUS_INVALID_ARGUMENT, "device option " + std::to_string(i) +
-                                                " has a NULL key or value");
-      }
-      const std::string_view key = options[i].key;
-      const std::string value = options[i].value;
+    backends::for_each_option(options, option_count, [&](std::string_view key,
+                                                         std::string_view value_view) {
+      const std::string value(value_view);
       if (key == "processor") {
         if (value.size() == 1) device->processor = value[0];
       } else if (key == "platform") {
@@ -746,7 +651,7 @@ co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
         // Test-only: makes the kernel source fail to compile, to check the build-log status.
         if (value == "1" || value == "on") build_options += " -DCO_UP_TEST_BROKEN_KERNEL";
       }
-    }
+    });
     device->info = select_device(factory->devices, platform_sel, device_sel);
     cl_int err = CL_SUCCESS;
     cl_device_id id = device->info.device;
@@ -767,39 +672,22 @@ void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device
 
 co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
                                 uint32_t node_index, co_up_node_support* out_support) {
-  return guarded("device_query_node", [&] {
+  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
     if (!device || !out_support) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
     }
-    if (out_support->struct_size < sizeof(co_up_node_support)) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "co_up_node_support.struct_size is smaller than ABI 1.0's (set it before the call)");
-    }
-    check_graph(graph);
-    if (node_index >= graph->node_count) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "node index " + std::to_string(node_index) +
-                                              " is out of range (" +
-                                              std::to_string(graph->node_count) + " nodes)");
-    }
-    std::string reason;
-    try {
-      decode_node(*graph, node_index);
-    } catch (const PluginError& e) {
-      reason = e.what();
-    }
-    out_support->supported = reason.empty() ? 1 : 0;
-    std::snprintf(out_support->reason, sizeof(out_support->reason), "%s", reason.c_str());
+    backends::answer_node_query(kDecodeRules, graph, node_index, out_support);
   });
 }
 
 co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
                               co_up_compiled** out_compiled) {
-  return guarded("compiled_create", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
     if (!device || !out_compiled) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
     }
     *out_compiled = nullptr;
-    check_graph(graph);
+    backends::check_graph(graph);
     // Compiles are serialised process-wide: the warm-up run's first CLBlast call per routine
     // builds and caches CLBlast's programs, and concurrent first calls (the runtime compiles
     // sub-graphs in parallel) gave wrong results on PoCL.
@@ -830,7 +718,7 @@ void compiled_release(co_up_compiled* compiled) {
 
 co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
                            void** out_host_ptr) {
-  return guarded("compiled_map", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
     if (!compiled || !out_host_ptr) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: compiled or out_host_ptr is NULL");
     }
@@ -856,7 +744,7 @@ co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t
 }
 
 co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return guarded("compiled_unmap", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] {
     if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_unmap: compiled is NULL");
     const bool input = direction == CO_UP_IO_INPUT;
     const auto& list = input ? compiled->inputs : compiled->outputs;
@@ -875,7 +763,7 @@ co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32
 }
 
 co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t, const void*) {
-  return guarded("compiled_bind_input", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
     if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: compiled is NULL");
     // Wrapping the caller's memory would need a CL_MEM_USE_HOST_PTR buffer per run (and its
     // alignment rules per driver); mapped CL_MEM_ALLOC_HOST_PTR buffers already avoid copies on
@@ -886,7 +774,7 @@ co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t, const void
 }
 
 co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return guarded("compiled_run", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
     if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
     run(*compiled, hooks);
   });

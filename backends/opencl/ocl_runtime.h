@@ -14,9 +14,13 @@
 #include <utility>
 #include <vector>
 
-#include "ocl_decode.h"
+#include "plugin_status.h"
 
 namespace co_up::opencl {
+
+// Failures are backends/common's PluginErrors, turned into statuses at the ABI boundary.
+using backends::fail;
+using backends::PluginError;
 
 // "CL_OUT_OF_RESOURCES (-5)".
 std::string cl_error_name(cl_int code);

@@ -142,18 +142,6 @@ void AlignedBuffer::Free::operator()(float* p) const { std::free(p); }
 // ---------------------------------------------------------------------------------------------
 // Convolution
 
-int64_t Conv2dShape::out_height() const {
-  return (in_height + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1;
-}
-
-int64_t Conv2dShape::out_width() const {
-  return (in_width + pad_left + pad_right - dilation_w * (kernel_w - 1) - 1) / stride_w + 1;
-}
-
-bool Conv2dShape::is_depthwise() const {
-  return group > 1 && group == in_channels && out_channels % in_channels == 0;
-}
-
 PackedConv2d::PackedConv2d(const Conv2dShape& shape, const float* weights, const float* bias,
                            bool use_isa_extensions)
     : shape_(shape),
@@ -445,16 +433,6 @@ void fully_connected(const float* x, int64_t batch, int64_t in_features, const f
 
 namespace {
 
-int64_t pooled_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
-                    int64_t stride, bool ceil_mode) {
-  const int64_t span = in + pad_begin + pad_end - kernel;
-  if (span < 0) return 0;
-  int64_t out = (ceil_mode ? ceil_div(span, stride) : span / stride) + 1;
-  // The last window must start inside the input or the leading padding.
-  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
-  return out;
-}
-
 template <typename Window>
 void pool2d(const Pool2dShape& s, float* y, ThreadPool* pool, Window window) {
   const int64_t out_h = s.out_height();
@@ -473,14 +451,6 @@ void pool2d(const Pool2dShape& s, float* y, ThreadPool* pool, Window window) {
 }
 
 }  // namespace
-
-int64_t Pool2dShape::out_height() const {
-  return pooled_size(in_height, pad_top, pad_bottom, kernel_h, stride_h, ceil_mode);
-}
-
-int64_t Pool2dShape::out_width() const {
-  return pooled_size(in_width, pad_left, pad_right, kernel_w, stride_w, ceil_mode);
-}
 
 void max_pool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
   const int64_t plane_size = s.in_height * s.in_width;

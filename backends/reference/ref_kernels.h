@@ -16,11 +16,15 @@
 #include <span>
 #include <vector>
 
+#include "op_shapes.h"
 #include "ref_thread_pool.h"
 
 namespace co_up::reference {
 
-enum class Activation : uint8_t { kNone, kRelu, kRelu6 };
+// The shapes every backend decodes nodes into (backends/common/op_shapes.h).
+using backends::Activation;
+using backends::Conv2dShape;
+using backends::Pool2dShape;
 
 // Owns a 64-byte-aligned float array (packed panels are loaded as whole vectors).
 class AlignedBuffer {
@@ -41,31 +45,6 @@ class AlignedBuffer {
 
 // ---------------------------------------------------------------------------------------------
 // Convolution
-
-struct Conv2dShape {
-  int64_t batch = 1;
-  int64_t in_channels = 0;
-  int64_t in_height = 0;
-  int64_t in_width = 0;
-  int64_t out_channels = 0;
-  int64_t kernel_h = 1;
-  int64_t kernel_w = 1;
-  int64_t stride_h = 1;
-  int64_t stride_w = 1;
-  int64_t pad_top = 0;
-  int64_t pad_left = 0;
-  int64_t pad_bottom = 0;
-  int64_t pad_right = 0;
-  int64_t dilation_h = 1;
-  int64_t dilation_w = 1;
-  int64_t group = 1;
-  Activation activation = Activation::kNone;
-
-  int64_t out_height() const;
-  int64_t out_width() const;
-  // Depthwise: one input channel per group (group == C), M a multiple of C.
-  bool is_depthwise() const;
-};
 
 // Weights W[M, C/group, kH, kW] and bias B[M] rearranged once for the kernel; then immutable, so
 // one object may run on several threads at once, each with its own scratch.
@@ -130,26 +109,6 @@ void fully_connected(const float* x, int64_t batch, int64_t in_features, const f
 
 // ---------------------------------------------------------------------------------------------
 // Pooling
-
-struct Pool2dShape {
-  int64_t batch = 1;
-  int64_t channels = 0;
-  int64_t in_height = 0;
-  int64_t in_width = 0;
-  int64_t kernel_h = 1;
-  int64_t kernel_w = 1;
-  int64_t stride_h = 1;
-  int64_t stride_w = 1;
-  int64_t pad_top = 0;
-  int64_t pad_left = 0;
-  int64_t pad_bottom = 0;
-  int64_t pad_right = 0;
-  bool ceil_mode = false;
-  bool count_include_pad = false;
-
-  int64_t out_height() const;
-  int64_t out_width() const;
-};
 
 // Padding never wins a max. Windows are read row-major.
 void max_pool2d(const Pool2dShape& shape, const float* x, float* y, ThreadPool* pool);

@@ -1,671 +1,46 @@
 // ABI glue of the cpu-reference backend: factory -> device (options, thread pool) -> compiled
 // sub-graph (validated nodes, packed weights, one buffer per tensor).
 //
-// Inside the plugin, failures are PluginError exceptions carrying a status code; `guarded` turns
-// every exception into a co_up_status at the boundary, so nothing throws across it.
-#include <cinttypes>
+// Statuses, option parsing and node decoding are backends/common's (see plugin_status.h): the
+// same rules and messages as the other backends.
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <memory>
-#include <new>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "co_up/plugin_abi.h"
+#include "node_decode.h"
+#include "plugin_options.h"
+#include "plugin_status.h"
 #include "ref_kernels.h"
 #include "ref_thread_pool.h"
+#include "run_hooks.h"
+#include "subgraph_desc.h"
+#include "subgraph_plan.h"
 
 namespace co_up::reference {
 namespace {
 
+using backends::element_at;
+using backends::element_count;
+using backends::fail;
+using backends::NodePlan;
+using backends::Op;
+
 constexpr const char* kBackendName = "cpu-reference";
 constexpr const char* kBackendVersion = "1.0.0";
 
-class PluginError : public std::runtime_error {
- public:
-  PluginError(co_up_status_code code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
-  co_up_status_code code() const { return code_; }
-
- private:
-  co_up_status_code code_;
-};
-
-[[noreturn]] void fail(co_up_status_code code, const std::string& message) {
-  throw PluginError(code, message);
-}
-
-// A status the plugin allocated; `message` points into `text`.
-struct OwnedStatus : co_up_status {
-  std::string text;
-};
-
-// Returned when even the status cannot be allocated; status_release recognises and keeps it.
-// Immutable: never written after static initialisation.
-const co_up_status kOutOfMemoryStatus = {
-    sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
-    "cpu-reference: out of memory (free memory or use smaller sub-graphs)"};
-
-co_up_status* make_status(co_up_status_code code, const std::string& message) {
-  try {
-    auto status = std::make_unique<OwnedStatus>();
-    status->text = std::string(kBackendName) + ": " + message;
-    status->struct_size = sizeof(co_up_status);
-    status->code = code;
-    status->message = status->text.c_str();
-    return status.release();
-  } catch (...) {
-    return const_cast<co_up_status*>(&kOutOfMemoryStatus);
-  }
-}
-
-template <typename F>
-co_up_status* guarded(const char* call, F&& body) noexcept {
-  try {
-    body();
-    return nullptr;
-  } catch (const PluginError& e) {
-    return make_status(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_status(CO_UP_STATUS_OUT_OF_MEMORY,
-                       std::string(call) + ": out of memory (free memory or split the sub-graph)");
-  } catch (const std::exception& e) {
-    return make_status(CO_UP_STATUS_RUNTIME_ERROR, std::string(call) + ": " + e.what());
-  } catch (...) {
-    return make_status(CO_UP_STATUS_RUNTIME_ERROR, std::string(call) + ": unknown exception");
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sub-graph description access. Arrays of structs are strided by their first element's
-// struct_size, so a newer host whose structs grew by appending still indexes correctly.
-
-template <typename T>
-const T& element_at(const T* array, uint32_t index) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(array);
-  return *reinterpret_cast<const T*>(bytes + static_cast<size_t>(index) * array[0].struct_size);
-}
-
-void check_graph(const co_up_subgraph_desc* graph) {
-  if (!graph) fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph description is NULL");
-  if (graph->struct_size < sizeof(co_up_subgraph_desc)) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         "co_up_subgraph_desc.struct_size " + std::to_string(graph->struct_size) +
-             " is smaller than ABI 1.0's " + std::to_string(sizeof(co_up_subgraph_desc)) +
-             " (rebuild the host against plugin_abi.h)");
-  }
-  if (graph->tensor_count > 0 &&
-      (!graph->tensors || graph->tensors[0].struct_size < sizeof(co_up_tensor_desc))) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         "co_up_tensor_desc array is NULL or its struct_size is smaller than ABI 1.0's");
-  }
-  if (graph->node_count > 0 &&
-      (!graph->nodes || graph->nodes[0].struct_size < sizeof(co_up_node_desc))) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         "co_up_node_desc array is NULL or its struct_size is smaller than ABI 1.0's");
-  }
-  if ((graph->input_count > 0 && !graph->inputs) || (graph->output_count > 0 && !graph->outputs)) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input or output index array is NULL");
-  }
-}
-
-std::string_view dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case CO_UP_DTYPE_F32: return "f32";
-    case CO_UP_DTYPE_F16: return "f16";
-    case CO_UP_DTYPE_I8: return "int8";
-    case CO_UP_DTYPE_U8: return "uint8";
-    case CO_UP_DTYPE_I32: return "int32";
-    case CO_UP_DTYPE_I64: return "int64";
-    default: return "unknown";
-  }
-}
-
-std::string dims_string(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(dims[i]);
-  }
-  return s + "]";
-}
-
-int64_t element_count(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-Activation parse_activation(std::string_view s, bool* ok) {
-  *ok = true;
-  if (s == "none") return Activation::kNone;
-  if (s == "relu") return Activation::kRelu;
-  if (s == "relu6") return Activation::kRelu6;
-  *ok = false;
-  return Activation::kNone;
-}
-
-enum class Op {
-  kConv, kFullyConnected, kMaxPool, kAveragePool, kGlobalAveragePool, kGlobalMaxPool, kRelu,
-  kClip, kSigmoid, kHardSwish, kLrn, kBatchNormalization, kConcat, kAdd, kSoftmax, kFlatten,
-  kReshape, kIdentity
-};
-
-std::optional<Op> op_from_name(std::string_view name) {
-  static constexpr std::pair<std::string_view, Op> kOps[] = {
-      {"Conv", Op::kConv}, {"FullyConnected", Op::kFullyConnected}, {"MaxPool", Op::kMaxPool},
-      {"AveragePool", Op::kAveragePool}, {"GlobalAveragePool", Op::kGlobalAveragePool},
-      {"GlobalMaxPool", Op::kGlobalMaxPool}, {"Relu", Op::kRelu}, {"Clip", Op::kClip},
-      {"Sigmoid", Op::kSigmoid}, {"HardSwish", Op::kHardSwish}, {"LRN", Op::kLrn},
-      {"BatchNormalization", Op::kBatchNormalization}, {"Concat", Op::kConcat}, {"Add", Op::kAdd},
-      {"Softmax", Op::kSoftmax}, {"Flatten", Op::kFlatten}, {"Reshape", Op::kReshape},
-      {"Identity", Op::kIdentity}};
-  for (const auto& [n, op] : kOps) {
-    if (n == name) return op;
-  }
-  return std::nullopt;
-}
-
-// Everything decoded and validated from one node; the compile step only packs and wires.
-struct NodePlan {
-  Op op = Op::kIdentity;
-  std::vector<uint32_t> inputs;  // tensor indices, CO_UP_NO_TENSOR for absent optional inputs
-  uint32_t output = 0;
-  std::vector<int64_t> in_dims;  // dims of input 0
-  std::vector<int64_t> out_dims;
-  Conv2dShape conv;
-  Pool2dShape pool;
-  Activation activation = Activation::kNone;
-  int64_t fc_in = 0;   // FullyConnected K
-  int64_t fc_out = 0;  // FullyConnected M
-  float value0 = 0.0f;  // Clip min, LRN alpha, BN epsilon
-  float value1 = 0.0f;  // Clip max, LRN beta
-  float value2 = 0.0f;  // LRN bias
-  int64_t size = 0;     // LRN size
-  int64_t outer = 1;    // Concat / Softmax split of the shape around the axis
-  int64_t axis_len = 1;
-  int64_t inner = 1;
-  std::vector<int64_t> concat_axis;  // per input
-};
-
-// Reads one node with messages that name it: "node 'conv1' (Conv): ...".
-class NodeReader {
- public:
-  NodeReader(const co_up_subgraph_desc& graph, uint32_t index)
-      : graph_(graph), node_(element_at(graph.nodes, index)), index_(index) {
-    name_ = node_.name ? node_.name : std::string("#") + std::to_string(index);
-    op_type_ = node_.op_type ? node_.op_type : "";
-  }
-
-  const co_up_node_desc& node() const { return node_; }
-  const std::string& op_type() const { return op_type_; }
-
-  [[noreturn]] void fail_node(co_up_status_code code, const std::string& what) const {
-    fail(code, "node '" + name_ + "' (" + op_type_ + "): " + what);
-  }
-
-  uint32_t input_index(uint32_t i, const char* role, bool optional = false) const {
-    if (i >= node_.input_count || !node_.inputs || node_.inputs[i] == CO_UP_NO_TENSOR) {
-      if (optional) return CO_UP_NO_TENSOR;
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                std::string("input ") + std::to_string(i) + " (" + role + ") is missing");
-    }
-    return checked_tensor(node_.inputs[i], role);
-  }
-
-  uint32_t output_index() const {
-    if (node_.output_count != 1 || !node_.outputs) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                "expects exactly 1 output, got " + std::to_string(node_.output_count));
-    }
-    return checked_tensor(node_.outputs[0], "output");
-  }
-
-  const co_up_tensor_desc& tensor(uint32_t index) const { return element_at(graph_.tensors, index); }
-
-  std::string tensor_name(uint32_t index) const {
-    const co_up_tensor_desc& t = tensor(index);
-    return t.name ? t.name : std::string("#") + std::to_string(index);
-  }
-
-  std::vector<int64_t> dims(uint32_t index) const {
-    const co_up_tensor_desc& t = tensor(index);
-    return std::vector<int64_t>(t.dims, t.dims + t.rank);
-  }
-
-  // Weights and other parameters are packed at compile time, so they must come with data.
-  const float* constant_data(uint32_t index, const char* role) const {
-    const co_up_tensor_desc& t = tensor(index);
-    if (!t.data) {
-      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string(role) + " tensor '" + tensor_name(index) +
-                                              "' is not constant (cpu-reference packs it at "
-                                              "compile time; fold it into a constant)");
-    }
-    return static_cast<const float*>(t.data);
-  }
-
-  void expect_rank(uint32_t index, uint32_t rank, const char* role) const {
-    if (tensor(index).rank != rank) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                std::string(role) + " '" + tensor_name(index) + "' must be " +
-                    std::to_string(rank) + "-D, got " + dims_string(dims(index)));
-    }
-  }
-
-  void expect_dims(uint32_t index, const std::vector<int64_t>& expected, const char* role) const {
-    if (dims(index) != expected) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                std::string(role) + " '" + tensor_name(index) + "' has shape " +
-                    dims_string(dims(index)) + ", expected " + dims_string(expected) +
-                    " (fix shape inference in the graph)");
-    }
-  }
-
-  const co_up_attr& attr(const char* name, co_up_attr_type type) const {
-    for (uint32_t i = 0; i < node_.attr_count && node_.attrs; ++i) {
-      const co_up_attr& a = node_.attrs[i];
-      if (a.name && std::strcmp(a.name, name) == 0) {
-        if (a.type != type) {
-          fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                    std::string("attribute '") + name + "' has the wrong type " +
-                        std::to_string(a.type) + " (expected " + std::to_string(type) + ")");
-        }
-        return a;
-      }
-    }
-    fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-              std::string("attribute '") + name + "' is missing (the graph builder sets it)");
-  }
-
-  int64_t attr_int(const char* name) const { return attr(name, CO_UP_ATTR_INT).i; }
-  float attr_float(const char* name) const {
-    return static_cast<float>(attr(name, CO_UP_ATTR_FLOAT).f);
-  }
-  std::vector<int64_t> attr_ints(const char* name, size_t count) const {
-    const co_up_attr& a = attr(name, CO_UP_ATTR_INTS);
-    if ((count != 0 && a.count != count) || (a.count > 0 && !a.ints)) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string("attribute '") + name + "' has " +
-                                                   std::to_string(a.count) + " entries, expected " +
-                                                   std::to_string(count));
-    }
-    return std::vector<int64_t>(a.ints, a.ints + a.count);
-  }
-  Activation attr_activation() const {
-    const co_up_attr& a = attr("activation", CO_UP_ATTR_STRING);
-    bool ok = false;
-    const Activation act = parse_activation(a.s ? a.s : "", &ok);
-    if (!ok) {
-      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string("fused activation '") + (a.s ? a.s : "") +
-                                              "' is not implemented (none, relu, relu6)");
-    }
-    return act;
-  }
-
- private:
-  uint32_t checked_tensor(uint32_t index, const char* role) const {
-    if (index >= graph_.tensor_count) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string(role) + " refers to tensor " +
-                                                   std::to_string(index) + ", but the sub-graph has " +
-                                                   std::to_string(graph_.tensor_count));
-    }
-    const co_up_tensor_desc& t = tensor(index);
-    if (t.dtype != CO_UP_DTYPE_F32) {
-      fail_node(CO_UP_STATUS_UNSUPPORTED,
-                "dtype " + std::string(dtype_name(t.dtype)) + " not supported (f32 only) on " +
-                    role + " '" + tensor_name(index) + "'");
-    }
-    if (t.layout == CO_UP_LAYOUT_NHWC) {
-      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string("layout NHWC not supported (NCHW only) on ") +
-                                              role + " '" + tensor_name(index) + "'");
-    }
-    if (t.layout != CO_UP_LAYOUT_NCHW && t.layout != CO_UP_LAYOUT_ANY) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "unknown layout " + std::to_string(t.layout));
-    }
-    if (t.rank == 0 || !t.dims) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                std::string(role) + " '" + tensor_name(index) + "' has no dims");
-    }
-    for (uint32_t d = 0; d < t.rank; ++d) {
-      if (t.dims[d] < 1) {
-        fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string(role) + " '" + tensor_name(index) +
-                                                     "' has a non-positive dimension " +
-                                                     dims_string(dims(index)));
-      }
-    }
-    if (t.data && t.data_bytes != static_cast<uint64_t>(element_count(dims(index))) * 4) {
-      fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                std::string(role) + " '" + tensor_name(index) + "' holds " +
-                    std::to_string(t.data_bytes) + " bytes, its shape needs " +
-                    std::to_string(element_count(dims(index)) * 4));
-    }
-    return index;
-  }
-
-  const co_up_subgraph_desc& graph_;
-  const co_up_node_desc& node_;
-  uint32_t index_;
-  std::string name_;
-  std::string op_type_;
-};
-
-int64_t normalise_axis(const NodeReader& r, int64_t axis, size_t rank, bool allow_rank) {
-  const int64_t limit = static_cast<int64_t>(rank) + (allow_rank ? 1 : 0);
-  const int64_t a = axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
-  if (a < 0 || a >= limit) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "axis " + std::to_string(axis) +
-                                                   " is out of range for rank " +
-                                                   std::to_string(rank));
-  }
-  return a;
-}
-
-void split_around_axis(const std::vector<int64_t>& dims, int64_t axis, NodePlan& plan) {
-  plan.outer = 1;
-  plan.inner = 1;
-  for (int64_t d = 0; d < axis; ++d) plan.outer *= dims[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) plan.inner *= dims[d];
-  plan.axis_len = dims[static_cast<size_t>(axis)];
-}
-
-void decode_conv(const NodeReader& r, NodePlan& p) {
-  const uint32_t x = r.input_index(0, "X");
-  const uint32_t w = r.input_index(1, "W");
-  const uint32_t b = r.input_index(2, "B", true);
-  p.inputs = {x, w, b};
-  r.expect_rank(x, 4, "input X");
-  r.expect_rank(w, 4, "weights W");
-  r.constant_data(w, "weights W");
-  const auto xd = r.dims(x);
-  const auto wd = r.dims(w);
-  const auto strides = r.attr_ints("strides", 2);
-  const auto pads = r.attr_ints("pads", 4);
-  const auto dilations = r.attr_ints("dilations", 2);
-  Conv2dShape& s = p.conv;
-  s.batch = xd[0];
-  s.in_channels = xd[1];
-  s.in_height = xd[2];
-  s.in_width = xd[3];
-  s.out_channels = wd[0];
-  s.kernel_h = wd[2];
-  s.kernel_w = wd[3];
-  s.stride_h = strides[0];
-  s.stride_w = strides[1];
-  s.pad_top = pads[0];
-  s.pad_left = pads[1];
-  s.pad_bottom = pads[2];
-  s.pad_right = pads[3];
-  s.dilation_h = dilations[0];
-  s.dilation_w = dilations[1];
-  s.group = r.attr_int("group");
-  s.activation = r.attr_activation();
-  if (s.stride_h < 1 || s.stride_w < 1 || s.dilation_h < 1 || s.dilation_w < 1) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "strides and dilations must be >= 1");
-  }
-  for (int64_t pad : pads) {
-    if (pad < 0) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "pads must be >= 0");
-  }
-  if (s.group < 1 || s.in_channels % s.group != 0 || s.out_channels % s.group != 0) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                "group " + std::to_string(s.group) + " must divide C=" + std::to_string(s.in_channels) +
-                    " and M=" + std::to_string(s.out_channels));
-  }
-  if (wd[1] != s.in_channels / s.group) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "weights " + dims_string(wd) + " need dim 1 = C/group = " +
-                                                   std::to_string(s.in_channels / s.group));
-  }
-  if (b != CO_UP_NO_TENSOR) {
-    r.expect_dims(b, {s.out_channels}, "bias B");
-    r.constant_data(b, "bias B");
-  }
-  const int64_t oh = s.out_height();
-  const int64_t ow = s.out_width();
-  if (oh < 1 || ow < 1) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "kernel window is larger than the padded input " +
-                                                   dims_string(xd));
-  }
-  p.in_dims = xd;
-  p.out_dims = {s.batch, s.out_channels, oh, ow};
-}
-
-void decode_fully_connected(const NodeReader& r, NodePlan& p) {
-  const uint32_t x = r.input_index(0, "X");
-  const uint32_t w = r.input_index(1, "W");
-  const uint32_t b = r.input_index(2, "B", true);
-  p.inputs = {x, w, b};
-  const auto xd = r.dims(x);
-  if (xd.size() < 2) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "input X must be at least 2-D");
-  r.expect_rank(w, 2, "weights W");
-  r.constant_data(w, "weights W");
-  const auto wd = r.dims(w);
-  p.fc_in = element_count(xd) / xd[0];
-  p.fc_out = wd[0];
-  if (wd[1] != p.fc_in) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "weights " + dims_string(wd) + " need K = " +
-                                                   std::to_string(p.fc_in) + " (input " +
-                                                   dims_string(xd) + " flattened)");
-  }
-  if (b != CO_UP_NO_TENSOR) {
-    r.expect_dims(b, {p.fc_out}, "bias B");
-    r.constant_data(b, "bias B");
-  }
-  p.activation = r.attr_activation();
-  p.in_dims = xd;
-  p.out_dims = {xd[0], p.fc_out};
-}
-
-void decode_pool(const NodeReader& r, NodePlan& p, bool average) {
-  const uint32_t x = r.input_index(0, "X");
-  p.inputs = {x};
-  r.expect_rank(x, 4, "input X");
-  const auto xd = r.dims(x);
-  const auto kernel = r.attr_ints("kernel_shape", 2);
-  const auto strides = r.attr_ints("strides", 2);
-  const auto pads = r.attr_ints("pads", 4);
-  Pool2dShape& s = p.pool;
-  s.batch = xd[0];
-  s.channels = xd[1];
-  s.in_height = xd[2];
-  s.in_width = xd[3];
-  s.kernel_h = kernel[0];
-  s.kernel_w = kernel[1];
-  s.stride_h = strides[0];
-  s.stride_w = strides[1];
-  s.pad_top = pads[0];
-  s.pad_left = pads[1];
-  s.pad_bottom = pads[2];
-  s.pad_right = pads[3];
-  s.ceil_mode = r.attr_int("ceil_mode") != 0;
-  s.count_include_pad = average && r.attr_int("count_include_pad") != 0;
-  if (s.kernel_h < 1 || s.kernel_w < 1 || s.stride_h < 1 || s.stride_w < 1) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "kernel_shape and strides must be >= 1");
-  }
-  // Pads below the kernel size keep every window touching the input (no empty windows).
-  if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0 || pads[0] >= s.kernel_h ||
-      pads[2] >= s.kernel_h || pads[1] >= s.kernel_w || pads[3] >= s.kernel_w) {
-    r.fail_node(CO_UP_STATUS_UNSUPPORTED, "pads must be >= 0 and smaller than the kernel");
-  }
-  if (s.out_height() < 1 || s.out_width() < 1) {
-    r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "kernel window is larger than the padded input " +
-                                                   dims_string(xd));
-  }
-  p.in_dims = xd;
-  p.out_dims = {s.batch, s.channels, s.out_height(), s.out_width()};
-}
-
-NodePlan decode_node(const co_up_subgraph_desc& graph, uint32_t index) {
-  const NodeReader r(graph, index);
-  NodePlan p;
-  const auto op = op_from_name(r.op_type());
-  if (!op) {
-    r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() +
-                                              "' is not implemented by cpu-reference (map this "
-                                              "layer to another backend)");
-  }
-  p.op = *op;
-  p.output = r.output_index();
-  auto unary = [&] {
-    const uint32_t x = r.input_index(0, "X");
-    p.inputs = {x};
-    p.in_dims = r.dims(x);
-    p.out_dims = p.in_dims;
-  };
-  switch (p.op) {
-    case Op::kConv:
-      decode_conv(r, p);
-      break;
-    case Op::kFullyConnected:
-      decode_fully_connected(r, p);
-      break;
-    case Op::kMaxPool:
-    case Op::kAveragePool:
-      decode_pool(r, p, p.op == Op::kAveragePool);
-      break;
-    case Op::kGlobalAveragePool:
-    case Op::kGlobalMaxPool:
-      unary();
-      r.expect_rank(p.inputs[0], 4, "input X");
-      p.out_dims = {p.in_dims[0], p.in_dims[1], 1, 1};
-      break;
-    case Op::kRelu:
-    case Op::kSigmoid:
-    case Op::kHardSwish:
-    case Op::kIdentity:
-      unary();
-      break;
-    case Op::kClip:
-      unary();
-      p.value0 = r.attr_float("min");
-      p.value1 = r.attr_float("max");
-      if (!(p.value0 <= p.value1)) {
-        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "min must be <= max");
-      }
-      break;
-    case Op::kLrn:
-      unary();
-      r.expect_rank(p.inputs[0], 4, "input X");
-      p.size = r.attr_int("size");
-      p.value0 = r.attr_float("alpha");
-      p.value1 = r.attr_float("beta");
-      p.value2 = r.attr_float("bias");
-      if (p.size < 1) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "size must be >= 1");
-      break;
-    case Op::kBatchNormalization: {
-      unary();
-      if (p.in_dims.size() < 2) {
-        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "input X must be at least 2-D (N, C, ...)");
-      }
-      const char* roles[] = {"scale", "bias", "mean", "var"};
-      for (uint32_t i = 0; i < 4; ++i) {
-        const uint32_t t = r.input_index(i + 1, roles[i]);
-        r.expect_dims(t, {p.in_dims[1]}, roles[i]);
-        r.constant_data(t, roles[i]);
-        p.inputs.push_back(t);
-      }
-      p.value0 = r.attr_float("epsilon");
-      break;
-    }
-    case Op::kConcat: {
-      if (r.node().input_count < 1) r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "needs inputs");
-      for (uint32_t i = 0; i < r.node().input_count; ++i) p.inputs.push_back(r.input_index(i, "X"));
-      p.in_dims = r.dims(p.inputs[0]);
-      const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
-      p.out_dims = p.in_dims;
-      p.out_dims[static_cast<size_t>(axis)] = 0;
-      for (uint32_t t : p.inputs) {
-        auto d = r.dims(t);
-        bool compatible = d.size() == p.in_dims.size();
-        for (size_t k = 0; compatible && k < d.size(); ++k) {
-          compatible = k == static_cast<size_t>(axis) || d[k] == p.in_dims[k];
-        }
-        if (!compatible) {
-          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                      "input '" + r.tensor_name(t) + "' " + dims_string(d) +
-                          " differs from the first input " + dims_string(p.in_dims) +
-                          " outside axis " + std::to_string(axis));
-        }
-        p.concat_axis.push_back(d[static_cast<size_t>(axis)]);
-        p.out_dims[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
-      }
-      split_around_axis(p.out_dims, axis, p);
-      break;
-    }
-    case Op::kAdd: {
-      unary();
-      const uint32_t b = r.input_index(1, "B");
-      r.expect_dims(b, p.in_dims, "input B");
-      p.inputs.push_back(b);
-      p.activation = r.attr_activation();
-      break;
-    }
-    case Op::kSoftmax: {
-      unary();
-      const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
-      split_around_axis(p.in_dims, axis, p);
-      break;
-    }
-    case Op::kFlatten: {
-      unary();
-      const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), true);
-      int64_t outer = 1;
-      for (int64_t d = 0; d < axis; ++d) outer *= p.in_dims[static_cast<size_t>(d)];
-      p.out_dims = {outer, element_count(p.in_dims) / outer};
-      break;
-    }
-    case Op::kReshape: {
-      unary();
-      p.out_dims = r.attr_ints("shape", 0);
-      if (p.out_dims.empty() || element_count(p.out_dims) != element_count(p.in_dims)) {
-        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "shape " + dims_string(p.out_dims) +
-                                                       " does not hold the input's " +
-                                                       std::to_string(element_count(p.in_dims)) +
-                                                       " elements");
-      }
-      for (int64_t d : p.out_dims) {
-        if (d < 1) {
-          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT,
-                      "shape " + dims_string(p.out_dims) + " must be resolved (no -1 or 0)");
-        }
-      }
-      break;
-    }
-  }
-  r.expect_dims(p.output, p.out_dims, "output");
-  return p;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Device options
-
-std::vector<int> parse_cores(std::string_view text) {
-  std::vector<int> cores;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string_view item = text.substr(pos, comma - pos);
-    if (item.empty() || item.size() > 6 ||
-        item.find_first_not_of("0123456789") != std::string_view::npos) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "option cores='" + std::string(text) +
-               "' is not a comma-separated list of CPU ids (e.g. cores=0,1)");
-    }
-    const int core = std::stoi(std::string(item));
-    for (int c : cores) {
-      if (c == core) {
-        fail(CO_UP_STATUS_INVALID_ARGUMENT, "option cores='" + std::string(text) +
-                                                "' lists CPU " + std::to_string(core) + " twice");
-      }
-    }
-    cores.push_back(core);
-    pos = comma + 1;
-  }
-  return cores;
-}
+// What cpu-reference's statuses and decoding messages say about it.
+constexpr backends::StatusOrigin kStatusOrigin = {
+    kBackendName,
+    {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
+     "cpu-reference: out of memory (free memory or use smaller sub-graphs)"},
+    "out of memory (free memory or split the sub-graph)"};
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it"};
 
 }  // namespace
 }  // namespace co_up::reference
@@ -673,7 +48,7 @@ std::vector<int> parse_cores(std::string_view text) {
 // ---------------------------------------------------------------------------------------------
 // The opaque ABI handles.
 
-using co_up::reference::NodePlan;
+using co_up::backends::NodePlan;
 using co_up::reference::ThreadPool;
 
 struct co_up_factory {};
@@ -853,75 +228,11 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   auto c = std::make_unique<co_up_compiled>();
   c->device = device;
   const uint32_t tensor_count = graph.tensor_count;
-  auto tensor_name = [&](uint32_t t) {
-    const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    return d.name ? std::string(d.name) : std::string("#") + std::to_string(t);
-  };
-  auto check_io = [&](uint32_t t, const char* what) {
-    if (t >= tensor_count) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " refers to tensor " +
-                                              std::to_string(t) + " of " +
-                                              std::to_string(tensor_count));
-    }
-    const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    if (d.dtype != CO_UP_DTYPE_F32) {
-      fail(CO_UP_STATUS_UNSUPPORTED, std::string(what) + " '" + tensor_name(t) + "': dtype " +
-                                         std::string(dtype_name(d.dtype)) +
-                                         " not supported (f32 only)");
-    }
-    if (d.rank == 0 || !d.dims) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " '" + tensor_name(t) + "' has no dims");
-    }
-  };
-
-  // Which tensors exist when: constants always, inputs before the first node, others once made.
-  std::vector<bool> available(tensor_count, false);
-  std::vector<bool> is_input(tensor_count, false);
-  for (uint32_t t = 0; t < tensor_count; ++t) available[t] = element_at(graph.tensors, t).data != nullptr;
-  for (uint32_t i = 0; i < graph.input_count; ++i) {
-    const uint32_t t = graph.inputs[i];
-    check_io(t, "sub-graph input");
-    if (available[t] && !is_input[t]) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input '" + tensor_name(t) +
-                                              "' is a constant (constants are passed as data)");
-    }
-    available[t] = true;
-    is_input[t] = true;
-    c->inputs.push_back(t);
-  }
-
-  std::vector<NodePlan> plans;
-  plans.reserve(graph.node_count);
-  for (uint32_t n = 0; n < graph.node_count; ++n) {
-    NodePlan plan = decode_node(graph, n);
-    const co_up_node_desc& node = element_at(graph.nodes, n);
-    const std::string where = "node '" + std::string(node.name ? node.name : "?") + "' (" +
-                              std::string(node.op_type ? node.op_type : "?") + ")";
-    for (uint32_t t : plan.inputs) {
-      if (t != CO_UP_NO_TENSOR && !available[t]) {
-        fail(CO_UP_STATUS_INVALID_ARGUMENT,
-             where + " reads tensor '" + tensor_name(t) +
-                 "' which is not constant, not a sub-graph input and not made by an earlier node "
-                 "(list nodes in topological order)");
-      }
-    }
-    if (available[plan.output]) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, where + " writes tensor '" + tensor_name(plan.output) +
-                                              "' which is already defined (constant, input or "
-                                              "written twice)");
-    }
-    available[plan.output] = true;
-    plans.push_back(std::move(plan));
-  }
-  for (uint32_t i = 0; i < graph.output_count; ++i) {
-    const uint32_t t = graph.outputs[i];
-    check_io(t, "sub-graph output");
-    if (!available[t]) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph output '" + tensor_name(t) +
-                                              "' is never written by a node of this sub-graph");
-    }
-    c->outputs.push_back(t);
-  }
+  const backends::SubgraphPlan subgraph = backends::plan_subgraph(kDecodeRules, graph);
+  const std::vector<NodePlan>& plans = subgraph.nodes;
+  const std::vector<bool>& is_input = subgraph.is_input;
+  c->inputs = subgraph.inputs;
+  c->outputs = subgraph.outputs;
 
   // Tensors the steps reach through the pointer table; weights they pack are not among them.
   std::vector<bool> needed(tensor_count, false);
@@ -967,12 +278,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
 }
 
 void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
-  const bool has_begin = hooks && hooks->struct_size >= offsetof(co_up_run_hooks, layer_begin) +
-                                                          sizeof(hooks->layer_begin) &&
-                         hooks->layer_begin;
-  const bool has_end = hooks && hooks->struct_size >= offsetof(co_up_run_hooks, layer_end) +
-                                                        sizeof(hooks->layer_end) &&
-                       hooks->layer_end;
+  const backends::LayerHooks layer_hooks(hooks);
   // Bindings last for one run; clear them even when a step throws.
   struct ClearBindings {
     co_up_compiled& c;
@@ -995,25 +301,19 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   }
   ThreadPool* pool = c.device->pool.get();
   for (size_t s = 0; s < c.steps.size(); ++s) {
-    const uint32_t layer = c.steps[s].layer;
-    const bool starts = s == 0 || c.steps[s - 1].layer != layer;
-    const bool ends = s + 1 == c.steps.size() || c.steps[s + 1].layer != layer;
-    if (starts && has_begin) hooks->layer_begin(hooks->user_data, layer);
+    if (backends::starts_layer(c.steps, s)) layer_hooks.begin(c.steps[s].layer);
     c.steps[s].run(c.run_tensors, pool, c.scratch.data());
-    if (ends && has_end) hooks->layer_end(hooks->user_data, layer);
+    if (backends::ends_layer(c.steps, s)) layer_hooks.end(c.steps[s].layer);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // ABI functions
 
-void status_release(co_up_status* status) {
-  if (!status || status == &kOutOfMemoryStatus) return;
-  delete static_cast<OwnedStatus*>(status);
-}
+void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
 
 co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return guarded("factory_create", [&] {
+  return backends::guarded(kStatusOrigin, "factory_create", [&] {
     if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
     *out_factory = std::make_unique<co_up_factory>().release();
   });
@@ -1023,56 +323,28 @@ void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{fa
 
 co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
                             uint32_t option_count, co_up_device** out_device) {
-  return guarded("device_create", [&] {
+  return backends::guarded(kStatusOrigin, "device_create", [&] {
     if (!factory || !out_device) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
     }
     *out_device = nullptr;
     auto device = std::make_unique<co_up_device>();
-    std::optional<int> threads;
-    bool pin = true;
-    for (uint32_t i = 0; i < option_count; ++i) {
-      if (!options || !options[i].key || !options[i].value) {
-        fail(CO_UP_STATUS_INVALID_ARGUMENT, "device option " + std::to_string(i) +
-                                                " has a NULL key or value");
-      }
-      const std::string_view key = options[i].key;
-      const std::string_view value = options[i].value;
-      if (key == "processor") {
-        if (value.size() != 1 || !((value[0] >= 'A' && value[0] <= 'Z') ||
-                                   (value[0] >= 'a' && value[0] <= 'z'))) {
-          fail(CO_UP_STATUS_INVALID_ARGUMENT,
-               "option processor='" + std::string(value) + "' must be one letter (e.g. B)");
-        }
-        device->processor = value[0];
-      } else if (key == "cores") {
-        device->cores = parse_cores(value);
-      } else if (key == "threads") {
-        if (value.empty() || value.size() > 4 ||
-            value.find_first_not_of("0123456789") != std::string_view::npos ||
-            std::stoi(std::string(value)) < 1) {
-          fail(CO_UP_STATUS_INVALID_ARGUMENT,
-               "option threads='" + std::string(value) + "' must be an integer >= 1");
-        }
-        threads = std::stoi(std::string(value));
-      } else if (key == "pin") {
-        if (value != "on" && value != "off") {
-          fail(CO_UP_STATUS_INVALID_ARGUMENT,
-               "option pin='" + std::string(value) + "' must be 'on' or 'off'");
-        }
-        pin = value == "on";
-      }
-    }
+    backends::CpuDeviceOptions parsed;
+    backends::for_each_option(options, option_count, [&](std::string_view key, std::string_view value) {
+      backends::parse_cpu_device_option(key, value, parsed);
+    });
+    device->processor = parsed.processor;
+    device->cores = parsed.cores;
+    const int threads = parsed.thread_count();
     const int core_count = static_cast<int>(device->cores.size());
-    if (!threads) threads = core_count > 0 ? core_count : 1;
-    if (core_count > 0 && *threads > core_count) {
+    if (core_count > 0 && threads > core_count) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "option threads=" + std::to_string(*threads) + " exceeds the " +
+           "option threads=" + std::to_string(threads) + " exceeds the " +
                std::to_string(core_count) + " CPU(s) in cores (use threads <= number of cores)");
     }
     try {
       device->pool = std::make_unique<ThreadPool>(
-          *threads, pin ? std::span<const int>(device->cores) : std::span<const int>());
+          threads, parsed.pin ? std::span<const int>(device->cores) : std::span<const int>());
     } catch (const std::runtime_error& e) {
       fail(CO_UP_STATUS_RUNTIME_ERROR, std::string("processor ") + device->processor + ": " + e.what());
     }
@@ -1084,39 +356,22 @@ void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device
 
 co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
                                 uint32_t node_index, co_up_node_support* out_support) {
-  return guarded("device_query_node", [&] {
+  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
     if (!device || !out_support) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
     }
-    if (out_support->struct_size < sizeof(co_up_node_support)) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "co_up_node_support.struct_size is smaller than ABI 1.0's (set it before the call)");
-    }
-    check_graph(graph);
-    if (node_index >= graph->node_count) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "node index " + std::to_string(node_index) +
-                                              " is out of range (" +
-                                              std::to_string(graph->node_count) + " nodes)");
-    }
-    std::string reason;
-    try {
-      decode_node(*graph, node_index);
-    } catch (const PluginError& e) {
-      reason = e.what();
-    }
-    out_support->supported = reason.empty() ? 1 : 0;
-    std::snprintf(out_support->reason, sizeof(out_support->reason), "%s", reason.c_str());
+    backends::answer_node_query(kDecodeRules, graph, node_index, out_support);
   });
 }
 
 co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
                               co_up_compiled** out_compiled) {
-  return guarded("compiled_create", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
     if (!device || !out_compiled) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
     }
     *out_compiled = nullptr;
-    check_graph(graph);
+    backends::check_graph(graph);
     *out_compiled = compile(device, *graph).release();
   });
 }
@@ -1125,7 +380,7 @@ void compiled_release(co_up_compiled* compiled) { std::unique_ptr<co_up_compiled
 
 co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
                            void** out_host_ptr) {
-  return guarded("compiled_map", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
     if (!compiled || !out_host_ptr) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: compiled or out_host_ptr is NULL");
     }
@@ -1141,7 +396,7 @@ co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t
 }
 
 co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return guarded("compiled_unmap", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] {
     if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_unmap: compiled is NULL");
     const auto& list = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
     if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
@@ -1152,7 +407,7 @@ co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32
 }
 
 co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, const void* host_ptr) {
-  return guarded("compiled_bind_input", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
     if (!compiled || !host_ptr) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: compiled or host_ptr is NULL");
     }
@@ -1170,7 +425,7 @@ co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, cons
 }
 
 co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return guarded("compiled_run", [&] {
+  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
     if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
     run(*compiled, hooks);
   });

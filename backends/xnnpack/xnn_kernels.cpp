@@ -116,7 +116,7 @@ void global_max_pool_nhwc(const float* x, float* y, int64_t batch, int64_t plane
 namespace {
 
 template <typename Window>
-void pool2d_nhwc(const reference::Pool2dShape& s, float* y, const CpuPool& pool, Window window) {
+void pool2d_nhwc(const backends::Pool2dShape& s, float* y, const CpuPool& pool, Window window) {
   const int64_t out_h = s.out_height();
   const int64_t out_w = s.out_width();
   // One output pixel (all channels) per item.
@@ -134,7 +134,7 @@ void pool2d_nhwc(const reference::Pool2dShape& s, float* y, const CpuPool& pool,
 
 }  // namespace
 
-void max_pool2d_nhwc(const reference::Pool2dShape& s, const float* x, float* y,
+void max_pool2d_nhwc(const backends::Pool2dShape& s, const float* x, float* y,
                      const CpuPool& pool) {
   const int64_t c_count = s.channels;
   pool2d_nhwc(s, y, pool, [&](int64_t n, int64_t h0, int64_t w0, float* dst) {
@@ -148,7 +148,7 @@ void max_pool2d_nhwc(const reference::Pool2dShape& s, const float* x, float* y,
   });
 }
 
-void average_pool2d_nhwc(const reference::Pool2dShape& s, const float* x, float* y,
+void average_pool2d_nhwc(const backends::Pool2dShape& s, const float* x, float* y,
                          const CpuPool& pool) {
   const int64_t c_count = s.channels;
   pool2d_nhwc(s, y, pool, [&](int64_t n, int64_t h0, int64_t w0, float* dst) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "op_shapes.h"
 #include "ref_kernels.h"
 #include "xnn_thread_pool.h"
 
@@ -33,9 +34,9 @@ void global_max_pool_nhwc(const float* x, float* y, int64_t batch, int64_t plane
 
 // Max / average pooling with cpu-reference's semantics (ceil mode, count_include_pad, padding
 // never wins a max), for the cases XNNPACK's operators do not cover.
-void max_pool2d_nhwc(const reference::Pool2dShape& shape, const float* x, float* y,
+void max_pool2d_nhwc(const backends::Pool2dShape& shape, const float* x, float* y,
                      const CpuPool& pool);
-void average_pool2d_nhwc(const reference::Pool2dShape& shape, const float* x, float* y,
+void average_pool2d_nhwc(const backends::Pool2dShape& shape, const float* x, float* y,
                          const CpuPool& pool);
 
 // Softmax over the middle axis of x[outer, axis, inner] (cpu-reference's kernel, split over outer

@@ -1,84 +1,17 @@
-// Node decoding for the opencl backend (see ocl_decode.h). Mirrors backends/reference's rules.
-#include "ocl_decode.h"
+// Node decoding (see node_decode.h).
+#include "node_decode.h"
 
+#include <cstdio>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
-namespace co_up::opencl {
+#include "plugin_status.h"
+#include "subgraph_desc.h"
 
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int64_t pooled_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
-                    int64_t stride, bool ceil_mode) {
-  const int64_t span = in + pad_begin + pad_end - kernel;
-  if (span < 0) return 0;
-  int64_t out = (ceil_mode ? ceil_div(span, stride) : span / stride) + 1;
-  // The last window must start inside the input or the leading padding.
-  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
-  return out;
-}
-
-}  // namespace
-
-int64_t Pool2dShape::out_height() const {
-  return pooled_size(in_height, pad_top, pad_bottom, kernel_h, stride_h, ceil_mode);
-}
-
-int64_t Pool2dShape::out_width() const {
-  return pooled_size(in_width, pad_left, pad_right, kernel_w, stride_w, ceil_mode);
-}
-void check_graph(const co_up_subgraph_desc* graph) {
-  if (!graph) fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph description is NULL");
-  if (graph->struct_size < sizeof(co_up_subgraph_desc)) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         "co_up_subgraph_desc.struct_size " + std::to_string(graph->struct_size) +
-             " is smaller than ABI 1.0's " + std::to_string(sizeof(co_up_subgraph_desc)) +
-             " (rebuild the host against plugin_abi.h)");
-  }
-  if (graph->tensor_count > 0 &&
-      (!graph->tensors || graph->tensors[0].struct_size < sizeof(co_up_tensor_desc))) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         "co_up_tensor_desc array is NULL or its struct_size is smaller than ABI 1.0's");
-  }
-  if (graph->node_count > 0 &&
-      (!graph->nodes || graph->nodes[0].struct_size < sizeof(co_up_node_desc))) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         "co_up_node_desc array is NULL or its struct_size is smaller than ABI 1.0's");
-  }
-  if ((graph->input_count > 0 && !graph->inputs) || (graph->output_count > 0 && !graph->outputs)) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input or output index array is NULL");
-  }
-}
-
-std::string_view dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case CO_UP_DTYPE_F32: return "f32";
-    case CO_UP_DTYPE_F16: return "f16";
-    case CO_UP_DTYPE_I8: return "int8";
-    case CO_UP_DTYPE_U8: return "uint8";
-    case CO_UP_DTYPE_I32: return "int32";
-    case CO_UP_DTYPE_I64: return "int64";
-    default: return "unknown";
-  }
-}
-
-std::string dims_string(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(dims[i]);
-  }
-  return s + "]";
-}
-
-int64_t element_count(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
+namespace co_up::backends {
 
 namespace {
 
@@ -109,8 +42,8 @@ std::optional<Op> op_from_name(std::string_view name) {
 // Reads one node with messages that name it: "node 'conv1' (Conv): ...".
 class NodeReader {
  public:
-  NodeReader(const co_up_subgraph_desc& graph, uint32_t index)
-      : graph_(graph), node_(element_at(graph.nodes, index)), index_(index) {
+  NodeReader(const DecodeRules& rules, const co_up_subgraph_desc& graph, uint32_t index)
+      : rules_(rules), graph_(graph), node_(element_at(graph.nodes, index)) {
     name_ = node_.name ? node_.name : std::string("#") + std::to_string(index);
     op_type_ = node_.op_type ? node_.op_type : "";
   }
@@ -141,10 +74,7 @@ class NodeReader {
 
   const co_up_tensor_desc& tensor(uint32_t index) const { return element_at(graph_.tensors, index); }
 
-  std::string tensor_name(uint32_t index) const {
-    const co_up_tensor_desc& t = tensor(index);
-    return t.name ? t.name : std::string("#") + std::to_string(index);
-  }
+  std::string tensor_name(uint32_t index) const { return backends::tensor_name(graph_, index); }
 
   std::vector<int64_t> dims(uint32_t index) const {
     const co_up_tensor_desc& t = tensor(index);
@@ -156,8 +86,9 @@ class NodeReader {
     const co_up_tensor_desc& t = tensor(index);
     if (!t.data) {
       fail_node(CO_UP_STATUS_UNSUPPORTED, std::string(role) + " tensor '" + tensor_name(index) +
-                                              "' is not constant (opencl uploads it at "
-                                              "compile time; fold it into a constant)");
+                                              "' is not constant (" + rules_.backend_name + " " +
+                                              rules_.constant_use +
+                                              " at compile time; fold it into a constant)");
     }
     return static_cast<const float*>(t.data);
   }
@@ -259,9 +190,9 @@ class NodeReader {
     return index;
   }
 
+  const DecodeRules& rules_;
   const co_up_subgraph_desc& graph_;
   const co_up_node_desc& node_;
-  uint32_t index_;
   std::string name_;
   std::string op_type_;
 };
@@ -412,14 +343,14 @@ void decode_pool(const NodeReader& r, NodePlan& p, bool average) {
 
 }  // namespace
 
-NodePlan decode_node(const co_up_subgraph_desc& graph, uint32_t index) {
-  const NodeReader r(graph, index);
+NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph, uint32_t index) {
+  const NodeReader r(rules, graph, index);
   NodePlan p;
   const auto op = op_from_name(r.op_type());
   if (!op) {
     r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() +
-                                              "' is not implemented by opencl (map this "
-                                              "layer to another backend)");
+                                              "' is not implemented by " + rules.backend_name +
+                                              " (map this layer to another backend)");
   }
   p.op = *op;
   p.output = r.output_index();
@@ -553,4 +484,26 @@ NodePlan decode_node(const co_up_subgraph_desc& graph, uint32_t index) {
   return p;
 }
 
-}  // namespace co_up::opencl
+void answer_node_query(const DecodeRules& rules, const co_up_subgraph_desc* graph,
+                       uint32_t node_index, co_up_node_support* out_support) {
+  if (out_support->struct_size < sizeof(co_up_node_support)) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_node_support.struct_size is smaller than ABI 1.0's (set it before the call)");
+  }
+  check_graph(graph);
+  if (node_index >= graph->node_count) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT, "node index " + std::to_string(node_index) +
+                                            " is out of range (" +
+                                            std::to_string(graph->node_count) + " nodes)");
+  }
+  std::string reason;
+  try {
+    decode_node(rules, *graph, node_index);
+  } catch (const PluginError& e) {
+    reason = e.what();
+  }
+  out_support->supported = reason.empty() ? 1 : 0;
+  std::snprintf(out_support->reason, sizeof(out_support->reason), "%s", reason.c_str());
+}
+
+}  // namespace co_up::backends

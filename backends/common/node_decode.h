@@ -1,0 +1,66 @@
+// Decoding and validation of one node of a sub-graph description: the ABI's co_up_node_desc, its
+// co_up_attr list and the tensors it names become a NodePlan (op, tensor indices, shapes, typed
+// attributes), or a PluginError whose message names the node and what is wrong:
+// "node 'conv1' (Conv): attribute 'pads' has 2 entries, expected 4".
+//
+// Every backend decodes with these rules, so they accept the same graphs with the same messages;
+// DecodeRules carries what legitimately differs between them. Today all backends take f32
+// tensors in NCHW (or layout-free) form at the ABI, whatever they use inside.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "co_up/plugin_abi.h"
+#include "op_shapes.h"
+
+namespace co_up::backends {
+
+enum class Op {
+  kConv, kFullyConnected, kMaxPool, kAveragePool, kGlobalAveragePool, kGlobalMaxPool, kRelu,
+  kClip, kSigmoid, kHardSwish, kLrn, kBatchNormalization, kConcat, kAdd, kSoftmax, kFlatten,
+  kReshape, kIdentity
+};
+
+// Everything decoded and validated from one node; the compile step only packs and wires.
+struct NodePlan {
+  Op op = Op::kIdentity;
+  std::vector<uint32_t> inputs;  // tensor indices, CO_UP_NO_TENSOR for absent optional inputs
+  uint32_t output = 0;
+  std::vector<int64_t> in_dims;  // dims of input 0
+  std::vector<int64_t> out_dims;
+  Conv2dShape conv;
+  Pool2dShape pool;
+  Activation activation = Activation::kNone;
+  int64_t fc_in = 0;   // FullyConnected K
+  int64_t fc_out = 0;  // FullyConnected M
+  float value0 = 0.0f;  // Clip min, LRN alpha, BN epsilon
+  float value1 = 0.0f;  // Clip max, LRN beta
+  float value2 = 0.0f;  // LRN bias
+  int64_t size = 0;     // LRN size
+  int64_t outer = 1;    // Concat / Softmax split of the shape around the axis
+  int64_t axis_len = 1;
+  int64_t inner = 1;
+  std::vector<int64_t> concat_axis;  // per input
+};
+
+// What a backend's decoding messages say about it.
+struct DecodeRules {
+  const char* backend_name;  // "op 'Gemm' is not implemented by <backend_name> (...)"
+  // What the backend does with constant weights at compile time, so a non-constant one cannot
+  // work: "weights W tensor 'w' is not constant (<backend_name> <constant_use> at compile
+  // time; ...)", e.g. "packs it", "uploads it".
+  const char* constant_use;
+};
+
+// Throws PluginError (UNSUPPORTED or INVALID_ARGUMENT) naming the node. `graph` has passed
+// check_graph and `index` < graph.node_count.
+NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph, uint32_t index);
+
+// The body of every backend's device_query_node once its own handle is checked: validates the
+// call (throws INVALID_ARGUMENT) and answers whether decode_node accepts the node, with its
+// message as the reason when not. `out_support` is not NULL.
+void answer_node_query(const DecodeRules& rules, const co_up_subgraph_desc* graph,
+                       uint32_t node_index, co_up_node_support* out_support);
+
+}  // namespace co_up::backends

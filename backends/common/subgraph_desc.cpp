@@ -1,0 +1,66 @@
+#include "subgraph_desc.h"
+
+#include "plugin_status.h"
+
+namespace co_up::backends {
+
+void check_graph(const co_up_subgraph_desc* graph) {
+  if (!graph) fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph description is NULL");
+  if (graph->struct_size < sizeof(co_up_subgraph_desc)) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_subgraph_desc.struct_size " + std::to_string(graph->struct_size) +
+             " is smaller than ABI 1.0's " + std::to_string(sizeof(co_up_subgraph_desc)) +
+             " (rebuild the host against plugin_abi.h)");
+  }
+  if (graph->tensor_count > 0 &&
+      (!graph->tensors || graph->tensors[0].struct_size < sizeof(co_up_tensor_desc))) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_tensor_desc array is NULL or its struct_size is smaller than ABI 1.0's");
+  }
+  if (graph->node_count > 0 &&
+      (!graph->nodes || graph->nodes[0].struct_size < sizeof(co_up_node_desc))) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "co_up_node_desc array is NULL or its struct_size is smaller than ABI 1.0's");
+  }
+  if ((graph->input_count > 0 && !graph->inputs) || (graph->output_count > 0 && !graph->outputs)) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input or output index array is NULL");
+  }
+}
+
+std::string tensor_name(const co_up_subgraph_desc& graph, uint32_t index) {
+  const co_up_tensor_desc& t = element_at(graph.tensors, index);
+  if (t.name) return t.name;
+  // Appended rather than "#" + to_string(): GCC 12 warns (-Wrestrict) on the latter, wrongly.
+  std::string name = "#";
+  name += std::to_string(index);
+  return name;
+}
+
+std::string_view dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case CO_UP_DTYPE_F32: return "f32";
+    case CO_UP_DTYPE_F16: return "f16";
+    case CO_UP_DTYPE_I8: return "int8";
+    case CO_UP_DTYPE_U8: return "uint8";
+    case CO_UP_DTYPE_I32: return "int32";
+    case CO_UP_DTYPE_I64: return "int64";
+    default: return "unknown";
+  }
+}
+
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+int64_t element_count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+}  // namespace co_up::backends
