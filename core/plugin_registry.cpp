@@ -22,6 +22,14 @@ const char* outcome_name(PluginRecord::Outcome outcome) {
 
 namespace {
 
+#ifdef CO_UP_KEEP_PLUGINS_MAPPED
+// Sanitizer builds keep plugins mapped after dlclose, so that LeakSanitizer can still name the
+// library behind a one-time allocation (XNNPACK, PoCL, ...) and its suppressions can match it.
+constexpr int kDlopenExtraFlags = RTLD_NODELETE;
+#else
+constexpr int kDlopenExtraFlags = 0;
+#endif
+
 struct DlCloser {
   void operator()(void* handle) const { dlclose(handle); }
 };
@@ -35,7 +43,7 @@ std::string abi_string(uint32_t major, uint32_t minor) {
 std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, PluginRecord& record) {
   record.path = path;
   dlerror();
-  DlHandle handle(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
+  DlHandle handle(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDlopenExtraFlags));
   if (!handle) {
     const char* err = dlerror();
     record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
