@@ -6,13 +6,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "co_up/plugin_abi.h"
+#include "tests/backends/abi_test_support.h"
 #include "tests/backends/reference_naive.h"
 
 namespace {
@@ -63,99 +63,7 @@ class PluginTest : public ::testing::Test {
   std::string last_message_;
 };
 
-// Builds a co_up_subgraph_desc whose pointers stay valid as long as the builder.
-class GraphBuilder {
- public:
-  uint32_t tensor(const char* name, std::vector<int64_t> dims, const std::vector<float>* data = nullptr,
-                  int32_t layout = CO_UP_LAYOUT_NCHW) {
-    dims_.push_back(std::move(dims));
-    co_up_tensor_desc t{};
-    t.struct_size = sizeof(t);
-    t.name = name;
-    t.dtype = CO_UP_DTYPE_F32;
-    t.layout = layout;
-    t.rank = uint32_t(dims_.back().size());
-    t.dims = dims_.back().data();
-    if (data) {
-      t.data = data->data();
-      t.data_bytes = data->size() * sizeof(float);
-    }
-    tensors_.push_back(t);
-    return uint32_t(tensors_.size() - 1);
-  }
-
-  co_up_attr& attr_slot() { return attr_pool_.emplace_back(); }
-  co_up_attr ints(const char* name, std::vector<int64_t> v) {
-    ints_.push_back(std::move(v));
-    co_up_attr a{};
-    a.name = name;
-    a.type = CO_UP_ATTR_INTS;
-    a.ints = ints_.back().data();
-    a.count = ints_.back().size();
-    return a;
-  }
-  static co_up_attr integer(const char* name, int64_t v) {
-    co_up_attr a{};
-    a.name = name;
-    a.type = CO_UP_ATTR_INT;
-    a.i = v;
-    return a;
-  }
-  static co_up_attr str(const char* name, const char* s) {
-    co_up_attr a{};
-    a.name = name;
-    a.type = CO_UP_ATTR_STRING;
-    a.s = s;
-    return a;
-  }
-
-  void node(const char* name, const char* op, uint32_t layer, std::vector<uint32_t> in,
-            uint32_t out, std::vector<co_up_attr> attrs) {
-    node_inputs_.push_back(std::move(in));
-    node_outputs_.push_back({out});
-    node_attrs_.push_back(std::move(attrs));
-    co_up_node_desc n{};
-    n.struct_size = sizeof(n);
-    n.name = name;
-    n.op_type = op;
-    n.layer = layer;
-    n.inputs = node_inputs_.back().data();
-    n.input_count = uint32_t(node_inputs_.back().size());
-    n.outputs = node_outputs_.back().data();
-    n.output_count = 1;
-    n.attrs = node_attrs_.back().data();
-    n.attr_count = uint32_t(node_attrs_.back().size());
-    nodes_.push_back(n);
-  }
-
-  co_up_subgraph_desc desc(std::vector<uint32_t> inputs, std::vector<uint32_t> outputs) {
-    inputs_ = std::move(inputs);
-    outputs_ = std::move(outputs);
-    co_up_subgraph_desc g{};
-    g.struct_size = sizeof(g);
-    g.graph_name = "test";
-    g.tensors = tensors_.data();
-    g.tensor_count = uint32_t(tensors_.size());
-    g.nodes = nodes_.data();
-    g.node_count = uint32_t(nodes_.size());
-    g.inputs = inputs_.data();
-    g.input_count = uint32_t(inputs_.size());
-    g.outputs = outputs_.data();
-    g.output_count = uint32_t(outputs_.size());
-    return g;
-  }
-
-  std::vector<co_up_tensor_desc>& tensors() { return tensors_; }
-
- private:
-  std::deque<std::vector<int64_t>> dims_, ints_;
-  std::deque<std::vector<uint32_t>> node_inputs_, node_outputs_;
-  std::deque<std::vector<co_up_attr>> node_attrs_;
-  std::deque<co_up_attr> attr_pool_;
-  std::vector<co_up_tensor_desc> tensors_;
-  std::vector<co_up_node_desc> nodes_;
-  std::vector<uint32_t> inputs_, outputs_;
-};
+using co_up::testing::GraphBuilder;  // shared with the other plugin ABI tests
 
 std::vector<float> random_vector(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "co_up/plugin_abi.h"
+#include "tests/backends/abi_test_support.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
@@ -78,108 +79,54 @@ const Plugin& ref() {
   return p;
 }
 
-// A one-node (or few-node) sub-graph whose pointers stay valid as long as the builder.
+// A one-node (or few-node) sub-graph whose pointers stay valid as long as the builder: the
+// shared GraphBuilder (abi_test_support.h) plus what conformance needs on top of it: seeded
+// random data for every tensor (constants point into it, inputs are fed from it), generated
+// tensor names, attributes collected for the next node, and one layer per node.
 class Desc {
  public:
   uint32_t tensor(std::vector<int64_t> dims, bool constant = false, uint64_t seed = 0,
                   float scale = 1.0f) {
-    dims_.push_back(std::move(dims));
     int64_t n = 1;
-    for (int64_t d : dims_.back()) n *= d;
+    for (int64_t d : dims) n *= d;
+    const size_t index = b_.tensors().size();
     data_.emplace_back(size_t(n));
-    std::mt19937 rng(uint32_t(seed * 7919 + tensors_.size()));
+    std::mt19937 rng(uint32_t(seed * 7919 + index));
     std::uniform_real_distribution<float> dist(-scale, scale);
     for (float& v : data_.back()) v = dist(rng);
-    co_up_tensor_desc t{};
-    t.struct_size = sizeof(t);
-    names_.push_back("t" + std::to_string(tensors_.size()));
-    t.name = names_.back().c_str();
-    t.dtype = CO_UP_DTYPE_F32;
-    t.layout = dims_.back().size() == 4 ? CO_UP_LAYOUT_NCHW : CO_UP_LAYOUT_ANY;
-    t.rank = uint32_t(dims_.back().size());
-    t.dims = dims_.back().data();
-    if (constant) {
-      t.data = data_.back().data();
-      t.data_bytes = uint64_t(n) * 4;
-    }
-    tensors_.push_back(t);
-    return uint32_t(tensors_.size() - 1);
+    names_.push_back("t" + std::to_string(index));
+    const int32_t layout = dims.size() == 4 ? CO_UP_LAYOUT_NCHW : CO_UP_LAYOUT_ANY;
+    return b_.tensor(names_.back().c_str(), std::move(dims), constant ? &data_.back() : nullptr,
+                     layout);
   }
   void input(uint32_t t) { inputs_.push_back(t); }
   void output(uint32_t t) { outputs_.push_back(t); }
-  co_up_attr& attr_int(const char* name, int64_t v) { return add_attr(name, CO_UP_ATTR_INT, v); }
-  co_up_attr& attr_float(const char* name, double v) {
-    co_up_attr& a = add_attr(name, CO_UP_ATTR_FLOAT, 0);
-    a.f = v;
-    return a;
+  void attr_int(const char* name, int64_t v) { pending_.push_back(GraphBuilder::integer(name, v)); }
+  void attr_float(const char* name, double v) { pending_.push_back(GraphBuilder::real(name, v)); }
+  void attr_ints(const char* name, std::vector<int64_t> v) {
+    pending_.push_back(b_.ints(name, std::move(v)));
   }
-  co_up_attr& attr_ints(const char* name, std::vector<int64_t> v) {
-    ints_.push_back(std::move(v));
-    co_up_attr& a = add_attr(name, CO_UP_ATTR_INTS, 0);
-    a.ints = ints_.back().data();
-    a.count = ints_.back().size();
-    return a;
+  void attr_string(const char* name, const char* v) {
+    pending_.push_back(GraphBuilder::str(name, v));
   }
-  co_up_attr& attr_string(const char* name, const char* v) {
-    co_up_attr& a = add_attr(name, CO_UP_ATTR_STRING, 0);
-    a.s = v;
-    return a;
-  }
-  // Adds a node using the attributes added since the last node.
+  // Adds a node using the attributes added since the last node; its layer is its index.
   void node(const char* op, std::vector<uint32_t> in, uint32_t out) {
-    io_.push_back(std::move(in));
-    io_.push_back({out});
-    co_up_node_desc n{};
-    n.struct_size = sizeof(n);
-    n.name = op;
-    n.op_type = op;
-    n.layer = uint32_t(nodes_.size());
-    n.inputs = io_[io_.size() - 2].data();
-    n.input_count = uint32_t(io_[io_.size() - 2].size());
-    n.outputs = io_.back().data();
-    n.output_count = 1;
-    node_attrs_.push_back(std::move(pending_));
+    b_.node(op, op, uint32_t(b_.node_count()), std::move(in), out, std::move(pending_));
     pending_.clear();
-    n.attrs = node_attrs_.back().data();
-    n.attr_count = uint32_t(node_attrs_.back().size());
-    nodes_.push_back(n);
   }
   const co_up_subgraph_desc& get() {
-    desc_ = {};
-    desc_.struct_size = sizeof(desc_);
-    desc_.graph_name = "conformance";
-    desc_.tensors = tensors_.data();
-    desc_.tensor_count = uint32_t(tensors_.size());
-    desc_.nodes = nodes_.data();
-    desc_.node_count = uint32_t(nodes_.size());
-    desc_.inputs = inputs_.data();
-    desc_.input_count = uint32_t(inputs_.size());
-    desc_.outputs = outputs_.data();
-    desc_.output_count = uint32_t(outputs_.size());
-    desc_.last_layer = desc_.node_count ? desc_.node_count - 1 : 0;
+    desc_ = b_.desc(inputs_, outputs_, "conformance");
     return desc_;
   }
   const std::vector<float>& data(uint32_t t) const { return data_[t]; }
   std::vector<float>& mutable_data(uint32_t t) { return data_[t]; }
 
  private:
-  co_up_attr& add_attr(const char* name, int32_t type, int64_t i) {
-    co_up_attr a{};
-    a.name = name;
-    a.type = type;
-    a.i = i;
-    pending_.push_back(a);
-    return pending_.back();
-  }
-  std::deque<std::vector<int64_t>> dims_;
+  using GraphBuilder = co_up::testing::GraphBuilder;
+  GraphBuilder b_;
   std::deque<std::vector<float>> data_;
   std::deque<std::string> names_;
-  std::deque<std::vector<int64_t>> ints_;
-  std::deque<std::vector<uint32_t>> io_;
-  std::deque<std::vector<co_up_attr>> node_attrs_;
   std::vector<co_up_attr> pending_;
-  std::vector<co_up_tensor_desc> tensors_;
-  std::vector<co_up_node_desc> nodes_;
   std::vector<uint32_t> inputs_, outputs_;
   co_up_subgraph_desc desc_{};
 };
