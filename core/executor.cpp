@@ -1,6 +1,7 @@
 #include "core/executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -44,6 +45,7 @@ struct Processor {
   std::string backend;
   std::shared_ptr<Device> device;
   std::vector<int> host_cores;
+  bool owns_its_cores = false;  // no other processor thread of this run shares a host core
   std::vector<SubGraphRuntime*> subgraphs;
   std::vector<Event> events;  // written only by this processor's thread while running
 };
@@ -133,6 +135,9 @@ struct Executor::Impl {
   std::mutex mutex;
   std::condition_variable changed;
   bool stop = false;
+  // Bumped (under `mutex`) whenever scheduling state changes, so that an idle processor thread
+  // can spin on it without the lock before it blocks on `changed`.
+  std::atomic<uint64_t> generation{0};
   std::exception_ptr error;
   uint64_t frames = 0;
   uint64_t completed = 0;
@@ -155,6 +160,7 @@ struct Executor::Impl {
   void execute(SubGraphRuntime& s, uint64_t frame);
   void commit(SubGraphRuntime& s);
   void processor_loop(Processor& p);
+  void spin_while_unchanged(uint64_t seen) const;
   void fail(std::exception_ptr e);
   profiler::RunProfile make_profile(bool interrupted) const;
 };
@@ -202,6 +208,18 @@ void Executor::Impl::create_processors(const PluginRegistry& plugins) {
                                "creating device '" + std::string(1, letter) + "' on backend '" +
                                    p->backend + "'");
     processors.push_back(std::move(p));
+  }
+  for (auto& p : processors) {
+    p->owns_its_cores = true;
+    for (const auto& other : processors) {
+      if (other == p) continue;
+      for (int core : p->host_cores) {
+        if (std::find(other->host_cores.begin(), other->host_cores.end(), core) !=
+            other->host_cores.end()) {
+          p->owns_its_cores = false;
+        }
+      }
+    }
   }
   for (const SubGraph& sg : partition.subgraphs()) {
     auto s = std::make_unique<SubGraphRuntime>();
@@ -459,6 +477,7 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
     if (out.sender) out.sender->publish(frame);
   }
   ++s.next_frame;
+  generation.fetch_add(1, std::memory_order_release);
   if (s.writes_graph_output) {
     uint64_t done = frames;
     for (const auto& other : subgraphs) {
@@ -469,10 +488,25 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
   }
 }
 
+void Executor::Impl::spin_while_unchanged(uint64_t seen) const {
+  // A balanced pipeline waits only briefly for its neighbour; blocking at once would let the
+  // (virtual) CPU go idle, and it comes back with cold caches or on another physical core.
+  if (options.spin_wait_us == 0) return;
+  const int64_t deadline = now_ns() + int64_t{options.spin_wait_us} * 1000;
+  while (generation.load(std::memory_order_acquire) == seen && now_ns() < deadline) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+}
+
 void Executor::Impl::fail(std::exception_ptr e) {
   std::lock_guard lock(mutex);
   if (!error) error = e;
   stop = true;
+  generation.fetch_add(1, std::memory_order_release);
   changed.notify_all();
 }
 
@@ -494,7 +528,15 @@ void Executor::Impl::processor_loop(Processor& p) {
     }
     if (finished) break;
     if (pick == nullptr) {
-      changed.wait(lock);
+      const uint64_t seen = generation.load(std::memory_order_relaxed);
+      // Spinning only where no other processor thread needs the core (a GPU's host thread shares
+      // its cluster's cores, for instance).
+      if (p.owns_its_cores) {
+        lock.unlock();
+        spin_while_unchanged(seen);
+        lock.lock();
+      }
+      changed.wait(lock, [&] { return stop || generation.load(std::memory_order_relaxed) != seen; });
       continue;
     }
     claim(*pick);
@@ -566,6 +608,7 @@ int64_t Executor::setup_ns() const { return impl_->setup_ns; }
 void Executor::request_stop() {
   std::lock_guard lock(impl_->mutex);
   impl_->stop = true;
+  impl_->generation.fetch_add(1, std::memory_order_release);
   impl_->changed.notify_all();
 }
 

@@ -45,6 +45,11 @@ struct ExecutorOptions {
   // edges that skip stages get proportionally more (see receiver_capacities).
   uint32_t receiver_buffers = 2;
   int profile_level = 0;  // 0: frames; 1: + sub-graphs and transfers; 2: + layers
+  // How long an idle processor thread spins for new work before it sleeps, when no other
+  // processor thread shares its cores. Sleeping at once cost a balanced B/L pipeline 15-20 % on
+  // the development host (the idle core comes back slow: cold caches, or another physical core
+  // under a hypervisor); spinning costs power while waiting. 0 sleeps at once.
+  uint32_t spin_wait_us = 1000;
   // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
   // owned; they must outlive the Executor.
   std::vector<LayerObserver*> observers;
