@@ -506,4 +506,15 @@ void answer_node_query(const DecodeRules& rules, const co_up_subgraph_desc* grap
   std::snprintf(out_support->reason, sizeof(out_support->reason), "%s", reason.c_str());
 }
 
+co_up_status* query_node(const StatusOrigin& origin, const DecodeRules& rules, bool has_device,
+                         const co_up_subgraph_desc* graph, uint32_t node_index,
+                         co_up_node_support* out_support) noexcept {
+  return guarded(origin, "device_query_node", [&] {
+    if (!has_device || !out_support) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
+    }
+    answer_node_query(rules, graph, node_index, out_support);
+  });
+}
+
 }  // namespace co_up::backends

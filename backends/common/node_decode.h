@@ -63,4 +63,12 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
 void answer_node_query(const DecodeRules& rules, const co_up_subgraph_desc* graph,
                        uint32_t node_index, co_up_node_support* out_support);
 
+struct StatusOrigin;
+
+// The whole of the ABI's device_query_node, for every backend: `has_device` is whether the
+// plugin's own device handle was non-NULL; errors come back as a status of `origin`.
+co_up_status* query_node(const StatusOrigin& origin, const DecodeRules& rules, bool has_device,
+                         const co_up_subgraph_desc* graph, uint32_t node_index,
+                         co_up_node_support* out_support) noexcept;
+
 }  // namespace co_up::backends

@@ -672,12 +672,8 @@ void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device
 
 co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
                                 uint32_t node_index, co_up_node_support* out_support) {
-  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
-    if (!device || !out_support) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
-    }
-    backends::answer_node_query(kDecodeRules, graph, node_index, out_support);
-  });
+  return backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr, graph, node_index,
+                              out_support);
 }
 
 co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
