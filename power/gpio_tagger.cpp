@@ -12,6 +12,7 @@
 namespace co_up::power {
 
 void RecordingTagSink::set(unsigned value) {
+  if (forward_ != nullptr) forward_->set(value);
   const int64_t t = profiler::now_ns();
   std::lock_guard lock(mutex_);
   edges_.push_back({t, value});

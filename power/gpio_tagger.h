@@ -31,16 +31,21 @@ class TagSink {
   virtual void set(unsigned value) = 0;
 };
 
+// Keeps (time, value) of every set(): for tests, and for aligning an external meter's log
+// (power/meter_alignment.h) when it forwards to the real lines. The time is taken after the
+// forward sink returned, i.e. once the lines hold the value.
 class RecordingTagSink : public TagSink {
  public:
   struct Edge {
     int64_t t_ns;
     unsigned value;
   };
+  explicit RecordingTagSink(TagSink* forward = nullptr) : forward_(forward) { edges_.reserve(4096); }
   void set(unsigned value) override;
   std::vector<Edge> edges() const;
 
  private:
+  TagSink* forward_;
   mutable std::mutex mutex_;
   std::vector<Edge> edges_;
 };

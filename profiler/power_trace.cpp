@@ -55,6 +55,7 @@ std::vector<LayerPower> summarize_layer_power(const std::vector<LayerSpan>& span
     LayerPower& lp = by_layer[span.layer];
     lp.layer = span.layer;
     lp.processor = span.processor;
+    lp.source = sensors ? "sensors" : "estimated";
     lp.frames += 1;
     const double ms = static_cast<double>(span.end_ns - span.begin_ns) * 1e-6;
     lp.time_ms += ms;
@@ -90,14 +91,19 @@ std::vector<LayerPower> summarize_layer_power(const std::vector<LayerSpan>& span
 
 void print_power_report(std::ostream& out, const std::vector<LayerPower>& layers) {
   const bool estimated = std::any_of(layers.begin(), layers.end(), [](const LayerPower& l) { return l.estimated; });
-  out << "power per layer" << (estimated ? " (ESTIMATED with the platform's power model: no sensor)" : " (sensors)")
+  const bool meter = !layers.empty() && layers.front().source == "meter";
+  out << "power per layer"
+      << (estimated ? " (ESTIMATED with the platform's power model: no sensor)"
+                    : meter ? " (meter: external meter log aligned by the GPIO tag edges)" : " (sensors)")
       << ":\n  layer proc  frames   time ms   power mW  energy mJ/frame\n";
   double total = 0;
   for (const LayerPower& l : layers) {
     out << "  " << std::setw(5) << l.layer << "    " << l.processor << std::setw(8) << l.frames
         << std::fixed << std::setprecision(3) << std::setw(10) << l.time_ms << std::setw(11)
         << std::setprecision(1) << l.power_mw << std::setw(17) << std::setprecision(3)
-        << l.energy_mj << (l.estimated ? "  est." : "") << "\n";
+        << l.energy_mj << (l.estimated ? "  est." : "");
+    if (meter) out << "  +-" << std::setprecision(1) << l.power_stderr_mw << " mW";
+    out << "\n";
     total += l.energy_mj;
   }
   out << "  energy per frame (layers): " << std::fixed << std::setprecision(3) << total << " mJ"
@@ -109,9 +115,29 @@ nlohmann::json power_to_json(const std::vector<LayerPower>& layers) {
   for (const LayerPower& l : layers) {
     arr.push_back({{"layer", l.layer}, {"processor", std::string(1, l.processor)}, {"frames", l.frames},
                    {"time_ms", l.time_ms}, {"power_mw", l.power_mw}, {"energy_mj", l.energy_mj},
-                   {"total_energy_mj", l.total_energy_mj}, {"estimated", l.estimated}});
+                   {"total_energy_mj", l.total_energy_mj}, {"estimated", l.estimated}, {"source", l.source}});
+    if (l.source == "meter") arr.back()["power_stderr_mw"] = l.power_stderr_mw;
   }
   return arr;
+}
+
+nlohmann::json power_summary_to_json(const PowerSummary& summary) {
+  double per_frame = 0;
+  for (const LayerPower& l : summary.layers) per_frame += l.energy_mj;
+  json j = {{"source", summary.source}, {"layers", power_to_json(summary.layers)}, {"energy_per_frame_mj", per_frame}};
+  if (summary.idle_mw) j["idle_mw"] = *summary.idle_mw;
+  if (summary.source == "meter") {
+    j["fit_residual_mw"] = summary.fit_residual_mw;
+    j["meter_samples_used"] = summary.meter_samples_used;
+  }
+  if (summary.meter_clock) {
+    const PowerSummary::MeterClock& c = *summary.meter_clock;
+    j["meter_clock"] = {{"offset_ms", c.offset_ms}, {"drift_ppm", c.drift_ppm}, {"residual_ms", c.residual_ms},
+                        {"offset_uncertainty_ms", c.offset_uncertainty_ms}, {"sample_period_ms", c.sample_period_ms}, {"pin_agreement", c.pin_agreement},
+                        {"edges_matched", c.edges_matched}, {"meter_edges", c.meter_edges},
+                        {"host_edges", c.host_edges}};
+  }
+  return j;
 }
 
 void write_power_csv(const std::filesystem::path& path, const PowerSamples& s) {
@@ -132,7 +158,7 @@ void write_power_csv(const std::filesystem::path& path, const PowerSamples& s) {
 
 void write_chrome_trace(const std::filesystem::path& path, const std::vector<LayerSpan>& spans,
                         const PowerSamples& samples, const std::vector<DvfsEvent>& dvfs,
-                        const std::vector<LayerPower>& layers) {
+                        const std::vector<LayerPower>& layers, const PowerSamples& meter) {
   int64_t t0 = INT64_MAX;
   for (const LayerSpan& s : spans) t0 = std::min(t0, s.begin_ns);
   if (!samples.t_ns.empty()) t0 = std::min(t0, samples.t_ns.front());
@@ -167,6 +193,14 @@ void write_chrome_trace(const std::filesystem::path& path, const std::vector<Lay
       events.push_back({{"ph", "C"}, {"name", name}, {"pid", 2}, {"ts", us(s.end_ns)}, {"args", {{"mW", 0}}}});
     }
   }
+  int64_t t_end = INT64_MIN;
+  for (const LayerSpan& s : spans) t_end = std::max(t_end, s.end_ns);
+  for (size_t i = 0; i < meter.count(); ++i) {
+    // Only around the run: the meter's log usually starts well before co_up and ends after it.
+    if (meter.t_ns[i] < t0 || (t_end != INT64_MIN && meter.t_ns[i] > t_end + 100'000'000)) continue;
+    events.push_back({{"ph", "C"}, {"name", "meter"}, {"pid", 2}, {"ts", us(meter.t_ns[i])},
+                      {"args", {{"meter mW", meter.at(i, 0)}}}});
+  }
   for (const DvfsEvent& d : dvfs) {
     if (d.apply_ns == 0) continue;
     events.push_back({{"ph", "C"}, {"name", std::string("frequency ") + d.processor + " MHz"}, {"pid", 2},
@@ -174,8 +208,10 @@ void write_chrome_trace(const std::filesystem::path& path, const std::vector<Lay
     events.push_back({{"ph", "i"}, {"name", std::string("DVFS ") + d.processor + " -> " + std::to_string(d.level)},
                       {"pid", 1}, {"tid", static_cast<int>(d.processor)}, {"s", "t"}, {"ts", us(d.issue_ns)}});
   }
-  json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"},
-              {"otherData", {{"power", estimated ? "estimated (power model)" : "sensors"}}}};
+  // t0_ns: CLOCK_MONOTONIC of ts 0, so that the power CSV's t_ns lines up (scripts/co_up-report).
+  json other = {{"power", estimated ? "estimated (power model)" : "sensors"}, {"t0_ns", t0}};
+  if (meter.count() > 0) other["meter"] = "external meter, aligned by the GPIO tag edges";
+  json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", other}};
   write_atomically(path, doc.dump(), "Chrome trace");
 }
 

@@ -5,9 +5,12 @@
 //
 // Energy of a layer: each sample's power holds from half-way since the previous sample to
 // half-way to the next; a layer's energy is that step function integrated over the layer's span,
-// summed over the sensors feeding its processor (or the board sensors when none does). Layers
-// shorter than the sample period still come out right on average over many frames, because their
-// spans are accumulated with sub-sample boundaries.
+// summed over the sensors feeding its processor (or the board sensors when none does). Spans are
+// accumulated with sub-sample boundaries, so a layer's energy is right on average over many frames
+// as long as its neighbours draw similar power or it is several sample periods long; otherwise the
+// step function blurs neighbouring layers into each other (its average is the true power
+// convolved with a one-period box). The external meter's path (power/meter_alignment.h) solves
+// for per-layer power instead, which undoes that blur.
 // Without sensors, power is estimated per processor with P = alpha V^2 U f + beta V (the
 // platform's power_model), U = 1 during a layer; every such number is labelled "estimated".
 #pragma once
@@ -53,17 +56,6 @@ struct PowerModelPoint {
   double watts(double utilisation) const { return alpha * volts * volts * utilisation * ghz + beta * volts; }
 };
 
-struct LayerPower {
-  uint32_t layer = 0;
-  char processor = 0;
-  uint64_t frames = 0;
-  double time_ms = 0;    // per frame (mean)
-  double power_mw = 0;   // average over the layer's spans
-  double energy_mj = 0;  // per frame (mean)
-  double total_energy_mj = 0;
-  bool estimated = false;
-};
-
 // Sensors when `samples` has any, else the model points (layers whose processor has no point
 // get zeros and estimated = true).
 std::vector<LayerPower> summarize_layer_power(const std::vector<LayerSpan>& spans,
@@ -72,12 +64,16 @@ std::vector<LayerPower> summarize_layer_power(const std::vector<LayerSpan>& span
 
 void print_power_report(std::ostream& out, const std::vector<LayerPower>& layers);
 nlohmann::json power_to_json(const std::vector<LayerPower>& layers);
+// {"source", "layers", "energy_per_frame_mj", and for the meter "idle_mw", "fit_residual_mw",
+// "meter_samples_used", "meter_clock"}: one entry of the profile JSON's "power" array.
+nlohmann::json power_summary_to_json(const PowerSummary& summary);
 // "t_ns,<sensor>_mW,..." one line per sample. Throws InputError when it cannot write.
 void write_power_csv(const std::filesystem::path& path, const PowerSamples& samples);
 // Chrome trace events: layer slices per processor (pid 1, tid = letter), counters for each
-// sensor and each DVFS domain's frequency (from `dvfs` apply times).
+// sensor and each DVFS domain's frequency (from `dvfs` apply times), and an external meter's
+// samples (already on CLOCK_MONOTONIC, power/meter_alignment.h) as a "meter" counter.
 void write_chrome_trace(const std::filesystem::path& path, const std::vector<LayerSpan>& spans,
                         const PowerSamples& samples, const std::vector<DvfsEvent>& dvfs,
-                        const std::vector<LayerPower>& layers);
+                        const std::vector<LayerPower>& layers, const PowerSamples& meter = {});
 
 }  // namespace co_up::profiler

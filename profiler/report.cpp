@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "profiler/power_trace.h"
 
 namespace co_up::profiler {
 namespace {
@@ -229,6 +230,11 @@ nlohmann::json to_json(const RunProfile& p) {
       dvfs.push_back(std::move(ev));
     }
     j["dvfs"] = dvfs;
+  }
+  if (!p.power.empty()) {
+    json power = json::array();
+    for (const PowerSummary& summary : p.power) power.push_back(power_summary_to_json(summary));
+    j["power"] = power;
   }
   return j;
 }

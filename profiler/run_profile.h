@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,43 @@ struct DvfsEvent {
   std::string error;
 };
 
+// Power and energy of one layer over a run (issue 7), from one source: "sensors" (the platform's
+// sensors), "estimated" (the power model, no sensor) or "meter" (an external meter's log aligned
+// by the GPIO tag edges, power/meter_alignment.h).
+struct LayerPower {
+  uint32_t layer = 0;
+  char processor = 0;
+  uint64_t frames = 0;
+  double time_ms = 0;    // per frame (mean)
+  double power_mw = 0;   // average over the layer's spans
+  double energy_mj = 0;  // per frame (mean)
+  double total_energy_mj = 0;
+  bool estimated = false;
+  std::string source = "sensors";
+  double power_stderr_mw = 0;  // meter: standard error of power_mw from the fit (0 elsewhere)
+};
+
+// One source's per-layer summary, as the profile JSON's "power" array carries it.
+struct PowerSummary {
+  std::string source;  // as LayerPower::source
+  std::vector<LayerPower> layers;
+  // Meter only: board power while no layer ran (when the run had such time), how well the per-layer
+  // powers explain the samples, and how the meter's clock was mapped onto co_up's.
+  std::optional<double> idle_mw;
+  double fit_residual_mw = 0;
+  uint64_t meter_samples_used = 0;
+  struct MeterClock {
+    double offset_ms = 0;  // meter time at co_up's first tag edge
+    double drift_ppm = 0;  // meter clock rate relative to CLOCK_MONOTONIC, minus one
+    double residual_ms = 0;       // RMS of matched edges' distance from their sample interval's middle
+    double offset_uncertainty_ms = 0;  // half the stretch of offsets that the most samples agree with
+    double sample_period_ms = 0;  // median spacing of the meter's samples
+    double pin_agreement = 0;     // fraction of samples in the run that read the value co_up drove
+    uint64_t edges_matched = 0, meter_edges = 0, host_edges = 0;
+  };
+  std::optional<MeterClock> meter_clock;
+};
+
 struct RunProfile {
   std::string graph;
   std::string order;
@@ -81,6 +119,7 @@ struct RunProfile {
   std::vector<ReceiverInfo> receivers;
   std::vector<Event> events;  // merged from all threads, sorted by begin time
   std::vector<DvfsEvent> dvfs;  // filled by the power manager (issue 7), in issue order
+  std::vector<PowerSummary> power;  // --power: one entry per source (sensors or estimate, meter)
 };
 
 }  // namespace co_up::profiler

@@ -25,6 +25,7 @@ readonly kPackages=(
   # sanitizer and fuzz builds
   clang
   python3
+  python3-matplotlib  # scripts/co_up-report plots
 )
 
 die() {

@@ -218,9 +218,71 @@ TEST_F(PowerCliTest, PowerReportCsvAndTraceFromASimulatedSensor) {
 }
 
 TEST_F(PowerCliTest, PowerModelEstimateIsLabelled) {
-  const Exit e = run(alexnet({"--order=BBBBLLLL", "--n=2", "--power"}), sim_.root());
+  const fs::path profile = sim_.root() / "profile.json";
+  const Exit e = run(alexnet({"--order=BBBBLLLL", "--n=2", "--power", "--profile-out=" + profile.string()}),
+                     sim_.root());
   ASSERT_EQ(e.code, 0) << e;
   EXPECT_THAT(e.out, HasSubstr("ESTIMATED"));
+  const auto j = nlohmann::json::parse(slurp(profile));
+  ASSERT_EQ(j["power"].size(), 1u);
+  EXPECT_EQ(j["power"][0]["source"], "estimated");
+  EXPECT_EQ(j["power"][0]["layers"][0]["estimated"], true);
+}
+
+// The profile JSON carries the per-layer power summary (what a planner reads as measured power).
+TEST_F(PowerCliTest, ProfileJsonCarriesPerLayerPowerFromSensors) {
+  test::put(sim_ / "class/hwmon/hwmon0/power1_input", "2500000");
+  const std::string platform =
+      sim_.write_platform(R"(, "sensors": [{"name": "board", "kind": "power", "path": "class/hwmon/hwmon0/power1_input", "scale": 0.001}])")
+          .string();
+  const fs::path profile = sim_.root() / "profile.json";
+  const Exit e = run({"--graph=alexnet", "--image-size=64", "--platform=" + platform, "--order=BBBBLLLL",
+                      "--sysfs-root=" + sim_.root().string(), "--n=3", "--power", "--profile-out=" + profile.string()},
+                     sim_.root());
+  ASSERT_EQ(e.code, 0) << e;
+  const auto j = nlohmann::json::parse(slurp(profile));
+  ASSERT_EQ(j["power"].size(), 1u);
+  const auto& power = j["power"][0];
+  EXPECT_EQ(power["source"], "sensors");
+  ASSERT_EQ(power["layers"].size(), 8u);
+  double sum = 0;
+  for (size_t l = 0; l < 8; ++l) {
+    const auto& layer = power["layers"][l];
+    EXPECT_EQ(layer["layer"], l);
+    EXPECT_EQ(layer["processor"], l < 4 ? "B" : "L");
+    EXPECT_EQ(layer["frames"], 3);
+    EXPECT_NEAR(layer["power_mw"].get<double>(), 2500.0, 1.0);
+    EXPECT_NEAR(layer["energy_mj"].get<double>(), 2.5 * layer["time_ms"].get<double>(), 0.01);
+    sum += layer["energy_mj"].get<double>();
+  }
+  EXPECT_NEAR(power["energy_per_frame_mj"].get<double>(), sum, 1e-6);
+  // Without --power there is no "power" entry.
+  const Exit plain = run({"--graph=alexnet", "--image-size=64", "--platform=" + platform, "--n=1",
+                          "--sysfs-root=" + sim_.root().string(), "--profile-out=" + profile.string()},
+                         sim_.root());
+  ASSERT_EQ(plain.code, 0) << plain;
+  EXPECT_FALSE(nlohmann::json::parse(slurp(profile)).contains("power"));
+}
+
+// The external meter is aligned by the GPIO tags; what can be checked on a host without a GPIO
+// chip is that its options fail early, with one line each (the meter itself: tests/power/meter_test.cpp).
+TEST_F(PowerCliTest, MeterOptionsOneClearMessageEach) {
+  const fs::path log = sim_.root() / "meter.csv";
+  test::put(log, "0,1,100");
+  expect_usage_error(run(alexnet({"--meter-log=" + log.string(), "--n=1"}), sim_.root()),
+                     "--meter-log needs --gpio-tags");
+  expect_usage_error(run(alexnet({"--meter=/dev/ttyACM9", "--n=1"}), sim_.root()), "--meter needs --gpio-tags");
+  expect_usage_error(run(alexnet({"--meter-window=soon"}), sim_.root()), "--meter-window='soon' must be milliseconds");
+  const std::string gpio_platform =
+      sim_.write_platform(R"(, "gpio": {"chip": "/nonexistent/gpiochip7", "lines": [3]})").string();
+  expect_usage_error(run({"--graph=alexnet", "--image-size=64", "--platform=" + gpio_platform, "--gpio-tags=all",
+                          "--meter=/dev/ttyACM9", "--meter-log=" + log.string()},
+                         sim_.root()),
+                     "--meter and --meter-log both given");
+  expect_usage_error(run({"--graph=alexnet", "--image-size=64", "--platform=" + gpio_platform, "--gpio-tags=all",
+                          "--meter-log=" + log.string(), "--n=1"},
+                         sim_.root()),
+                     "cannot open GPIO chip '/nonexistent/gpiochip7'");
 }
 
 }  // namespace
