@@ -1,0 +1,154 @@
+// Cost model: predicts throughput, latency and energy per frame of a mapping from a layer profile.
+//
+// Mapping: `order` has one processor letter per layer (the expanded --order), `mode` is pipeline
+// or switch, `levels` has one DVFS level per domain of CostModel::domains() (0 = as found, i.e.
+// no --frequency for it; else the 1-based table level co_up's --frequency takes). Empty `levels`
+// means all 0. One level per domain for the whole run: that is what pipeline mode allows (a
+// domain is shared by the stages running concurrently), and what `--frequency={...}` per
+// sub-graph expresses for both modes.
+//
+// Formulas (times in us, per frame):
+//   t(i, X, l)   layer i on processor X at its domain's level l: the profile's median for (X, l);
+//                when (X, l) was not measured, the median at the nearest measured level m scaled
+//                by the frequency ratio f_m / f_l (time ~ 1/f, compute-bound assumption); level 0
+//                ("as found") is taken to be the table's highest frequency when scaling from or
+//                to it. The exact measurement is always preferred.
+//   boundary i   when order[i] != order[i+1]: send_us[i] of (X -> Y) is charged to X,
+//                receive_us[i] to Y; input_transfer_us[X] to the processor of layer 0.
+//   busy(X)      sum of X's layer times and the transfer costs charged to X.
+//   resources    processors whose host_cores overlap (transitively) form one resource: they
+//                compete for the same cores, so a resource's time is the sum of its processors'.
+//   pipeline     period = max over resources of busy(resource); throughput = 1 / period.
+//                latency = sum of every layer and transfer time along the frame's path (queueing
+//                between stages is ignored, so this is a lower bound on a loaded pipeline).
+//   switch       latency = the same sum; period = latency; throughput = 1 / latency.
+//   energy       per frame over the period T, summed over every processor with power data:
+//                busy_w * busy(X) + idle_w * (T - busy(X)). busy_w/idle_w come from the profile's
+//                power_w at (X, l); else from its power_model P = alpha V^2 U f + beta V (U = 1
+//                busy, 0 idle, V from voltages_mv or 1 V, f in GHz at level l, level 0 = the
+//                highest; level 0 without data: the highest level's). Processors with no data
+//                that the order does not use are left out; NaN when one it uses has none.
+// Everything above is a prediction; `co_up plan --verify` measures.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "planner/layer_profile.h"
+
+namespace co_up::planner {
+
+enum class Mode { kPipeline, kSwitch };
+const char* mode_name(Mode mode);  // "pipeline" / "switch", as --mode takes
+
+struct Mapping {
+  std::string order;        // one letter per layer
+  Mode mode = Mode::kPipeline;
+  std::vector<int> levels;  // one per CostModel::domains() entry; 0 = as found; empty = all 0
+
+  bool operator==(const Mapping&) const = default;
+};
+
+struct ResourceTime {
+  std::string processors;  // letters sharing the resource, e.g. "BG"
+  double busy_us = 0;      // per frame
+};
+
+struct Prediction {
+  double throughput_fps = 0;
+  double latency_ms = 0;
+  double energy_mj_per_frame = std::numeric_limits<double>::quiet_NaN();
+  double period_us = 0;                 // 1e6 / throughput_fps
+  std::vector<ResourceTime> resources;  // every resource of the profile, in processor order
+  bool has_energy() const { return !std::isnan(energy_mj_per_frame); }
+};
+
+// The profile compiled into dense tables for fast evaluation during searches.
+class CostModel {
+ public:
+  // Uses the processors that have layer times (others are ignored); throws InputError when
+  // none has.
+  explicit CostModel(const LayerProfile& profile);
+
+  const LayerProfile& profile() const { return profile_; }
+  uint32_t layer_count() const { return layers_; }
+  const std::string& letters() const { return letters_; }
+  // Distinct non-empty dvfs_domain values, in processor order; Mapping::levels is indexed by it.
+  const std::vector<std::string>& domains() const { return domains_; }
+  int level_count(size_t domain) const { return level_count_[domain]; }  // table size
+  // Whether some processor of the domain was measured at a table level (1..n). Searches vary
+  // only such domains; the others stay at level 0 (as found).
+  bool domain_profiled(size_t domain) const { return domain_profiled_[domain]; }
+  // Whether every processor has power data (measured or modelled) at every level the searches
+  // use (1..n of a domain_profiled() domain, else 0); when not, energy_gap() names the first
+  // missing (processor, level).
+  bool has_energy() const { return energy_gap_.empty(); }
+  const std::string& energy_gap() const { return energy_gap_; }
+  // Assumptions made while compiling the profile (scaled levels, transfers counted as 0).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // The mapping as its command line runs it: level 0 (as found) for every domain the command
+  // does not set (no processor of the order is clocked by it; a GPU's host counts), and, when it
+  // sets any, the highest level instead of 0 for the domains it sets. Searches return such
+  // mappings, so two with the same command line are the same mapping.
+  Mapping normalized(Mapping mapping) const;
+
+  // Throws InputError for an order of the wrong length, an unknown letter or a bad level.
+  Prediction predict(const Mapping& mapping) const;
+  void check(const Mapping& mapping) const;
+
+  // Building blocks the searches use (processor index p = position in letters()).
+  double layer_us(uint32_t layer, size_t p, const std::vector<int>& levels) const;
+  double send_us(uint32_t boundary, size_t from, size_t to) const;     // 0 when from == to
+  double receive_us(uint32_t boundary, size_t from, size_t to) const;  // 0 when from == to
+  double input_us(size_t p) const;
+  size_t resource_of(size_t p) const { return resource_of_[p]; }
+  size_t resource_count() const { return resource_count_; }
+  int domain_of(size_t p) const { return domain_of_[p]; }  // -1: no domain
+  int level_of(size_t p, const std::vector<int>& levels) const {
+    return domain_of_[p] < 0 || levels.empty() ? 0 : levels[static_cast<size_t>(domain_of_[p])];
+  }
+  size_t index_of(char letter) const;  // letters().size() when absent
+  // For each domain, the level with the smallest total layer time among the levels searches
+  // use (0 for a domain not profiled at table levels).
+  std::vector<int> fastest_levels() const;
+
+ private:
+  LayerProfile profile_;
+  uint32_t layers_ = 0;
+  std::string letters_;
+  std::vector<std::string> domains_;
+  std::vector<int> level_count_;
+  std::vector<bool> domain_profiled_;
+  std::vector<int> domain_of_;
+  std::vector<size_t> resource_of_;
+  size_t resource_count_ = 0;
+  std::string energy_gap_;
+  std::vector<std::string> warnings_;
+  // time_[p][level][layer], level 0..table size; NaN-free after construction.
+  std::vector<std::vector<std::vector<double>>> time_;
+  std::vector<std::vector<std::vector<double>>> send_, receive_;  // [from][to][boundary]
+  std::vector<double> input_;
+  // busy/idle watts per [p][level]; NaN when unknown.
+  std::vector<std::vector<double>> busy_w_, idle_w_;
+
+};
+
+// Convenience: CostModel(profile).predict(mapping).
+Prediction predict(const LayerProfile& profile, const Mapping& mapping);
+
+// The value of co_up's --frequency for the mapping: per sub-graph "{a-b-...}" with each
+// sub-graph's domain level ("[g,h]" for a GPU: its level and its host's), "" when all levels are
+// 0. Sub-graphs whose processor has no DVFS table get "1", and domains the profile never
+// measured at table levels (maybe not settable here) get their highest level: both need
+// --dvfs=best-effort, which needs_best_effort says.
+std::string frequency_argument(const CostModel& model, const Mapping& mapping);
+bool needs_best_effort(const CostModel& model, const Mapping& mapping);
+
+// A runnable command line: co_up --graph=G (or --model=F) --units=... --order=... --mode=...
+// [--frequency=... [--dvfs=best-effort]].
+std::string command_line(const CostModel& model, const Mapping& mapping);
+
+}  // namespace co_up::planner

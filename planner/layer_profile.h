@@ -1,0 +1,119 @@
+// Layer profile (format v1, /tmp/coord/profile_schema.md): per-layer times of one network on each
+// processor and DVFS level, per-boundary transfer costs between processors, optional power.
+// Written by `co_up profile`, read by `co_up plan`. Times are microseconds (medians over
+// `repetitions` runs). The reader ignores unknown keys (forward compatible) and rejects missing
+// required keys, wrong types, wrong lengths and unknown processor letters with an InputError
+// naming the file and the key.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace co_up::planner {
+
+struct ProfileLayer {
+  uint32_t index = 0;
+  std::string name;
+  std::string ops;  // e.g. "Conv+Relu+LRN+MaxPool"
+  int64_t macs = 0;
+  int64_t output_bytes = 0;
+};
+
+struct ProfileNetwork {
+  std::string graph;  // zoo name, "" for --model
+  std::string model;  // ONNX path as given, "" for --graph
+  std::string units = "layers";
+  int64_t image_size = 0;
+  uint32_t layer_count = 0;
+  std::vector<ProfileLayer> layers;  // layer_count entries (may be empty: names unknown)
+};
+
+// P[W] = alpha V^2 U f[GHz] + beta V (core/platform.h, para-pipe eq. 8).
+struct ProfilePowerModel {
+  double alpha = 0;
+  double beta = 0;
+};
+
+struct ProfileProcessor {
+  char letter = 0;
+  std::string name;
+  std::string kind;      // "cpu", "gpu", "npu", "dsp"
+  std::string backend;   // the plugin that ran it
+  char host = 0;         // the CPU cluster hosting its thread (itself for a CPU)
+  std::vector<int> host_cores;
+  std::string dvfs_domain;          // letter of the processor whose clock it follows; "" = none
+  std::vector<int64_t> levels_khz;  // the domain's table, ascending; level l (1-based) = [l-1]
+  std::vector<int> voltages_mv;     // optional (extension of v1): one per level, for power_model
+  std::optional<ProfilePowerModel> power_model;
+};
+
+// Times of every layer on one processor at one level (0 = as found, else 1-based table level).
+struct LayerTimes {
+  char processor = 0;
+  int level = 0;
+  std::vector<double> median_us;  // layer_count entries
+  std::vector<double> mad_us;     // layer_count entries
+};
+
+// Cost of moving layer i's outputs from `from` to `to` (layer i on `from`, i+1 on `to`).
+struct TransferTimes {
+  char from = 0;
+  char to = 0;
+  std::vector<double> send_us;     // layer_count-1 entries, on the sender's thread
+  std::vector<double> receive_us;  // layer_count-1 entries, on the receiver's thread
+};
+
+struct PowerPoint {
+  char processor = 0;
+  int level = 0;
+  double busy_w = 0;
+  double idle_w = 0;
+};
+
+struct LayerProfile {
+  ProfileNetwork network;
+  std::string platform_name;
+  std::vector<ProfileProcessor> processors;
+  int repetitions = 0;
+  std::vector<LayerTimes> layer_times;
+  std::vector<TransferTimes> transfers;
+  std::map<char, double> input_transfer_us;  // optional: receive side of the network input
+  std::vector<PowerPoint> power_w;           // optional
+  std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...
+
+  const ProfileProcessor* find_processor(char letter) const;
+  const LayerTimes* find_layer_times(char processor, int level) const;
+  const TransferTimes* find_transfer(char from, char to) const;
+  const PowerPoint* find_power(char processor, int level) const;
+  bool is_completed(const std::string& step) const;
+  std::string letters() const;  // processor letters in profile order
+};
+
+// Throws co_up::InputError ("profile 'FILE': key 'layer_times[2].median_us' has 7 entries,
+// network.layer_count is 8") for a missing/unreadable file, bad JSON, wrong format or version,
+// missing keys, wrong types or lengths, and unknown processor letters.
+LayerProfile read_layer_profile(const std::filesystem::path& path);
+// Same checks on JSON text; `origin` names it in messages.
+LayerProfile parse_layer_profile(const std::string& json_text, const std::string& origin);
+
+// Writes FILE atomically (a temporary file in the same directory, then rename), so an
+// interrupted run leaves the previous complete file or none. Throws co_up::RuntimeError.
+void write_layer_profile(const std::filesystem::path& path, const LayerProfile& profile);
+std::string layer_profile_json(const LayerProfile& profile);  // the text write_layer_profile writes
+
+// Checks the profile was taken of the network the user names: graph name, model (same path, or
+// same file name when paths differ), units and layer count. Pass "" for graph/model and 0 for
+// layer_count to skip that check. Throws InputError saying both sides.
+void check_profile_matches(const LayerProfile& profile, const std::string& graph,
+                           const std::string& model, const std::string& units,
+                           uint32_t layer_count);
+
+// Checks the processors `letters` (e.g. an order string) are all in the profile, with layer
+// times measured at level 0 or some level. Throws InputError naming the missing letter.
+void check_profile_has_processors(const LayerProfile& profile, const std::string& letters);
+
+}  // namespace co_up::planner

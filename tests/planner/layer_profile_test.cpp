@@ -1,0 +1,184 @@
+// Layer-profile reader and writer: round trip, atomic writes, and one clear error per defect.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "planner/layer_profile.h"
+#include "planner/synthetic_profile.h"
+
+namespace co_up::planner {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+Json synthetic_json() {
+  SyntheticSpec spec;
+  spec.layers = 4;
+  spec.processors = 3;
+  spec.levels = 2;
+  spec.power = true;
+  return Json::parse(layer_profile_json(make_synthetic_profile(spec)));
+}
+
+// Parses `j` and returns the InputError message ("" when it parsed).
+std::string error_of(const Json& j) {
+  try {
+    parse_layer_profile(j.dump(), "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LayerProfile, RoundTripsThroughJson) {
+  SyntheticSpec spec;
+  spec.layers = 5;
+  spec.processors = 4;
+  spec.levels = 3;
+  spec.power = true;
+  const LayerProfile a = make_synthetic_profile(spec);
+  const LayerProfile b = parse_layer_profile(layer_profile_json(a), "mem");
+  EXPECT_EQ(layer_profile_json(a), layer_profile_json(b));
+  EXPECT_EQ(b.network.layer_count, 5u);
+  EXPECT_EQ(b.letters(), "BLGN");
+  ASSERT_NE(b.find_layer_times('G', 2), nullptr);
+  EXPECT_EQ(b.find_layer_times('G', 2)->median_us, a.find_layer_times('G', 2)->median_us);
+  ASSERT_NE(b.find_transfer('B', 'N'), nullptr);
+  EXPECT_EQ(b.find_transfer('B', 'N')->send_us.size(), 4u);
+  EXPECT_TRUE(b.is_completed("layers:B:1"));
+  EXPECT_EQ(b.find_power('L', 3)->busy_w, a.find_power('L', 3)->busy_w);
+}
+
+TEST(LayerProfile, WritesAtomicallyAndReadsBack) {
+  const auto dir = std::filesystem::temp_directory_path() / ("co_up_profile_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "p.json";
+  const LayerProfile a = make_synthetic_profile({});
+  write_layer_profile(file, a);
+  write_layer_profile(file, a);  // replacing an existing file
+  EXPECT_EQ(layer_profile_json(read_layer_profile(file)), layer_profile_json(a));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 1u) << "no temporary file left behind";
+  EXPECT_THROW(write_layer_profile(dir / "missing" / "p.json", a), RuntimeError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LayerProfile, UnknownKeysAreIgnoredAndOptionalOnesMayBeAbsent) {
+  Json j = synthetic_json();
+  j["future"] = 1;
+  j["network"]["future"] = "x";
+  j.erase("transfers");
+  j.erase("power_w");
+  j.erase("completed");
+  j["layer_times"][0].erase("mad_us");
+  EXPECT_EQ(error_of(j), "");
+}
+
+TEST(LayerProfile, MissingFileAndBadJsonAreClear) {
+  EXPECT_THAT(
+      [] {
+        try {
+          read_layer_profile("/nonexistent/p.json");
+        } catch (const InputError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      AllOf(HasSubstr("/nonexistent/p.json"), HasSubstr("co_up profile")));
+  try {
+    parse_layer_profile("{\"format\": ", "p.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("p.json"), HasSubstr("not valid JSON")));
+  }
+}
+
+TEST(LayerProfile, EachDefectNamesItsKey) {
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> edit;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {"format", [](Json& j) { j["format"] = "other"; }, {"'format'", "co_up-layer-profile"}},
+      {"version", [](Json& j) { j["version"] = 2; }, {"'version'", "is 2"}},
+      {"missing network", [](Json& j) { j.erase("network"); }, {"'network'", "missing"}},
+      {"layer count type", [](Json& j) { j["network"]["layer_count"] = "4"; }, {"network.layer_count", "integer"}},
+      {"short times", [](Json& j) { j["layer_times"][1]["median_us"].erase(0); },
+       {"layer_times[1].median_us", "3 entries", "expected 4"}},
+      {"negative time", [](Json& j) { j["layer_times"][0]["median_us"][2] = -1.0; },
+       {"layer_times[0].median_us[2]", ">= 0"}},
+      {"long transfer", [](Json& j) { j["transfers"][0]["send_us"].push_back(1.0); },
+       {"transfers[0].send_us", "4 entries", "expected 3"}},
+      {"unknown transfer processor", [](Json& j) { j["transfers"][0]["to"] = "X"; },
+       {"transfers[0].to", "'X'", "BLG"}},
+      {"unknown timed processor", [](Json& j) { j["layer_times"][0]["processor"] = "N"; },
+       {"layer_times[0].processor", "'N'"}},
+      {"level beyond table", [](Json& j) { j["layer_times"][0]["level"] = 3; }, {"layer_times[0].level", "0..2"}},
+      {"duplicate processor", [](Json& j) { j["platform"]["processors"][1]["letter"] = "B"; },
+       {"platform.processors[1].letter", "repeats"}},
+      {"wrong type", [](Json& j) { j["platform"]["processors"] = 3; }, {"platform.processors", "array"}},
+      {"missing median", [](Json& j) { j["layer_times"][0].erase("median_us"); },
+       {"layer_times[0].median_us", "missing"}},
+      {"power level", [](Json& j) { j["power_w"][0]["busy_w"] = "hot"; }, {"power_w[0].busy_w", "number"}},
+  };
+  for (const Case& c : cases) {
+    Json j = synthetic_json();
+    c.edit(j);
+    const std::string message = error_of(j);
+    EXPECT_THAT(message, HasSubstr("profile 'p.json'")) << c.what;
+    for (const std::string& needle : c.needles) EXPECT_THAT(message, HasSubstr(needle)) << c.what;
+  }
+}
+
+TEST(LayerProfile, MismatchedNetworkSaysBoth) {
+  const LayerProfile p = make_synthetic_profile({});  // graph "synthetic", 8 layers
+  EXPECT_NO_THROW(check_profile_matches(p, "synthetic", "", "layers", 8));
+  EXPECT_NO_THROW(check_profile_matches(p, "", "", "", 0));
+  try {
+    check_profile_matches(p, "alexnet", "", "", 0);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("--graph=synthetic"), HasSubstr("--graph=alexnet")));
+  }
+  try {
+    check_profile_matches(p, "synthetic", "", "ops", 0);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("--units=layers"), HasSubstr("--units=ops")));
+  }
+  try {
+    check_profile_matches(p, "synthetic", "", "", 9);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("8 layer units"), HasSubstr("has 9")));
+  }
+  EXPECT_THROW(check_profile_matches(p, "", "model.onnx", "", 0), InputError);
+  LayerProfile m = p;
+  m.network.graph.clear();
+  m.network.model = "/data/models/net.onnx";
+  EXPECT_NO_THROW(check_profile_matches(m, "", "net.onnx", "", 0));  // same file name
+  EXPECT_THROW(check_profile_matches(m, "", "other.onnx", "", 0), InputError);
+}
+
+TEST(LayerProfile, MissingProcessorIsNamed) {
+  const LayerProfile p = make_synthetic_profile({});  // B, L, G
+  EXPECT_NO_THROW(check_profile_has_processors(p, "BBLG"));
+  try {
+    check_profile_has_processors(p, "BBN");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("'N'"), HasSubstr("BLG")));
+  }
+}
+
+}  // namespace
+}  // namespace co_up::planner
