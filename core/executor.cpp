@@ -12,6 +12,7 @@
 
 #include "core/affinity.h"
 #include "core/error.h"
+#include "core/fallback.h"
 #include "core/receiver.h"
 #include "core/sender.h"
 #include "core/subgraph_desc.h"
@@ -253,12 +254,10 @@ void Executor::Impl::compile_all() {
                                                &support),
                          "querying " + subgraph_label(*s.subgraph));
             if (!support.supported) {
-              const co_up_node_desc& node = desc.get().nodes[n];
-              throw InputError("layer " + std::to_string(node.layer) + " node '" + node.name +
-                               "' (" + node.op_type + ") cannot run on '" +
-                               std::string(1, s.subgraph->processor) + "' (backend '" +
-                               s.processor->backend + "'): " + support.reason +
-                               "; map that layer to another processor");
+              support.reason[sizeof(support.reason) - 1] = '\0';
+              throw InputError(unsupported_node_message(graph, desc.get().nodes[n],
+                                                        *s.processor->spec, s.processor->backend,
+                                                        support.reason));
             }
           }
         }

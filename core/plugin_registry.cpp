@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <utility>
 
 #include "core/error.h"
 
@@ -37,6 +38,28 @@ using DlHandle = std::unique_ptr<void, DlCloser>;
 
 std::string abi_string(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Names of the required 1.0 entries that are NULL, comma-separated ("" when none is).
+std::string missing_entries(const co_up_plugin_api& api) {
+  const std::pair<const char*, bool> required[] = {
+      {"status_release", api.status_release != nullptr},
+      {"factory_create", api.factory_create != nullptr},
+      {"factory_release", api.factory_release != nullptr},
+      {"device_create", api.device_create != nullptr},
+      {"device_release", api.device_release != nullptr},
+      {"device_query_node", api.device_query_node != nullptr},
+      {"compiled_create", api.compiled_create != nullptr},
+      {"compiled_release", api.compiled_release != nullptr},
+      {"compiled_map", api.compiled_map != nullptr},
+      {"compiled_unmap", api.compiled_unmap != nullptr},
+      {"compiled_run", api.compiled_run != nullptr},
+  };
+  std::string missing;
+  for (const auto& [name, present] : required) {
+    if (!present) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  }
+  return missing;
 }
 
 // Loads one file; fills `record`; returns the plugin when it loaded.
@@ -75,17 +98,16 @@ std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, Plugin
                     " (majors must match; rebuild the plugin)";
     return nullptr;
   }
-  if (api->abi_minor > CO_UP_ABI_VERSION_MINOR) {
-    record.reason = "built for co_up ABI " + abi_string(api->abi_major, api->abi_minor) +
-                    ", newer than this co_up's " +
-                    abi_string(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR) +
-                    " (upgrade co_up)";
+  // A newer minor is fine: minors only append, this host reads the 1.0 prefix it knows, and the
+  // plugin saw this host's minor in co_up_plugin_get_api, so it relies on nothing newer.
+  if (api->name == nullptr || *api->name == '\0') {
+    record.reason = "the plugin's function table has no backend name";
     return nullptr;
   }
-  if (api->name == nullptr || api->status_release == nullptr || api->factory_create == nullptr ||
-      api->device_create == nullptr || api->compiled_create == nullptr ||
-      api->compiled_run == nullptr || api->compiled_map == nullptr) {
-    record.reason = "the plugin's function table lacks required entries";
+  if (const std::string missing = missing_entries(*api); !missing.empty()) {
+    record.backend = api->name;
+    record.reason = "the plugin's function table lacks " + missing +
+                    " (NULL; every entry but compiled_bind_input is required)";
     return nullptr;
   }
   record.backend = api->name;
@@ -97,7 +119,10 @@ std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, Plugin
   if (status != nullptr) {
     record.outcome = status->code == CO_UP_STATUS_NO_DEVICE ? PluginRecord::Outcome::kDeclined
                                                             : PluginRecord::Outcome::kRefused;
-    record.reason = status->message != nullptr ? status->message : "factory_create failed";
+    const std::string message = status->message != nullptr ? status->message : "(no message)";
+    // A decline is the plugin's own explanation; any other failure is an init error.
+    record.reason = status->code == CO_UP_STATUS_NO_DEVICE ? message
+                                                           : "factory_create failed: " + message;
     api->status_release(status);
     return nullptr;
   }
@@ -138,7 +163,18 @@ std::filesystem::path PluginRegistry::default_directory() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "plugins";
-  return exe.parent_path() / "plugins";
+  // A build tree keeps plugins/ next to the binary. An installed tree keeps them under lib/ (bin/
+  // holds executables only), at a path relative to bin/ that cmake/install.cmake fixes, so the
+  // install prefix can still change at install time.
+  const std::filesystem::path beside = exe.parent_path() / "plugins";
+#ifdef CO_UP_INSTALLED_PLUGIN_DIR
+  if (!std::filesystem::is_directory(beside, ec)) {
+    const std::filesystem::path installed =
+        (exe.parent_path() / CO_UP_INSTALLED_PLUGIN_DIR).lexically_normal();
+    if (std::filesystem::is_directory(installed, ec)) return installed;
+  }
+#endif
+  return beside;
 }
 
 std::shared_ptr<const Plugin> PluginRegistry::find(const std::string& backend) const {

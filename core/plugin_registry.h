@@ -5,7 +5,12 @@
 // *declines* (CO_UP_STATUS_NO_DEVICE). Neither stops the others from loading, and neither is
 // silent: records() keeps every outcome with its reason for --list-plugins and error messages.
 //
-// Directory: --plugins=DIR, else $CO_UP_PLUGIN_PATH, else plugins/ next to the executable.
+// Directory: --plugins=DIR, else $CO_UP_PLUGIN_PATH, else plugins/ next to the executable (a build
+// tree), else lib/co_up/plugins/ of the install prefix (an installed tree: bin/co_up).
+//
+// ABI versions: a plugin is refused when its major differs from this co_up's; any minor loads
+// (older ones are read as far as their struct_size reaches, newer ones up to what this co_up
+// knows). Every function-table entry but compiled_bind_input is required.
 #pragma once
 
 #include <filesystem>

@@ -1,7 +1,10 @@
 // PluginRegistry against real shared objects (tests/plugins): every kind of bad plugin is refused
-// or declined with a reason that names the problem, and none of them stops the good one loading.
-// Then the same outcome seen from the Executor: a processor whose plugin declined is an InputError
-// that says which plugin and why.
+// or declined with a reason that names the problem (no entry point, another ABI major, a truncated
+// table, a NULL entry, a failing init), a newer ABI minor loads, and none of them stops the good
+// ones loading. Then the same seen from the Executor: a processor whose plugin declined is an
+// InputError that says which plugin and why; a plugin whose compile fails stops setup with a
+// RuntimeError naming the plugin, the sub-graph and the plugin's message; a node an accelerator
+// declines names the layer, op, backend and the plugin's reason.
 #include "core/plugin_registry.h"
 
 #include <gmock/gmock.h>
@@ -9,6 +12,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/executor.h"
@@ -62,10 +66,11 @@ TEST_F(PluginRegistryTest, KeepsARecordForEverySoFileInNameOrder) {
   EXPECT_EQ(registry_->directory(), kTestPlugins);
   std::vector<std::string> files;
   for (const PluginRecord& r : registry_->records()) files.push_back(r.path.filename().string());
-  const std::vector<std::string> expected = {CO_UP_REFERENCE_PLUGIN_FILE, "libdeclining.so",
-                                             "libgarbage.so",   "libnot_a_plugin.so",
-                                             "libnull_api.so",  "libtruncated.so",
-                                             "libwrong_major.so"};
+  const std::vector<std::string> expected = {
+      CO_UP_REFERENCE_PLUGIN_FILE, "libdeclining.so",     "libfailing_init.so",
+      "libfailing_npu.so",         "libgarbage.so",       "libnewer_minor.so",
+      "libnot_a_plugin.so",        "libnull_api.so",      "libnull_function.so",
+      "libpartial_npu.so",         "libtruncated.so",     "libwrong_major.so"};
   EXPECT_EQ(files, expected) << registry_->summary();
 }
 
@@ -122,6 +127,34 @@ TEST_F(PluginRegistryTest, ATruncatedTableIsRefused) {
   EXPECT_EQ(r.outcome, Outcome::kRefused);
   EXPECT_THAT(r.reason, HasSubstr("truncated")) << r.reason;
   EXPECT_EQ(registry_->find("truncated"), nullptr);
+}
+
+TEST_F(PluginRegistryTest, ANewerAbiMinorLoadsBecauseMinorsOnlyAppend) {
+  const PluginRecord& r = record("libnewer_minor.so");
+  EXPECT_EQ(r.outcome, Outcome::kLoaded) << r.reason;
+  EXPECT_EQ(r.backend, "newer-minor");
+  ASSERT_NE(registry_->find("newer-minor"), nullptr);
+  const co_up_plugin_api& api = registry_->find("newer-minor")->api();
+  EXPECT_EQ(api.abi_minor, CO_UP_ABI_VERSION_MINOR + 1);
+  EXPECT_GT(api.struct_size, sizeof(co_up_plugin_api));
+}
+
+TEST_F(PluginRegistryTest, ANullEntryInTheTableIsRefusedNamingIt) {
+  const PluginRecord& r = record("libnull_function.so");
+  EXPECT_EQ(r.outcome, Outcome::kRefused);
+  EXPECT_EQ(r.backend, "null-function");
+  EXPECT_THAT(r.reason, HasSubstr("lacks device_release")) << r.reason;
+  EXPECT_THAT(r.reason, ::testing::Not(HasSubstr("factory_create"))) << r.reason;
+  EXPECT_EQ(registry_->find("null-function"), nullptr);
+}
+
+TEST_F(PluginRegistryTest, APluginWhoseInitFailsIsRefusedWithItsMessage) {
+  const PluginRecord& r = record("libfailing_init.so");
+  EXPECT_EQ(r.outcome, Outcome::kRefused);  // not declined: the error is not NO_DEVICE
+  EXPECT_EQ(r.backend, "failing-init");
+  EXPECT_EQ(r.reason, "factory_create failed: failing-init: firmware upload failed (device reset "
+                      "needed)");
+  EXPECT_EQ(registry_->find("failing-init"), nullptr);
 }
 
 TEST_F(PluginRegistryTest, APluginWithoutItsHardwareDeclinesWithItsOwnMessage) {
@@ -199,6 +232,83 @@ TEST(PluginRegistryExecutor, AProcessorWhosePluginDeclinedIsAnInputErrorWithTheR
     EXPECT_THAT(message, HasSubstr("fake-npu"));
     EXPECT_THAT(message, HasSubstr("declined"));
     EXPECT_THAT(message, HasSubstr("no NPU device here (librknnrt.so not found)"));
+  }
+}
+
+// B on `cpu_backend`, N on `npu_backend` (an accelerator hosted on B).
+Platform platform_with(const std::string& cpu_backend, const std::string& npu_backend) {
+  return parse_platform(R"({"name": "test-board", "processors": [
+      {"letter": "B", "name": "big CPU", "kind": "cpu", "backend": ")" + cpu_backend +
+                            R"(", "cores": [0]},
+      {"letter": "N", "name": "test NPU", "kind": "npu", "backend": ")" + npu_backend +
+                            R"(", "host": "B"}]})",
+                        "test platform");
+}
+
+graph::Graph small_alexnet() {
+  NetworkSpec spec;
+  spec.name = "alexnet";
+  spec.image_size = 64;
+  return build_network(spec);
+}
+
+std::vector<float> run_one_frame(const graph::Graph& g, const std::string& order,
+                                 const Platform& platform, const PluginRegistry& registry) {
+  Executor executor(g, Partition::create(g, order), platform, registry, ExecutorOptions{});
+  RunRequest request;
+  request.frames = 1;
+  request.input_sets.push_back(seeded_inputs(g, 1));
+  RunResult result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, 1u);
+  return result.last_outputs.empty() ? std::vector<float>{} : result.last_outputs[0];
+}
+
+TEST(PluginRegistryExecutor, ANewerMinorPluginComputesLikeTheOneItWraps) {
+  const PluginRegistry registry = PluginRegistry::load_directory(kTestPlugins);
+  const graph::Graph g = small_alexnet();
+  const std::vector<float> newer =
+      run_one_frame(g, "BBBBBBBB", platform_with("newer-minor", "partial-npu"), registry);
+  const std::vector<float> reference =
+      run_one_frame(g, "BBBBBBBB", platform_with("cpu-reference", "partial-npu"), registry);
+  ASSERT_FALSE(reference.empty());
+  EXPECT_EQ(newer, reference);  // the same kernels underneath: bit-identical
+}
+
+TEST(PluginRegistryExecutor, ACompileFailureAtSetupNamesPluginSubGraphAndMessage) {
+  const PluginRegistry registry = PluginRegistry::load_directory(kTestPlugins);
+  const graph::Graph g = small_alexnet();
+  try {
+    Executor executor(g, Partition::create(g, "BBNNBBBB"),
+                      platform_with("cpu-reference", "failing-npu"), registry, ExecutorOptions{});
+    FAIL() << "an executor was built although the plugin's compile failed";
+  } catch (const RuntimeError& e) {
+    const std::string message = e.what();
+    EXPECT_THAT(message, HasSubstr("sub-graph 1 (layers 2-3 on N)"));
+    EXPECT_THAT(message, HasSubstr("backend 'failing-npu'"));
+    EXPECT_THAT(message, HasSubstr("compile failed"));
+    EXPECT_THAT(message, HasSubstr("out of NPU SRAM: needs 9 MiB, has 4 MiB"));
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // The registry and its other plugins are unharmed.
+  EXPECT_FALSE(run_one_frame(g, "BBBBBBBB", platform_with("cpu-reference", "failing-npu"),
+                             registry)
+                   .empty());
+}
+
+TEST(PluginRegistryExecutor, ANodeTheAcceleratorDeclinesNamesLayerOpBackendAndReason) {
+  const PluginRegistry registry = PluginRegistry::load_directory(kTestPlugins);
+  const graph::Graph g = small_alexnet();
+  try {
+    Executor executor(g, Partition::create(g, "BBBBBBNN"),
+                      platform_with("cpu-reference", "partial-npu"), registry, ExecutorOptions{});
+    FAIL() << "an executor was built although the accelerator declined a node";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_THAT(message, HasSubstr("layer 7 (fc8)"));
+    EXPECT_THAT(message, HasSubstr("(Softmax) cannot run on 'N' (backend 'partial-npu')"));
+    EXPECT_THAT(message, HasSubstr("partial-npu runs Conv, FullyConnected and MaxPool only, not "
+                                   "Softmax"));
+    EXPECT_THAT(message, HasSubstr("--npu_fallback"));
   }
 }
 

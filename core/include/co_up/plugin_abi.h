@@ -7,8 +7,13 @@
  *                                                  uint32_t host_abi_minor);
  *
  * It returns a pointer to a static, immutable table, or NULL when it cannot serve a host of that
- * ABI major version. Compatibility rule: majors must be equal; a plugin's minor may be older than
- * the host's (the host then uses only what that minor defines, checked through `struct_size`).
+ * ABI major version. Compatibility rule: majors must be equal; minors only append, so any minor
+ * loads. A plugin older than the host: the host uses only what that minor defines, checked through
+ * `struct_size`. A plugin newer than the host: the host reads only the members it knows, and the
+ * plugin, which was told the host's minor, must not rely on anything newer.
+ * Every member of co_up_plugin_api is required (non-NULL) except where it says "Optional".
+ *
+ * <co_up/plugin_helpers.h> has optional header-only helpers (statuses, attribute lookup).
  *
  * Conventions, stated once:
  *  - C99, C types only. Every struct starts with `struct_size` (sizeof as the creator compiled it);

@@ -1,0 +1,162 @@
+#include "core/fallback.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "core/affinity.h"
+#include "core/error.h"
+#include "core/partition.h"
+#include "core/plugin.h"
+#include "core/subgraph_desc.h"
+
+namespace co_up {
+namespace {
+
+std::string layer_label(const std::vector<graph::LayerUnit>& layers, uint32_t layer) {
+  return std::to_string(layer) + " (" + (layer < layers.size() ? layers[layer].name : "?") + ")";
+}
+
+// What an accelerator letter resolved to: a device to query, or why there is none.
+struct Accelerator {
+  std::shared_ptr<Device> device;
+  std::string backend;
+  std::string unavailable;  // set when no plugin of the processor's backends loaded
+};
+
+Accelerator open_accelerator(char letter, const ProcessorSpec& spec, const Platform& platform,
+                             const PluginRegistry& registry) {
+  Accelerator a;
+  std::shared_ptr<const Plugin> plugin;
+  for (const std::string& backend : spec.backends) {
+    if ((plugin = registry.find(backend))) break;
+  }
+  if (!plugin) {
+    std::string wanted;
+    for (const std::string& b : spec.backends) wanted += (wanted.empty() ? "'" : " or '") + b + "'";
+    a.unavailable = "no plugin " + wanted + " loaded [" + registry.summary() + "]";
+    return a;
+  }
+  a.backend = plugin->name();
+  // The options the Executor gives the device, so that the answers are the ones it will get.
+  std::vector<std::pair<std::string, std::string>> options = {
+      {"processor", std::string(1, letter)},
+      {"cores", format_cores(platform.host_cores(letter))},
+      {"threads", std::to_string(spec.is_cpu() ? spec.threads : 1)},
+  };
+  options.insert(options.end(), spec.options.begin(), spec.options.end());
+  a.device = Device::create(plugin, options,
+                            "npu fallback: creating device '" + std::string(1, letter) +
+                                "' on backend '" + a.backend + "'");
+  return a;
+}
+
+}  // namespace
+
+bool is_accelerator(const ProcessorSpec& spec) { return spec.kind == "npu" || spec.kind == "dsp"; }
+
+FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& order,
+                               const Platform& platform, const PluginRegistry& registry,
+                               char fallback) {
+  const ProcessorSpec* target = platform.find(fallback);
+  if (target == nullptr) {
+    throw InputError("--npu_fallback=" + std::string(1, fallback) + ": platform '" +
+                     platform.name + "' has no processor '" + std::string(1, fallback) +
+                     "' (it defines " + platform.letters() + ")");
+  }
+  if (is_accelerator(*target)) {
+    throw InputError("--npu_fallback=" + std::string(1, fallback) + " names an accelerator (" +
+                     target->name + "); use a CPU or GPU letter such as B, L or G");
+  }
+  const std::vector<graph::LayerUnit> layers = graph.layers();
+  FallbackPlan plan;
+  plan.order = order;
+  std::map<char, Accelerator> accelerators;  // opened once, on first use
+  std::map<uint32_t, FallbackMove> moved;    // by layer: ascending, one entry per layer
+  bool any_accelerator = false;
+  for (;;) {
+    const Partition partition = Partition::create(graph, plan.order);
+    std::map<uint32_t, FallbackMove> round;
+    for (const SubGraph& sg : partition.subgraphs()) {
+      const ProcessorSpec* spec = platform.find(sg.processor);
+      if (spec == nullptr || !is_accelerator(*spec)) continue;  // unknown letters: the Executor's
+      any_accelerator = true;
+      auto it = accelerators.find(sg.processor);
+      if (it == accelerators.end()) {
+        it = accelerators
+                 .emplace(sg.processor, open_accelerator(sg.processor, *spec, platform, registry))
+                 .first;
+      }
+      const Accelerator& acc = it->second;
+      if (!acc.device) {
+        for (uint32_t l = sg.first_layer; l <= sg.last_layer; ++l) {
+          round.emplace(l, FallbackMove{l, layers.at(l).name, sg.processor, "", "", "",
+                                        acc.unavailable});
+        }
+        continue;
+      }
+      const co_up_plugin_api& api = acc.device->plugin().api();
+      const SubGraphDesc desc(graph, sg);
+      for (uint32_t n = 0; n < desc.get().node_count; ++n) {
+        const co_up_node_desc& node = desc.get().nodes[n];
+        if (round.count(node.layer) != 0) continue;  // the layer moves already
+        co_up_node_support support{};
+        support.struct_size = sizeof(support);
+        check_status(api, api.device_query_node(acc.device->handle(), &desc.get(), n, &support),
+                     "npu fallback: querying layer " + layer_label(layers, node.layer) +
+                         " on '" + std::string(1, sg.processor) + "' (backend '" + acc.backend +
+                         "')");
+        if (support.supported) continue;
+        support.reason[sizeof(support.reason) - 1] = '\0';  // a plugin may fill all 256 bytes
+        round.emplace(node.layer, FallbackMove{node.layer, layers.at(node.layer).name,
+                                               sg.processor, acc.backend, node.name, node.op_type,
+                                               support.reason});
+      }
+    }
+    if (round.empty()) break;
+    for (auto& [layer, move] : round) {
+      plan.order[layer] = fallback;
+      moved.emplace(layer, std::move(move));
+    }
+  }
+  for (auto& [layer, move] : moved) plan.moves.push_back(std::move(move));
+  if (!any_accelerator) return plan;
+
+  std::string summary = "npu fallback: ";
+  if (plan.moves.empty()) {
+    summary += "every layer mapped to an accelerator is supported there";
+  } else {
+    summary += plan.moves.size() == 1 ? "layer " : "layers ";
+    for (size_t i = 0; i < plan.moves.size(); ++i) {
+      summary += (i ? ", " : "") + layer_label(layers, plan.moves[i].layer);
+    }
+    summary += " \u2192 " + std::string(1, fallback);
+  }
+  plan.report.push_back(summary + "; order " + plan.order);
+  for (const FallbackMove& m : plan.moves) {
+    std::string line = "  layer " + layer_label(layers, m.layer) + " left '" +
+                       std::string(1, m.from) + "'";
+    if (!m.node.empty()) {
+      line += ": node '" + m.node + "' (" + m.op + ") on backend '" + m.backend + "': " + m.reason;
+    } else {
+      line += ": " + m.reason;
+    }
+    plan.report.push_back(std::move(line));
+  }
+  return plan;
+}
+
+std::string unsupported_node_message(const graph::Graph& graph, const co_up_node_desc& node,
+                                     const ProcessorSpec& processor, const std::string& backend,
+                                     const std::string& reason) {
+  const std::vector<graph::LayerUnit> layers = graph.layers();
+  std::string message = "layer " + layer_label(layers, node.layer) + " node '" + node.name +
+                        "' (" + node.op_type + ") cannot run on '" +
+                        std::string(1, processor.letter) + "' (backend '" + backend +
+                        "'): " + reason + "; map that layer to another processor";
+  if (is_accelerator(processor)) message += " or use --npu_fallback=B|L|G";
+  return message;
+}
+
+}  // namespace co_up

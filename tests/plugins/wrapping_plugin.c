@@ -1,0 +1,125 @@
+/* Test plugins that really compute: each wraps the cpu-reference plugin (dlopened from the same
+ * directory, file name WRAPPED_PLUGIN_FILE) and changes one thing about it. One source, variants:
+ *
+ *   TEST_PLUGIN_NEWER_MINOR     "newer-minor": a table for ABI minor host+1, one member longer
+ *                               than this host knows; must load and run (minors only append)
+ *   TEST_PLUGIN_NULL_FUNCTION   "null-function": device_release is NULL; must be refused, naming it
+ *   TEST_PLUGIN_FAILING_INIT    "failing-init": factory_create fails with RUNTIME_ERROR (not
+ *                               NO_DEVICE); must be refused with the plugin's message
+ *   TEST_PLUGIN_FAILING_NPU     "failing-npu": an accelerator whose compiled_create fails; a run
+ *                               that maps layers to it must stop at setup naming plugin and message
+ *   TEST_PLUGIN_PARTIAL_NPU     "partial-npu": an accelerator whose capability query declines
+ *                               every op but Conv, FullyConnected and MaxPool (for --npu_fallback)
+ *
+ * Statuses of the wrapper's own are static (status_release ignores them); the others come from
+ * the reference plugin and go back to it. */
+#define _GNU_SOURCE
+#include <co_up/plugin_helpers.h>
+#include <dlfcn.h>
+
+static void* g_inner_handle;
+static const co_up_plugin_api* g_inner;
+
+/* This host's table, then what a newer minor appended (never read by this host). */
+static struct {
+  co_up_plugin_api api;
+  void (*appended_in_a_newer_minor)(void);
+} g_table;
+
+static co_up_status kInitFailed = {sizeof(co_up_status), CO_UP_STATUS_RUNTIME_ERROR,
+                                   "failing-init: firmware upload failed (device reset needed)"};
+static co_up_status kCompileFailed = {
+    sizeof(co_up_status), CO_UP_STATUS_RUNTIME_ERROR,
+    "vendor compiler rejected the partition (out of NPU SRAM: needs 9 MiB, has 4 MiB)"};
+
+static void status_release(co_up_status* status) {
+  if (status != &kInitFailed && status != &kCompileFailed) g_inner->status_release(status);
+}
+
+#if defined(TEST_PLUGIN_FAILING_INIT)
+static co_up_status* failing_factory_create(const co_up_option* options, uint32_t option_count,
+                                            co_up_factory** out_factory) {
+  (void)options;
+  (void)option_count;
+  *out_factory = NULL;
+  return &kInitFailed;
+}
+#endif
+
+#if defined(TEST_PLUGIN_FAILING_NPU)
+static co_up_status* failing_compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
+                                             co_up_compiled** out_compiled) {
+  (void)device;
+  (void)graph;
+  *out_compiled = NULL;
+  return &kCompileFailed;
+}
+#endif
+
+#if defined(TEST_PLUGIN_PARTIAL_NPU)
+static co_up_status* partial_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
+                                        uint32_t node_index, co_up_node_support* out_support) {
+  co_up_status* status = g_inner->device_query_node(device, graph, node_index, out_support);
+  if (status != NULL || !out_support->supported) return status;
+  const char* op = co_up_subgraph_node(graph, node_index)->op_type;
+  if (strcmp(op, "Conv") != 0 && strcmp(op, "FullyConnected") != 0 && strcmp(op, "MaxPool") != 0) {
+    out_support->supported = 0;
+    snprintf(out_support->reason, sizeof out_support->reason,
+             "partial-npu runs Conv, FullyConnected and MaxPool only, not %s", op);
+  }
+  return NULL;
+}
+#endif
+
+/* The wrapped plugin lives next to this file. */
+static const co_up_plugin_api* load_inner(uint32_t host_abi_major, uint32_t host_abi_minor) {
+  if (g_inner != NULL) return g_inner;
+  Dl_info self;
+  if (dladdr((void*)&load_inner, &self) == 0 || self.dli_fname == NULL) return NULL;
+  char path[4096];
+  const char* slash = strrchr(self.dli_fname, '/');
+  int dir_length = slash != NULL ? (int)(slash - self.dli_fname) : 1;
+  snprintf(path, sizeof path, "%.*s/%s", dir_length, slash != NULL ? self.dli_fname : ".",
+           WRAPPED_PLUGIN_FILE);
+  g_inner_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (g_inner_handle == NULL) return NULL;
+  co_up_plugin_get_api_fn get_api =
+      (co_up_plugin_get_api_fn)dlsym(g_inner_handle, CO_UP_PLUGIN_ENTRY_POINT);
+  g_inner = get_api != NULL ? get_api(host_abi_major, host_abi_minor) : NULL;
+  return g_inner;
+}
+
+__attribute__((destructor)) static void unload_inner(void) {
+  if (g_inner_handle != NULL) dlclose(g_inner_handle);
+}
+
+CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(uint32_t host_abi_major,
+                                                                 uint32_t host_abi_minor) {
+  if (host_abi_major != CO_UP_ABI_VERSION_MAJOR) return NULL;
+  if (load_inner(host_abi_major, host_abi_minor) == NULL) return NULL;
+  g_table.api = *g_inner;
+  g_table.api.status_release = status_release;
+  g_table.api.description = "co_up loader test plugin wrapping cpu-reference";
+#if defined(TEST_PLUGIN_NEWER_MINOR)
+  g_table.api.name = "newer-minor";
+  g_table.api.abi_minor = CO_UP_ABI_VERSION_MINOR + 1u;
+  g_table.api.struct_size = sizeof g_table;
+#elif defined(TEST_PLUGIN_NULL_FUNCTION)
+  g_table.api.name = "null-function";
+  g_table.api.device_release = NULL;
+#elif defined(TEST_PLUGIN_FAILING_INIT)
+  g_table.api.name = "failing-init";
+  g_table.api.factory_create = failing_factory_create;
+#elif defined(TEST_PLUGIN_FAILING_NPU)
+  g_table.api.name = "failing-npu";
+  g_table.api.kind = CO_UP_BACKEND_ACCELERATOR;
+  g_table.api.compiled_create = failing_compiled_create;
+#elif defined(TEST_PLUGIN_PARTIAL_NPU)
+  g_table.api.name = "partial-npu";
+  g_table.api.kind = CO_UP_BACKEND_ACCELERATOR;
+  g_table.api.device_query_node = partial_query_node;
+#else
+#error "define one TEST_PLUGIN_* variant"
+#endif
+  return &g_table.api;
+}
