@@ -1,0 +1,290 @@
+#include "int8_f32_steps.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "plugin_status.h"
+#include "ref_kernels.h"
+#include "subgraph_desc.h"
+#include "xnn_kernels.h"
+
+namespace co_up::int8 {
+
+using backends::Conv2dShape;
+using backends::element_at;
+using backends::element_count;
+using backends::NodePlan;
+using backends::Op;
+using backends::Pool2dShape;
+using xnnpack::CpuPool;
+
+void F32Step::run(pthreadpool_t threadpool) const {
+  for (const auto& op : ops) check_xnn(xnn_run_operator(op.get(), threadpool), "f32 run");
+  if (own) own();
+}
+
+F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const NodePlan& p,
+                       const std::vector<float*>& buffers, const CpuPool& pool) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  F32Step step;
+  pthreadpool_t tp = pool.get();
+  const CpuPool* pool_ptr = &pool;
+  const co_up_node_desc& node = element_at(graph.nodes, index);
+  const std::string where = "f32 node '" + std::string(node.name ? node.name : "?") + "'";
+  auto constant = [&](uint32_t t) -> const float* {
+    return t == CO_UP_NO_TENSOR ? nullptr
+                                : static_cast<const float*>(element_at(graph.tensors, t).data);
+  };
+  float* x = buffers[p.inputs[0]];
+  float* y = buffers[p.output];
+  const int64_t count = element_count(p.out_dims);
+  auto add_op = [&](xnn_operator_t op) { step.ops.emplace_back(op); };
+  auto unary_op = [&](auto create, auto setup, auto... args) {
+    xnn_operator_t op = nullptr;
+    check_xnn(create(size_t(count), size_t(count), size_t(count), args..., 0u, &op),
+              "create for " + where);
+    add_op(op);
+    check_xnn(setup(op, size_t(1), x, y, tp), "setup for " + where);
+  };
+
+  switch (p.op) {
+    case Op::kConv: {
+      const Conv2dShape& s = p.conv;
+      const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
+      // W[M, C/g, kH, kW] -> [M, kH, kW, C/g] (XNNPACK's per-group OHWI).
+      const float* w = constant(p.inputs[1]);
+      const int64_t taps = s.kernel_h * s.kernel_w;
+      std::vector<float> packed(static_cast<size_t>(s.out_channels * gin * taps));
+      for (int64_t m = 0; m < s.out_channels; ++m) {
+        for (int64_t ci = 0; ci < gin; ++ci) {
+          for (int64_t t = 0; t < taps; ++t) {
+            packed[static_cast<size_t>((m * taps + t) * gin + ci)] = w[(m * gin + ci) * taps + t];
+          }
+        }
+      }
+      const auto [lo, hi] = activation_range(s.activation);
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_convolution2d_nhwc_f32(
+                    uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
+                    uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
+                    uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
+                    uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
+                    size_t(s.in_channels), size_t(s.out_channels), packed.data(),
+                    constant(p.inputs[2]), lo, hi, 0, &op),
+                "convolution create for " + where);
+      add_op(op);
+      check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
+                                                 size_t(s.in_width), x, y, tp),
+                "convolution setup for " + where);
+      break;
+    }
+    case Op::kFullyConnected: {
+      const float* w = constant(p.inputs[1]);
+      std::vector<float> permuted;
+      if (needs_transpose(p.in_dims)) {
+        // The input is NHWC inside: reorder W's columns from (c, h, w) to (h, w, c) once.
+        const int64_t ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
+        permuted.resize(static_cast<size_t>(p.fc_out * p.fc_in));
+        for (int64_t m = 0; m < p.fc_out; ++m) {
+          for (int64_t ci = 0; ci < ch; ++ci) {
+            for (int64_t q = 0; q < plane; ++q) {
+              permuted[static_cast<size_t>(m * p.fc_in + q * ch + ci)] = w[m * p.fc_in + ci * plane + q];
+            }
+          }
+        }
+        w = permuted.data();
+      }
+      const auto [lo, hi] = activation_range(p.activation);
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
+                                                  size_t(p.fc_out), w, constant(p.inputs[2]), lo,
+                                                  hi, 0, &op),
+                "fully connected create for " + where);
+      add_op(op);
+      check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(p.in_dims[0]), x, y, tp),
+                "fully connected setup for " + where);
+      break;
+    }
+    case Op::kMaxPool:
+    case Op::kAveragePool: {
+      const Pool2dShape s = p.pool;
+      const int64_t oh = s.out_height(), ow = s.out_width();
+      // XNNPACK rounds down; ceil mode becomes extra bottom/right padding, which a max ignores.
+      const int64_t pad_b = std::max(s.pad_bottom, (oh - 1) * s.stride_h + s.kernel_h - s.in_height - s.pad_top);
+      const int64_t pad_r = std::max(s.pad_right, (ow - 1) * s.stride_w + s.kernel_w - s.in_width - s.pad_left);
+      const bool average = p.op == Op::kAveragePool;
+      const bool padded = s.pad_top || s.pad_left || pad_b || pad_r;
+      xnn_operator_t op = nullptr;
+      xnn_status st = xnn_status_unsupported_parameter;
+      if (!average) {
+        st = xnn_create_max_pooling2d_nhwc_f32(
+            uint32_t(s.pad_top), uint32_t(pad_r), uint32_t(pad_b), uint32_t(s.pad_left),
+            uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h), uint32_t(s.stride_w),
+            1, 1, size_t(s.channels), size_t(s.channels), size_t(s.channels), -kInf, kInf, 0, &op);
+      } else if (!padded) {
+        // Padding: XNNPACK's divisor rules differ from ONNX's count_include_pad; own kernel.
+        st = xnn_create_average_pooling2d_nhwc_f32(
+            0, 0, 0, 0, uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h),
+            uint32_t(s.stride_w), size_t(s.channels), size_t(s.channels), size_t(s.channels),
+            -kInf, kInf, 0, &op);
+      }
+      if (st == xnn_status_success) {
+        add_op(op);
+        st = average ? xnn_setup_average_pooling2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
+                                                            size_t(s.in_width), x, y, tp)
+                     : xnn_setup_max_pooling2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
+                                                        size_t(s.in_width), x, y, tp);
+        check_xnn(st, "pooling setup for " + where);
+      } else {
+        // Shapes XNNPACK declines (e.g. a 1x1 window): cpu-xnnpack's own kernel.
+        step.own = [=] {
+          if (average) {
+            xnnpack::average_pool2d_nhwc(s, x, y, *pool_ptr);
+          } else {
+            xnnpack::max_pool2d_nhwc(s, x, y, *pool_ptr);
+          }
+        };
+      }
+      break;
+    }
+    case Op::kGlobalAveragePool: {
+      const size_t ch = size_t(p.in_dims[1]);
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_global_average_pooling_nwc_f32(ch, ch, ch, -kInf, kInf, 0, &op),
+                "global average pooling create for " + where);
+      add_op(op);
+      check_xnn(xnn_setup_global_average_pooling_nwc_f32(op, size_t(p.in_dims[0]),
+                                                         size_t(p.in_dims[2] * p.in_dims[3]), x, y, tp),
+                "global average pooling setup for " + where);
+      break;
+    }
+    case Op::kGlobalMaxPool: {
+      const int64_t n = p.in_dims[0], ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
+      step.own = [=] { xnnpack::global_max_pool_nhwc(x, y, n, plane, ch, *pool_ptr); };
+      break;
+    }
+    case Op::kRelu:
+      unary_op(xnn_create_clamp_nc_f32, xnn_setup_clamp_nc_f32, 0.0f, kInf);
+      break;
+    case Op::kClip:
+      unary_op(xnn_create_clamp_nc_f32, xnn_setup_clamp_nc_f32, p.value0, p.value1);
+      break;
+    case Op::kSigmoid:
+      unary_op(xnn_create_sigmoid_nc_f32, xnn_setup_sigmoid_nc_f32);
+      break;
+    case Op::kHardSwish:
+      unary_op(xnn_create_hardswish_nc_f32, xnn_setup_hardswish_nc_f32);
+      break;
+    case Op::kLrn: {
+      const int64_t pixels = p.in_dims[0] * p.in_dims[2] * p.in_dims[3], ch = p.in_dims[1];
+      const int64_t size = p.size;
+      const float alpha = p.value0, beta = p.value1, bias = p.value2;
+      step.own = [=] { xnnpack::lrn_nhwc(x, y, pixels, ch, size, alpha, beta, bias, *pool_ptr); };
+      break;
+    }
+    case Op::kBatchNormalization: {
+      const int64_t batch = p.in_dims[0], ch = p.in_dims[1];
+      const int64_t plane = count / (batch * ch);
+      auto folded = std::make_shared<std::vector<float>>(static_cast<size_t>(2 * ch));
+      reference::fold_batch_norm(ch, constant(p.inputs[1]), constant(p.inputs[2]),
+                                 constant(p.inputs[3]), constant(p.inputs[4]), p.value0,
+                                 folded->data(), folded->data() + ch);
+      if (p.in_dims.size() == 4 || plane == 1) {
+        step.own = [=] {
+          xnnpack::channel_affine_nhwc(x, y, batch * plane, ch, folded->data(),
+                                       folded->data() + ch, *pool_ptr);
+        };
+      } else {
+        step.own = [=] {
+          reference::batch_norm(x, y, batch, ch, plane, folded->data(), folded->data() + ch, nullptr);
+        };
+      }
+      break;
+    }
+    case Op::kConcat: {
+      int64_t axis = 0;
+      for (size_t d = 0; d < p.in_dims.size(); ++d) {
+        if (p.in_dims[d] != p.out_dims[d]) axis = int64_t(d);
+      }
+      if (p.inputs.size() == 1) axis = 0;
+      int64_t outer = 0, axis_len = 0, inner = 0;
+      split_at_axis(internal_dims(p.out_dims), internal_axis(axis, p.out_dims.size()), &outer,
+                    &axis_len, &inner);
+      // Each input is a strided copy: `outer` rows of concat_axis[i] * inner floats.
+      int64_t offset = 0;
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        const size_t row = size_t(p.concat_axis[i] * inner);
+        xnn_operator_t op = nullptr;
+        check_xnn(xnn_create_copy_nc_x32(row, row, size_t(axis_len * inner), 0, &op),
+                  "copy create for " + where);
+        add_op(op);
+        check_xnn(xnn_setup_copy_nc_x32(op, size_t(outer), buffers[p.inputs[i]], y + offset, tp),
+                  "copy setup for " + where);
+        offset += int64_t(row);
+      }
+      break;
+    }
+    case Op::kAdd: {
+      const auto [lo, hi] = activation_range(p.activation);
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_add_nd_f32(lo, hi, 0, &op), "add create for " + where);
+      add_op(op);
+      const size_t shape[1] = {size_t(count)};
+      check_xnn(xnn_setup_add_nd_f32(op, 1, shape, 1, shape, x, buffers[p.inputs[1]], y, tp),
+                "add setup for " + where);
+      break;
+    }
+    case Op::kSoftmax: {
+      int64_t axis = 0;
+      const int64_t rank = int64_t(p.in_dims.size());
+      // Recover the normalised axis from the decoded split (outer * axis_len * inner).
+      for (int64_t a = 0, o = 1; a < rank; o *= p.in_dims[size_t(a)], ++a) {
+        if (o == p.outer && p.in_dims[size_t(a)] == p.axis_len) {
+          axis = a;
+          break;
+        }
+      }
+      int64_t outer = 0, axis_len = 0, inner = 0;
+      split_at_axis(internal_dims(p.in_dims), internal_axis(axis, p.in_dims.size()), &outer,
+                    &axis_len, &inner);
+      if (inner == 1) {
+        xnn_operator_t op = nullptr;
+        check_xnn(xnn_create_softmax_nc_f32(size_t(axis_len), size_t(axis_len), size_t(axis_len), 0, &op),
+                  "softmax create for " + where);
+        add_op(op);
+        check_xnn(xnn_setup_softmax_nc_f32(op, size_t(outer), x, y, tp), "softmax setup for " + where);
+      } else {
+        step.own = [=] { xnnpack::softmax_lines(x, y, outer, axis_len, inner, *pool_ptr); };
+      }
+      break;
+    }
+    case Op::kFlatten:
+    case Op::kReshape:
+    case Op::kIdentity: {
+      const auto& in = p.in_dims;
+      const auto& out = p.out_dims;
+      const bool in_nhwc = needs_transpose(in);
+      const bool out_nhwc = needs_transpose(out);
+      if (p.op == Op::kIdentity || (!in_nhwc && !out_nhwc)) {
+        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+      } else if (in_nhwc && !out_nhwc) {
+        step.own = [=] { xnnpack::nhwc_to_nchw(x, y, in[0], in[1], in[2] * in[3], *pool_ptr); };
+      } else if (!in_nhwc && out_nhwc) {
+        step.own = [=] { xnnpack::nchw_to_nhwc(x, y, out[0], out[1], out[2] * out[3], *pool_ptr); };
+      } else {
+        auto scratch = std::make_shared<Buffer<float>>(count);
+        step.own = [=] {
+          xnnpack::nhwc_to_nchw(x, scratch->data(), in[0], in[1], in[2] * in[3], *pool_ptr);
+          xnnpack::nchw_to_nhwc(scratch->data(), y, out[0], out[1], out[2] * out[3], *pool_ptr);
+        };
+      }
+      break;
+    }
+  }
+  return step;
+}
+
+}  // namespace co_up::int8

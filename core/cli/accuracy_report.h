@@ -1,0 +1,58 @@
+// The int8 accelerator's accuracy report (issue 6; the paper's Table 5 compares int8 NPU models
+// with f32 ones by top-1 accuracy and time).
+//
+// When --order puts layers on a processor served by the npu-int8 plugin, co_up
+//   - passes --calibration=N to those devices (option "calibration_frames": the plugin runs its
+//     first N frames in f32 to calibrate its int8 activations),
+//   - gives every frame its own seeded input (--seed + frame; up to kMaxComparedFrames after the
+//     calibration ones, then they repeat) unless --input or --image fixes one,
+//   - records the first graph output of the frames after calibration,
+//   - after the run, runs the same inputs with every layer on B (f32) and prints, over those
+//     frames: top-1 agreement, max and mean absolute error (also relative to the f32 output's
+//     range), and the median latency of both runs.
+//
+// Not thread-safe except for the on_output callback it installs, which the Executor may call from
+// any processor thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "core/cli/options.h"
+#include "core/executor.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "graph/graph.h"
+
+namespace co_up::cli {
+
+class AccuracyReport {
+ public:
+  static constexpr uint64_t kMaxComparedFrames = 64;
+
+  // Does nothing (active() is false) unless a letter of `order` resolves to npu-int8 in
+  // `platform` and `registry` (first loaded backend of the processor, as the Executor picks).
+  // Otherwise sets those processors' "calibration_frames" option in `platform` and prepares
+  // `request` (distinct inputs, output recording); `graph`, `platform`, `registry` and `request`
+  // must outlive this object, and `platform` must be the one the Executor gets.
+  AccuracyReport(const graph::Graph& graph, const std::string& order, Platform& platform,
+                 const PluginRegistry& registry, const Options& options, RunRequest& request);
+  ~AccuracyReport();
+  AccuracyReport(const AccuracyReport&) = delete;
+  AccuracyReport& operator=(const AccuracyReport&) = delete;
+
+  bool active() const { return state_ != nullptr; }
+
+  // After the run: the f32 all-B run of the same inputs, then the report. Throws what the
+  // Executor throws (e.g. InputError when the platform has no B).
+  void print(std::ostream& out, const RunResult& result) const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace co_up::cli
