@@ -89,11 +89,13 @@ struct HookState {
   uint32_t subgraph;
   uint64_t frame;
   int64_t layer_begin_ns;
+  uint32_t layer_begin = 0;  // an accelerator's hooks span its partition: begin(first), end(last)
 };
 
 void on_layer_begin(void* user, uint32_t layer) {
   auto* state = static_cast<HookState*>(user);
   for (LayerObserver* o : *state->observers) o->on_layer_begin(state->processor, layer, state->frame);
+  state->layer_begin = layer;
   state->layer_begin_ns = now_ns();
 }
 
@@ -105,7 +107,8 @@ void on_layer_end(void* user, uint32_t layer) {
   Event e;
   e.kind = EventKind::kLayer;
   e.subgraph = state->subgraph;
-  e.layer = layer;
+  e.layer = state->layer_begin;
+  e.last_layer = layer;
   e.frame = state->frame;
   e.begin_ns = state->layer_begin_ns;
   e.end_ns = end;
@@ -419,7 +422,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
   }
 
   const auto& observers = options.observers;
-  HookState hook_state{level >= 2 ? &p.events : nullptr, &observers, p.letter, sg.index, frame, 0};
+  HookState hook_state{level >= 2 ? &p.events : nullptr, &observers, p.letter, sg.index, frame, 0, 0};
   co_up_run_hooks hooks{};
   hooks.struct_size = sizeof(hooks);
   hooks.user_data = &hook_state;

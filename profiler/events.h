@@ -27,6 +27,9 @@ struct Event {
   EventKind kind = EventKind::kSubGraph;
   uint32_t subgraph = 0;  // the sub-graph on whose thread it ran
   uint32_t layer = 0;     // kLayer: the unit; kTransfer: the layer whose output crossed
+  // kLayer: the last unit the event covers. Equal to `layer` for per-node backends; an
+  // accelerator runs its whole partition as one node, so its event spans first..last layer.
+  uint32_t last_layer = 0;
   uint32_t peer = 0;      // kTransfer: the receiving sub-graph (UINT32_MAX: the user/output)
   uint64_t frame = 0;
   int64_t begin_ns = 0;

@@ -126,10 +126,22 @@ void print_report(std::ostream& out, const RunProfile& p) {
   }
   if (p.level >= 2) {
     out << "\n  layer  name                  proc  exec ms  transfer ms  MMACs     output\n";
+    // An accelerator runs its partition as one node: its event spans first..last layer, so the
+    // first layer's row carries the whole partition and the others point at it.
+    std::map<uint32_t, uint32_t> partition_first;  // covered layer -> first layer of its node
+    for (const Event& e : p.events) {
+      if (e.kind != EventKind::kLayer || e.last_layer <= e.layer) continue;
+      for (uint32_t l = e.layer; l <= e.last_layer; ++l) partition_first[l] = e.layer;
+    }
     for (const LayerInfo& l : p.layers) {
       const PerFrameStats st = layer_stats(p, l.index);
+      const auto in_node = partition_first.find(l.index);
+      std::string exec = format("%.3f", st.exec_ms);
+      if (in_node != partition_first.end() && in_node->second != l.index) {
+        exec = "(in " + std::to_string(in_node->second) + ")";
+      }
       out << "  " << pad(std::to_string(l.index), 7) << pad(l.name, 22)
-          << pad(std::string(1, l.processor), 6) << pad(format("%.3f", st.exec_ms), 9)
+          << pad(std::string(1, l.processor), 6) << pad(exec, 9)
           << pad(format("%.3f", st.transfer_ms), 13)
           << pad(format("%.1f", static_cast<double>(l.macs) / 1e6), 10) << l.output_shape << "\n";
     }
@@ -212,6 +224,7 @@ nlohmann::json to_json(const RunProfile& p) {
                {"begin_ns", e.begin_ns},
                {"end_ns", e.end_ns}};
     if (e.kind != EventKind::kSubGraph) ev["layer"] = e.layer;
+    if (e.kind == EventKind::kLayer && e.last_layer != e.layer) ev["last_layer"] = e.last_layer;
     if (e.kind == EventKind::kTransfer) {
       ev["to"] = e.peer == UINT32_MAX ? json("output") : json(e.peer);
       ev["bytes"] = e.bytes;

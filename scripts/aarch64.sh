@@ -16,7 +16,9 @@
 #      (Zoo/XnnpackNetwork.*): cpu-xnnpack (XNNPACK's NEON kernels) against cpu-reference, and
 #      bit-exact across a B|L split and 1 vs 2 threads. About 100 s under qemu on the 2-core host
 #      (SqueezeNet alone, Zoo/XnnpackNetwork.*/4, about 10 s);
-#    - reference_plugin_test: the reference plugin's ABI tests (its portable NEON-width GEMM).
+#    - reference_plugin_test: the reference plugin's ABI tests (its portable NEON-width GEMM);
+#    - int8_kernels_test, int8_plugin_test (Int8Ops.*, Int8Plugin.*): npu-int8 on XNNPACK's NEON
+#      int8 kernels, every operator int8 vs f32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -71,7 +73,8 @@ cmake -S . -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="${root}/cmake/aarch64-linux-gnu.cmake" -DCO_UP_AARCH64_SYSROOT="${sysroot}" \
   -DCO_UP_BUILD_BENCH=OFF >/dev/null
 ninja -C "${build}" -j"${jobs}" co_up co_up_backend_reference co_up_backend_xnnpack \
-  xnnpack_conformance_test reference_plugin_test
+  xnnpack_conformance_test reference_plugin_test co_up_backend_int8 int8_kernels_test int8_plugin_test \
+  co_up_backend_rknn
 file "${build}/plugins/libco_up_cpu_xnnpack.so" | grep -q 'ARM aarch64' ||
   { echo "aarch64.sh: the plugin is not an aarch64 binary" >&2; exit 1; }
 [[ "${1:-}" == build ]] && { echo "=== aarch64: built in $((SECONDS - start)) s"; exit 0; }
@@ -88,4 +91,8 @@ run_test() {  # binary, gtest filter
 run_test xnnpack_conformance_test \
   'XnnpackConformance.*:XnnpackPool.*:XnnpackDevice.*:Zoo/XnnpackNetwork.*'
 run_test reference_plugin_test '*'
+# npu-int8 on XNNPACK's int8 NEON kernels (no VNNI here: those tests skip): quantisation, every
+# operator int8 vs f32 through the ABI, the accelerator contract. A few seconds under qemu.
+run_test int8_kernels_test '*'
+run_test int8_plugin_test 'Int8Ops.*:Int8Plugin.*'
 echo "=== aarch64: passed in $((SECONDS - start)) s"

@@ -11,10 +11,15 @@
 #include <memory>
 #include <mutex>
 
+#include "core/cli/accuracy_report.h"
+#include "core/cli/export_partitions.h"
 #include "core/cli/options.h"
+#include "core/cli/plan_command.h"
+#include "core/cli/profile_command.h"
 #include "core/cli/stop_signal.h"
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/fallback.h"
 #include "core/network.h"
 #include "core/partition.h"
 #include "core/platform.h"
@@ -25,6 +30,7 @@
 #include "graph/zoo/zoo.h"
 #include "power/dvfs_schedule.h"
 #include "power/dvfs_worker.h"
+#include "power/external_meter.h"
 #include "power/frequency_plan.h"
 #include "power/gpio_tagger.h"
 #include "power/power_sampler.h"
@@ -193,6 +199,15 @@ std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph&
   return seeded_inputs(g, o.seed);
 }
 
+// The order to run: --order, with --npu_fallback's moves (printed on stderr) applied.
+std::string resolve_order(const graph::Graph& g, const std::string& order, const Platform& platform,
+                          const PluginRegistry& registry, const Options& o) {
+  if (o.npu_fallback == 0) return order;
+  const FallbackPlan plan = plan_npu_fallback(g, order, platform, registry, o.npu_fallback);
+  for (const std::string& line : plan.report) std::cerr << "co_up: " << line << "\n";
+  return plan.order;
+}
+
 void print_top5(const std::vector<std::string>& labels, const std::vector<float>& scores) {
   std::cout << "top-5 of the last frame:\n";
   for (const graph::Prediction& p : graph::top_k(scores, 5)) {
@@ -211,6 +226,8 @@ int run(const Options& o, StopSignal& stop) {
               << CO_UP_ABI_VERSION_MINOR << ")\n";
     return 0;
   }
+  if (o.command == "profile") return run_profile_command(o, stop);
+  if (o.command == "plan") return run_plan_command(o);
   if (o.command != "run") {
     throw InputError("'co_up " + o.command +
                      "' is not available in this version yet; run co_up --help for what is");
@@ -248,8 +265,14 @@ int run(const Options& o, StopSignal& stop) {
     list_layers(g, o.list_constants);
     return 0;
   }
+  if (!o.export_partitions.empty()) {  // the step before the vendor's converter: no run
+    return run_export_partitions(g, o.order.empty() ? std::string(g.layer_count(), 'B') : o.order,
+                                 platform, o.export_partitions, std::cout);
+  }
 
-  const std::string order = o.order.empty() ? std::string(g.layer_count(), 'B') : o.order;
+  const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
+  const std::string order = resolve_order(
+      g, o.order.empty() ? std::string(g.layer_count(), 'B') : o.order, platform, registry, o);
   Partition partition = Partition::create(g, order);
   std::string subgraph_letters;
   for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
@@ -274,12 +297,17 @@ int run(const Options& o, StopSignal& stop) {
     throw InputError("--gpio-tags is set but platform '" + platform.name +
                      "' has no \"gpio\" section (chip and lines)");
   }
+  const power::ExternalMeterOptions meter_options{o.meter, o.meter_log, o.meter_window};
+  const bool use_meter = !o.meter.empty() || !o.meter_log.empty();
+  if (use_meter) power::ExternalMeter::validate(meter_options, !o.gpio_tags.empty());
   exec_options.receiver_buffers = o.buffers;
   exec_options.profile_level = o.profile;
   check_cores_exist(platform);
   RunRequest request;
   request.frames = static_cast<uint64_t>(o.frames);
   request.input_sets.push_back(load_input(o, g));
+  // Layers on npu-int8: calibration frames, distinct inputs, int8-vs-f32 report after the run.
+  const AccuracyReport int8_accuracy(g, order, platform, registry, o, request);
   // Fail on unreadable or unwritable paths now, not after a long run.
   const std::vector<std::string> labels =
       o.labels.empty() ? std::vector<std::string>{} : graph::read_labels(o.labels);
@@ -326,10 +354,12 @@ int run(const Options& o, StopSignal& stop) {
     exec_options.observers.push_back(dvfs_observer.get());
   }
   std::unique_ptr<power::GpiodTagSink> gpio_sink;
+  std::unique_ptr<power::ExternalMeter> meter;  // records the tags the tagger sets: outlives it
   std::unique_ptr<power::GpioTagger> gpio_tagger;
   if (!o.gpio_tags.empty()) {
     gpio_sink = std::make_unique<power::GpiodTagSink>(platform.gpio);
-    gpio_tagger = std::make_unique<power::GpioTagger>(*gpio_sink, platform.gpio, gpio_layers);
+    if (use_meter) meter = std::make_unique<power::ExternalMeter>(meter_options, true, *gpio_sink);
+    gpio_tagger = std::make_unique<power::GpioTagger>(meter ? meter->sink() : *gpio_sink, platform.gpio, gpio_layers);
     exec_options.observers.push_back(gpio_tagger.get());
   }
   std::unique_ptr<power::LayerSpanRecorder> span_recorder;
@@ -340,13 +370,13 @@ int run(const Options& o, StopSignal& stop) {
     sampler = std::make_unique<power::PowerSampler>(platform.sensors, o.sysfs_root, o.power_rate);
   }
 
-  const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
   Executor executor(g, std::move(partition), platform, registry, exec_options);
   {
     std::lock_guard lock(stop_run_mutex);
     stop_run = [&executor] { executor.request_stop(); };
   }
   if (sampler) sampler->start();
+  if (meter) meter->start();
   // A signal during setup was recorded; on_stop then requests the stop at once and run()
   // returns without frames, so the report and the profile still say what happened.
   stop.on_stop([&executor] { executor.request_stop(); });
@@ -370,6 +400,7 @@ int run(const Options& o, StopSignal& stop) {
   }
 
   profiler::print_report(std::cout, result.profile);
+  if (!result.profile.interrupted) int8_accuracy.print(std::cout, result);
   if (o.power) {
     const std::vector<profiler::LayerSpan> spans = span_recorder->spans();
     const std::vector<profiler::LayerPower> layer_power =
@@ -379,9 +410,16 @@ int run(const Options& o, StopSignal& stop) {
                 << "' has neither sensors nor a power model; times only\n";
     }
     profiler::print_power_report(std::cout, layer_power);
+    profiler::PowerSummary summary;
+    summary.source = sampler->samples().count() > 0 ? "sensors" : "estimated";
+    summary.layers = layer_power;
+    result.profile.power.push_back(std::move(summary));  // the profile JSON's "power"
+    const profiler::PowerSamples meter_samples =
+        meter ? power::report_meter(*meter, spans, std::cout, std::cerr, result.profile.power) : profiler::PowerSamples{};
     if (!o.power_csv.empty()) profiler::write_power_csv(o.power_csv, sampler->samples());
     if (!o.trace_out.empty()) {
-      profiler::write_chrome_trace(o.trace_out, spans, sampler->samples(), result.profile.dvfs, layer_power);
+      profiler::write_chrome_trace(o.trace_out, spans, sampler->samples(), result.profile.dvfs, layer_power,
+                                   meter_samples);
     }
   }
   if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);

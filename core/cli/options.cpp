@@ -58,6 +58,13 @@ Options parse_options(const std::vector<std::string>& args) {
       {"cores_little", [&](const std::string& v) { o.cores_little = static_cast<int>(parse_int("cores_little", v, 1, 1024)); }},
       {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster("host_gpu", v); }},
       {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster("host_npu", v); }},
+      {"calibration", [&](const std::string& v) { o.calibration = parse_int("calibration", v, 1, 1000000); }},
+      {"npu_fallback", [&](const std::string& v) {
+         if (v.size() != 1 || v[0] < 'A' || v[0] > 'Z') {
+           throw InputError("--npu_fallback='" + v + "' must be one processor letter such as B, L or G");
+         }
+         o.npu_fallback = v[0];
+       }},
       {"frequency", [&](const std::string& v) { o.frequency = v; }},
       {"dvfs", [&](const std::string& v) {
          if (v != "strict" && v != "best-effort") {
@@ -69,7 +76,22 @@ Options parse_options(const std::vector<std::string>& args) {
       {"power-rate", [&](const std::string& v) { o.power_rate = static_cast<double>(parse_int("power-rate", v, 1, 100000)); }},
       {"power-csv", [&](const std::string& v) { o.power_csv = v; o.power = true; }},
       {"trace-out", [&](const std::string& v) { o.trace_out = v; o.power = true; }},
-      {"profile", [&](const std::string& v) { o.profile = static_cast<int>(parse_int("profile", v, 0, 2)); }},
+      {"meter", [&](const std::string& v) { o.meter = v; o.power = true; }},
+      {"meter-log", [&](const std::string& v) { o.meter_log = v; o.power = true; }},
+      {"meter-window", [&](const std::string& v) {
+         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), o.meter_window);
+         if (ec != std::errc() || end != v.data() + v.size() || o.meter_window < 0 || o.meter_window > 10000) {
+           throw InputError("--meter-window='" + v + "' must be milliseconds, 0 to 10000 (0: instantaneous samples)");
+         }
+       }},
+      {"profile", [&](const std::string& v) {
+         // `co_up plan --profile=FILE` names a layer profile; for runs it is the profiling level.
+         if (o.command == "plan") {
+           o.profile_file = v;
+         } else {
+           o.profile = static_cast<int>(parse_int("profile", v, 0, 2));
+         }
+       }},
       {"profile-out", [&](const std::string& v) { o.profile_out = v; }},
       {"platform", [&](const std::string& v) { o.platform = v; }},
       {"plugins", [&](const std::string& v) { o.plugins = v; }},
@@ -80,6 +102,11 @@ Options parse_options(const std::vector<std::string>& args) {
       {"labels", [&](const std::string& v) { o.labels = v; }},
       {"input", [&](const std::string& v) { o.input = v; }},
       {"output", [&](const std::string& v) { o.output = v; }},
+      {"export-partitions", [&](const std::string& v) { o.export_partitions = v; }},
+      {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
+      {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
+      {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
+      {"processors", [&](const std::string& v) { o.processors = v; }},
   };
   const std::map<std::string, bool*> flags = {
       {"help", &o.help},
@@ -90,6 +117,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"list-frequencies", &o.list_frequencies},
       {"list-constants", &o.list_constants},
       {"power", &o.power},
+      {"restart", &o.restart},
+      {"verify", &o.verify},
   };
 
   size_t i = 0;
@@ -156,6 +185,8 @@ network
   --labels=FILE         class names, one per line: prints the top-5 of the last frame
   --input=FILE.npy      input tensor (default: seeded random)
   --output=FILE.npy     writes the network output of the last frame
+  --export-partitions=DIR  writes each accelerator (N, npu/dsp) sub-graph of --order as
+                        DIR/<graph>_<first>_<last>.onnx for the vendor's converter, then exits
 
 mapping and execution (paper Table 2)
   --order=LETTERS       one processor letter per layer: B big CPU, L LITTLE CPU, G GPU, N NPU
@@ -164,14 +195,19 @@ mapping and execution (paper Table 2)
   --threads=N --cores=N                 big cluster: worker threads, cores used
   --threads_little=N --cores_little=N   LITTLE cluster: worker threads, cores used
   --host_gpu=B|L --host_npu=B|L         CPU cluster hosting the GPU / NPU thread
+  --calibration=N       frames the int8 accelerator (npu-int8) runs in f32 to calibrate its int8
+                        activations (default 4); then co_up reports int8 vs f32 accuracy
   --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max
                         (0-based indices into the platform's tables: --list-frequencies)
   --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
   --buffers=N           receive buffers between adjacent stages (default 2)
+  --npu_fallback=B|L|G  layers the NPU/DSP cannot run move to that processor, and the placement
+                        used is printed (default: such a layer is an error naming it)
 
 platform and plugins
   --platform=FILE       platform JSON (default: detected from this machine)
-  --plugins=DIR         plugin directory (default: $CO_UP_PLUGIN_PATH or plugins/ next to co_up)
+  --plugins=DIR         plugin directory (default: $CO_UP_PLUGIN_PATH, else plugins/ next to co_up,
+                        else lib/co_up/plugins/ of an installed tree)
   --sysfs-root=DIR      stands in for /sys (cpufreq, devfreq), for simulated boards
 
 profiling
@@ -180,8 +216,28 @@ profiling
   --power-csv=FILE      every sensor sample as CSV (implies --power)
   --trace-out=FILE      Chrome trace JSON (Perfetto): layers per processor, power, frequency
   --gpio-tags=all|LIST  GPIO tag per layer on the platform's "gpio" lines (LIST: 0,3,5-7)
+  --meter=DEVICE        external meter (pin,time_ms,power_mW lines, 115200 baud) read live, aligned
+                        by the GPIO tag edges: per-layer power from it (needs --gpio-tags)
+  --meter-log=FILE      the same from a log the meter wrote during the run, read after it
+  --meter-window=MS     each meter sample averages this long (default 0: instantaneous)
   --profile=0|1|2       0: latency and throughput; 1: + per sub-graph; 2: + per layer
   --profile-out=FILE    every number as JSON (written even when interrupted)
+
+layer profiles (co_up profile --graph=NAME|--model=FILE --profile-out=FILE [options])
+  --profile-out=FILE    the layer profile to write: every layer on every processor (and DVFS level,
+                        where the platform has tables and sysfs is writable), every transfer
+  --processors=LETTERS  processors to profile (default: every one whose backend plugin loads)
+  --repetitions=N       measured frames per run, medians stored (default 10, after 2 warm-up)
+  --restart             start afresh instead of resuming the steps FILE already has
+
+planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
+  --profile=FILE        the layer profile to plan from (for runs --profile is the level above)
+  --objective=throughput|latency|energy|pareto  what the printed mappings optimise (default
+                        throughput; latency plans switch mode, the others pipeline mode)
+  --top=K               mappings printed (default 5), then single-processor and HEFT baselines
+  --seed=N              seeds the NSGA-II search (same seed, same plan)
+  --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
+                        predicted vs measured throughput and latency
 
 exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 interrupted
 )";

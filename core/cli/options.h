@@ -31,6 +31,8 @@ struct Options {
 
   std::optional<int> threads, cores, threads_little, cores_little;
   std::optional<char> host_gpu, host_npu;
+  char npu_fallback = 0;  // --npu_fallback=B|L|G: where accelerator-declined layers go (0: fail)
+  int64_t calibration = 4;  // --calibration=N: frames npu-int8 runs in f32 to calibrate int8
   std::string frequency;
   std::string dvfs = "strict";  // --dvfs=strict|best-effort
   std::string gpio_tags;        // --gpio-tags=all|0,3,5-7 (empty: no tags)
@@ -38,6 +40,9 @@ struct Options {
   double power_rate = 1000;     // --power-rate=HZ sensor sampling rate
   std::string power_csv;        // --power-csv=FILE per-sample trace (implies --power)
   std::string trace_out;        // --trace-out=FILE Chrome trace JSON (implies --power)
+  std::string meter;            // --meter=DEVICE external meter read live (implies --power)
+  std::string meter_log;        // --meter-log=FILE external meter's saved log (implies --power)
+  double meter_window = 0;      // --meter-window=MS each meter sample averages this long
 
   int profile = 0;
   std::string profile_out;
@@ -50,6 +55,19 @@ struct Options {
   std::string labels;
   std::string input;
   std::string output;
+  std::string export_partitions;  // --export-partitions=DIR: write accelerator partitions as ONNX
+
+  // `co_up profile` and `co_up plan --verify` (core/cli/profile_command.h, verify_mappings.h).
+  int repetitions = 0;     // --repetitions=N frames per measurement (0: the command's default)
+  std::string processors;  // --processors=BL: profile only these (default: every available one)
+  bool restart = false;    // --restart: ignore an existing --profile-out instead of resuming
+  bool verify = false;     // --verify: run the planned mappings and print predicted vs measured
+
+  // `co_up plan` (core/cli/plan_command.h). There --profile=FILE is the layer profile to plan
+  // from (profile_file); for runs --profile stays the profiling level above.
+  std::string profile_file;
+  std::string objective = "throughput";  // --objective=throughput|latency|energy|pareto
+  int top = 5;                           // --top=K mappings printed
 };
 
 // Throws InputError for unknown options, missing or malformed values.

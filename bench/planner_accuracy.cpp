@@ -1,0 +1,429 @@
+// co_up_bench_planner: how well the planner's cost model (planner/cost_model.h) predicts runs on
+// this machine, and how good its best pipeline mapping is (issue 8, performance items 1-2).
+//
+// Per zoo network, B and L (this host's two halves, cpu-xnnpack when it is built):
+//   1. profile: `co_up profile`'s own code (core/cli/profile_command.h), --repetitions frames.
+//   2. (a) prediction error: every 2-stage split B^k L^(n-k) and L^k B^(n-k), B-only, L-only and
+//      the planner's best pipeline mapping run in pipeline mode (throughput); B-only, L-only,
+//      the planner's minimum-latency mapping and the two middle splits in switch mode (latency).
+//      Each mapping: its own Executor, 2 warm-up frames, --frames measured
+//      (core/cli/verify_mappings.h, as `co_up plan --verify`). Error = (predicted - measured) /
+//      measured.
+//   3. (b) the planner's best pipeline mapping against the best 2-stage split found by measuring
+//      all of them: both re-measured --reps times, interleaved (machine noise hits both alike),
+//      medians compared.
+// Quiet-run guard: this host's 2 cores are shared with other work, which makes single runs
+// meaningless (a core shared 50/50 doubles a stage's time). Every profile and every run is
+// preceded by a wait for a quiet machine and followed by a check of the CPU time *other*
+// processes (and the hypervisor: steal) took meanwhile, from /proc/stat minus this process's own
+// time; above --max-foreign (default 5 % of the machine) it is redone, up to --attempts times, and
+// the tables flag what was accepted contended.
+// Prints markdown tables; --json=FILE writes every number.
+//
+// Options: --networks=a,b --frames=N --min-seconds=S --repetitions=N --reps=R --image-size=S
+//          --max-foreign=F --attempts=N --plugins=DIR --json=FILE --quick --help
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/cli/profile_command.h"
+#include "core/cli/verify_mappings.h"
+#include "core/error.h"
+#include "core/network.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "planner/cost_model.h"
+#include "planner/search.h"
+#include "profiler/report.h"
+
+#ifndef CO_UP_PLUGIN_DIR
+#define CO_UP_PLUGIN_DIR ""
+#endif
+
+namespace co_up::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Options {
+  std::vector<std::string> networks = {"alexnet", "googlenet", "mobilenet", "resnet50", "squeezenet"};
+  int frames = 10;       // measured frames per mapping run
+  int repetitions = 10;  // frames per profile measurement
+  int reps = 3;          // (b): interleaved re-measurements
+  double min_seconds = 1.0;   // a mapping run lasts at least this long (more frames if fast)
+  double max_foreign = 0.05;  // fraction of the machine other processes may use during a run
+  int attempts = 5;           // runs redone at most this often when the machine was busy
+  int64_t image_size = 0;
+  std::string plugins = CO_UP_PLUGIN_DIR;
+  std::string json_out;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name == "--networks") {
+      o.networks = split_list(value);
+    } else if (name == "--frames") {
+      o.frames = std::max(2, std::stoi(value));
+    } else if (name == "--repetitions") {
+      o.repetitions = std::max(1, std::stoi(value));
+    } else if (name == "--min-seconds") {
+      o.min_seconds = std::stod(value);
+    } else if (name == "--max-foreign") {
+      o.max_foreign = std::stod(value);
+    } else if (name == "--attempts") {
+      o.attempts = std::max(1, std::stoi(value));
+    } else if (name == "--reps") {
+      o.reps = std::max(1, std::stoi(value));
+    } else if (name == "--image-size") {
+      o.image_size = std::stoll(value);
+    } else if (name == "--plugins") {
+      o.plugins = value;
+    } else if (name == "--json") {
+      o.json_out = value;
+    } else if (name == "--quick") {
+      o.networks = {"squeezenet"};
+      o.image_size = 64;
+      o.frames = 4;
+      o.repetitions = 3;
+      o.reps = 1;
+      o.min_seconds = 0.2;
+      o.attempts = 1;
+      o.max_foreign = 1.0;  // a smoke run: no waiting for a quiet machine
+    } else if (name == "--help" || name == "-h") {
+      std::cout << "co_up_bench_planner [--networks=a,b] [--frames=N] [--min-seconds=S] [--repetitions=N]\n"
+                   "                    [--reps=R] [--image-size=S] [--max-foreign=F] [--attempts=N]\n"
+                   "                    [--plugins=DIR] [--json=FILE] [--quick]\n";
+      std::exit(0);
+    } else {
+      throw InputError("unknown option '" + arg + "' (see --help)");
+    }
+  }
+  return o;
+}
+
+// CPU time used by everything but this process since construction, as a fraction of the
+// machine's capacity: (busy jiffies of all CPUs - this process's utime+stime) / all jiffies.
+// Both files count in USER_HZ ticks. Steal (the hypervisor running other guests) counts as busy.
+class ForeignLoad {
+ public:
+  ForeignLoad() : start_(sample()) {}
+  double fraction() const {
+    const Sample now = sample();
+    const double total = static_cast<double>(now.total - start_.total);
+    if (total <= 0) return 0;
+    const double foreign = static_cast<double>((now.busy - start_.busy)) -
+                           static_cast<double>(now.self - start_.self);
+    return std::max(0.0, foreign / total);
+  }
+
+ private:
+  struct Sample {
+    uint64_t busy = 0, total = 0, self = 0;
+  };
+  static Sample sample() {
+    Sample s;
+    std::ifstream stat("/proc/stat");
+    std::string cpu;
+    uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+    s.busy = user + nice + system + irq + softirq + steal;
+    s.total = s.busy + idle + iowait;
+    std::ifstream self("/proc/self/stat");
+    std::string line;
+    std::getline(self, line);
+    // Fields after the ")" of the command name: state is field 3, utime 14, stime 15.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14 || i == 15) s.self += std::stoull(field);
+    }
+    return s;
+  }
+  Sample start_;
+};
+
+struct GuardStats {
+  int runs = 0;
+  int redone = 0;              // runs repeated because the machine was busy
+  int accepted_contended = 0;  // still busy after --attempts: kept, flagged
+  double waited_s = 0;         // waiting for a quiet machine
+};
+
+// Runs `measure` when the machine is quiet and again while it was not (see the file comment).
+// Sets *contended when the last attempt still saw foreign load.
+template <typename Measure>
+auto guarded(const Options& o, GuardStats& stats, bool* contended, Measure measure) {
+  for (int attempt = 1;; ++attempt) {
+    // Wait (up to 30 s) for a 0.3 s window in which others used under the threshold.
+    const auto wait_begin = std::chrono::steady_clock::now();
+    for (int i = 0; i < 100; ++i) {
+      ForeignLoad window;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (window.fraction() <= o.max_foreign) break;
+    }
+    stats.waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_begin).count();
+    ForeignLoad during;
+    auto result = measure();
+    ++stats.runs;
+    const bool busy = during.fraction() > o.max_foreign;
+    if (!busy || attempt >= o.attempts) {
+      if (busy) ++stats.accepted_contended;
+      if (contended != nullptr) *contended = busy;
+      return result;
+    }
+    ++stats.redone;
+  }
+}
+
+struct Row {
+  std::string order;
+  planner::Mode mode = planner::Mode::kPipeline;
+  std::string what;  // "split", "B only", "planner", ...
+  double predicted = 0;  // fps (pipeline) or ms (switch)
+  double measured = 0;
+  bool contended = false;  // accepted although other processes used the machine
+  double error() const { return measured > 0 ? (predicted - measured) / measured : 0; }
+};
+
+std::string fmt(const char* spec, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), spec, value);
+  return buffer;
+}
+
+double median_abs(const std::vector<Row>& rows, planner::Mode mode) {
+  std::vector<double> errors;
+  for (const Row& r : rows) {
+    if (r.mode == mode) errors.push_back(std::abs(r.error()));
+  }
+  return profiler::median(errors);
+}
+
+struct NetworkResult {
+  std::string network;
+  double profile_s = 0;
+  std::vector<Row> rows;
+  std::string planner_order, best_split_order;
+  double planner_fps = 0, best_split_fps = 0, planner_predicted_fps = 0;
+  bool profile_contended = false;
+  GuardStats guard;
+};
+
+NetworkResult run_network(const std::string& name, const Options& o, const Platform& platform,
+                          const PluginRegistry& plugins) {
+  NetworkResult result;
+  result.network = name;
+  const graph::Graph g = build_network({name, "layers", o.image_size, 1, ""});
+  const uint32_t n = g.layer_count();
+  const fs::path out = fs::temp_directory_path() / ("co_up_planner_accuracy_" + name + ".json");
+
+  cli::ProfileJob job;
+  job.graph = &g;
+  job.platform = &platform;
+  job.plugins = &plugins;
+  job.input = seeded_inputs(g, 1);
+  job.graph_name = name;
+  job.image_size = o.image_size;
+  job.processors = "BL";
+  job.repetitions = o.repetitions;
+  job.out = out;
+  job.restart = true;
+  job.log = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  const cli::ProfileOutcome profiled = guarded(o, result.guard, &result.profile_contended,
+                                                [&] { return cli::profile_network(job); });
+  result.profile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const planner::CostModel model(profiled.profile);
+
+  auto measure = [&](const std::string& order, planner::Mode mode, bool* contended = nullptr) {
+    // Enough frames for --min-seconds of predicted work: short runs are all noise.
+    const planner::Prediction p = model.predict({order, mode, {}});
+    const int frames = std::max(o.frames, static_cast<int>(std::ceil(o.min_seconds * p.throughput_fps)));
+    const cli::VerifySettings settings{frames, 2};
+    bool busy = false;
+    const cli::Measurement m = guarded(o, result.guard, &busy, [&] {
+      return cli::measure_mapping(g, platform, plugins, order, mode, settings);
+    });
+    if (contended != nullptr) *contended = busy;
+    const bool pipe = mode == planner::Mode::kPipeline;
+    std::cerr << "  " << name << " " << order << " " << planner::mode_name(mode) << ": "
+              << fmt("%.2f", pipe ? m.throughput_fps : m.latency_ms) << (pipe ? " fps" : " ms")
+              << " (predicted " << fmt("%.2f", pipe ? p.throughput_fps : p.latency_ms) << ")"
+              << (busy ? " busy" : "") << "\n";
+    return pipe ? m.throughput_fps : m.latency_ms;
+  };
+  auto add = [&](const std::string& order, planner::Mode mode, const std::string& what) {
+    for (Row& r : result.rows) {
+      if (r.order == order && r.mode == mode) {  // measured already
+        r.what += ", " + what;
+        return r.measured;
+      }
+    }
+    const planner::Prediction p = model.predict({order, mode, {}});
+    Row r{order, mode, what, mode == planner::Mode::kPipeline ? p.throughput_fps : p.latency_ms};
+    r.measured = measure(order, mode, &r.contended);
+    result.rows.push_back(r);
+    return r.measured;
+  };
+
+  // (a) pipeline: every 2-stage split (also the search space of (b)), single processors, planner.
+  const planner::PlanResult best = planner::plan(model, planner::Objective::kThroughput, 1);
+  result.planner_order = best.ranked.front().mapping.order;
+  result.planner_predicted_fps = best.ranked.front().prediction.throughput_fps;
+  for (uint32_t k = 1; k < n; ++k) {
+    for (const auto& [first, second] : {std::pair{'B', 'L'}, std::pair{'L', 'B'}}) {
+      const std::string order = std::string(k, first) + std::string(n - k, second);
+      const double fps = add(order, planner::Mode::kPipeline, "2-stage split");
+      if (fps > result.best_split_fps) {
+        result.best_split_fps = fps;
+        result.best_split_order = order;
+      }
+    }
+  }
+  add(std::string(n, 'B'), planner::Mode::kPipeline, "B only");
+  add(std::string(n, 'L'), planner::Mode::kPipeline, "L only");
+  add(result.planner_order, planner::Mode::kPipeline, "planner best");
+  // (a) switch.
+  add(std::string(n, 'B'), planner::Mode::kSwitch, "B only");
+  add(std::string(n, 'L'), planner::Mode::kSwitch, "L only");
+  add(planner::shortest_path_latency(model).mapping.order, planner::Mode::kSwitch, "planner best");
+  add(std::string(n / 2, 'B') + std::string(n - n / 2, 'L'), planner::Mode::kSwitch, "middle split");
+  add(std::string(n / 2, 'L') + std::string(n - n / 2, 'B'), planner::Mode::kSwitch, "middle split");
+
+  // (b) re-measure the two contenders interleaved; the first pass above was only the search.
+  if (result.planner_order == result.best_split_order) {
+    result.planner_fps = result.best_split_fps = measure(result.planner_order, planner::Mode::kPipeline);
+  } else {
+    std::vector<double> planner_fps, split_fps;
+    for (int r = 0; r < o.reps; ++r) {
+      planner_fps.push_back(measure(result.planner_order, planner::Mode::kPipeline));
+      split_fps.push_back(measure(result.best_split_order, planner::Mode::kPipeline));
+    }
+    result.planner_fps = profiler::median(planner_fps);
+    result.best_split_fps = profiler::median(split_fps);
+  }
+  return result;
+}
+
+int run(const Options& o) {
+  const Platform platform = detect_host_platform("/sys");
+  const PluginRegistry plugins = PluginRegistry::load_directory(o.plugins);
+  std::string backend;
+  for (const std::string& b : platform.find('B')->backends) {
+    if (plugins.find(b)) {
+      backend = b;
+      break;
+    }
+  }
+  std::cout << "# planner accuracy: platform " << platform.name << " (B and L, " << backend
+            << "), profile " << o.repetitions << " frames per run, mappings " << o.frames
+            << "+ frames (at least " << o.min_seconds << " s) after 2 warm-up, (b) " << o.reps
+            << " interleaved reps; runs redone while others used > " << 100 * o.max_foreign
+            << " % of the machine (up to " << o.attempts << " attempts)\n\n";
+  std::vector<NetworkResult> results;
+  for (const std::string& name : o.networks) {
+    std::cerr << "planner_accuracy: " << name << "...\n";
+    results.push_back(run_network(name, o, platform, plugins));
+  }
+
+  std::cout << "## (a) prediction error per mapping\n\n"
+            << "| network | mapping | mode | what | predicted | measured | error |\n"
+            << "|---|---|---|---|---|---|---|\n";
+  std::vector<Row> all;
+  for (const NetworkResult& r : results) {
+    for (const Row& row : r.rows) {
+      const bool pipe = row.mode == planner::Mode::kPipeline;
+      std::cout << "| " << r.network << " | `" << row.order << "` | " << planner::mode_name(row.mode)
+                << " | " << row.what << " | " << fmt("%.2f", row.predicted) << (pipe ? " fps" : " ms")
+                << " | " << fmt("%.2f", row.measured) << (pipe ? " fps" : " ms") << " | "
+                << fmt("%+.1f%%", 100 * row.error()) << (row.contended ? " (busy)" : "") << " |\n";
+      all.push_back(row);
+    }
+  }
+  std::cout << "\n## (a) summary: median |error|\n\n"
+            << "| network | profile s | pipeline throughput (n) | switch latency (n) | runs (redone, busy) | waited s |\n|---|---|---|---|---|---|\n";
+  for (const NetworkResult& r : results) {
+    const auto count = [&](planner::Mode m) {
+      return std::count_if(r.rows.begin(), r.rows.end(), [&](const Row& x) { return x.mode == m; });
+    };
+    std::cout << "| " << r.network << " | " << fmt("%.1f", r.profile_s) << " | "
+              << fmt("%.1f%%", 100 * median_abs(r.rows, planner::Mode::kPipeline)) << " ("
+              << count(planner::Mode::kPipeline) << ") | "
+              << fmt("%.1f%%", 100 * median_abs(r.rows, planner::Mode::kSwitch)) << " ("
+              << count(planner::Mode::kSwitch) << ") | " << r.guard.runs << " (" << r.guard.redone
+              << ", " << r.guard.accepted_contended << (r.profile_contended ? ", profile busy" : "")
+              << ") | " << fmt("%.0f", r.guard.waited_s) << " |\n";
+  }
+  std::vector<double> every;
+  for (const Row& row : all) every.push_back(std::abs(row.error()));
+  std::cout << "| **all** | | " << fmt("%.1f%%", 100 * median_abs(all, planner::Mode::kPipeline))
+            << " | " << fmt("%.1f%%", 100 * median_abs(all, planner::Mode::kSwitch))
+            << " | | |\n\nmedian |error| over all " << all.size() << " mappings: "
+            << fmt("%.1f%%", 100 * profiler::median(every)) << "\n\n";
+
+  std::cout << "## (b) planner's best pipeline mapping vs the best measured 2-stage split\n\n"
+            << "| network | planner mapping | predicted fps | measured fps | best 2-stage split | measured fps | planner / best |\n"
+            << "|---|---|---|---|---|---|---|\n";
+  for (const NetworkResult& r : results) {
+    std::cout << "| " << r.network << " | `" << r.planner_order << "` | "
+              << fmt("%.2f", r.planner_predicted_fps) << " | " << fmt("%.2f", r.planner_fps)
+              << " | `" << r.best_split_order << "` | " << fmt("%.2f", r.best_split_fps) << " | "
+              << fmt("%.3f", r.best_split_fps > 0 ? r.planner_fps / r.best_split_fps : 0) << " |\n";
+  }
+
+  if (!o.json_out.empty()) {
+    json j = json::array();
+    for (const NetworkResult& r : results) {
+      json rows = json::array();
+      for (const Row& row : r.rows) {
+        rows.push_back({{"order", row.order}, {"mode", planner::mode_name(row.mode)},
+                        {"what", row.what}, {"predicted", row.predicted},
+                        {"measured", row.measured}, {"error", row.error()},
+                        {"contended", row.contended}});
+      }
+      j.push_back({{"network", r.network}, {"profile_s", r.profile_s}, {"rows", rows},
+                   {"planner_order", r.planner_order}, {"planner_fps", r.planner_fps},
+                   {"planner_predicted_fps", r.planner_predicted_fps},
+                   {"best_split_order", r.best_split_order}, {"best_split_fps", r.best_split_fps}});
+    }
+    std::ofstream(o.json_out) << j.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace co_up::bench
+
+int main(int argc, char** argv) {
+  try {
+    return co_up::bench::run(co_up::bench::parse_options(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "co_up_bench_planner: " << e.what() << "\n";
+    return 1;
+  }
+}

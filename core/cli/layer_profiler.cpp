@@ -1,0 +1,250 @@
+#include "core/cli/layer_profiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/partition.h"
+#include "profiler/report.h"
+
+namespace co_up::cli {
+namespace {
+
+using profiler::Event;
+using profiler::EventKind;
+
+constexpr double kNsPerUs = 1000.0;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double duration_us(const Event& e) { return static_cast<double>(e.end_ns - e.begin_ns) / kNsPerUs; }
+
+double median_absolute_deviation(const std::vector<double>& values, double median) {
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double v : values) deviations.push_back(std::abs(v - median));
+  return profiler::median(std::move(deviations));
+}
+
+// Per-frame sums of the durations (us) of the events `select` accepts, for frames
+// [first, frames_completed) (a frame without any such event sums to 0).
+template <typename Select>
+std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first, Select select) {
+  std::vector<double> sums(run.frames_completed > first ? run.frames_completed - first : 0, 0.0);
+  for (const Event& e : run.events) {
+    if (e.frame >= first && e.frame - first < sums.size() && select(e)) {
+      sums[e.frame - first] += duration_us(e);
+    }
+  }
+  return sums;
+}
+
+}  // namespace
+
+std::string alternating_order(char first, char second, uint32_t length) {
+  std::string order(length, first);
+  for (uint32_t i = 1; i < length; i += 2) order[i] = second;
+  return order;
+}
+
+void LayerSamples::add(const profiler::RunProfile& run, uint64_t first) {
+  if (run.frames_completed <= first) return;
+  const uint64_t frames = run.frames_completed - first;
+  // [layer][frame of this run]; a unit may report several events per frame if a backend splits
+  // it, summing keeps the unit's total.
+  std::vector<std::vector<double>> sums(samples_.size(), std::vector<double>(frames, 0.0));
+  std::vector<bool> seen(samples_.size(), false);
+  for (const Event& e : run.events) {
+    if (e.kind != EventKind::kLayer || e.layer >= samples_.size() || e.frame < first ||
+        e.frame - first >= frames) {
+      continue;
+    }
+    sums[e.layer][e.frame - first] += duration_us(e);
+    seen[e.layer] = true;
+  }
+  for (size_t l = 0; l < samples_.size(); ++l) {
+    if (seen[l]) samples_[l].insert(samples_[l].end(), sums[l].begin(), sums[l].end());
+  }
+  const std::vector<double> input = per_frame_us(run, first, [](const Event& e) {
+    return e.kind == EventKind::kTransfer && e.subgraph == 0 && e.peer == 0;
+  });
+  input_.insert(input_.end(), input.begin(), input.end());
+}
+
+planner::LayerTimes LayerSamples::times(char processor, int level) const {
+  planner::LayerTimes times;
+  times.processor = processor;
+  times.level = level;
+  for (size_t l = 0; l < samples_.size(); ++l) {
+    if (samples_[l].empty()) {
+      throw RuntimeError("no time measured for layer " + std::to_string(l) + " on '" +
+                         std::string(1, processor) + "' (the run needs profile level 2)");
+    }
+    const double m = profiler::median(samples_[l]);
+    times.median_us.push_back(m);
+    times.mad_us.push_back(median_absolute_deviation(samples_[l], m));
+  }
+  return times;
+}
+
+double LayerSamples::input_us() const { return profiler::median(input_); }
+
+void TransferSamples::add(const profiler::RunProfile& run, uint64_t first) {
+  const auto& layers = run.layers;
+  if (layers.size() < 2 || run.frames_completed <= first) return;
+  for (size_t i = 0; i + 1 < layers.size(); ++i) {
+    const char from = layers[i].processor, to = layers[i + 1].processor;
+    const uint32_t sender = layers[i].subgraph, receiver = layers[i + 1].subgraph;
+    if (from == to || sender == receiver) continue;
+    // Sender side: what the sub-graph ending at layer i copies into the next one's receivers
+    // (core/executor.cpp: record_transfer(begin, out.layer, destination, bytes)).
+    const std::vector<double> send = per_frame_us(run, first, [&](const Event& e) {
+      return e.kind == EventKind::kTransfer && e.subgraph == sender && e.peer == receiver;
+    });
+    // Receiver side: binding or copying in the next sub-graph's inputs, recorded with
+    // peer = its own index.
+    const std::vector<double> receive = per_frame_us(run, first, [&](const Event& e) {
+      return e.kind == EventKind::kTransfer && e.subgraph == receiver && e.peer == receiver;
+    });
+    Boundaries& b = samples_[{from, to}];
+    b.send.resize(layers.size() - 1);
+    b.receive.resize(layers.size() - 1);
+    b.send[i].insert(b.send[i].end(), send.begin(), send.end());
+    b.receive[i].insert(b.receive[i].end(), receive.begin(), receive.end());
+  }
+}
+
+std::map<std::pair<char, char>, planner::TransferTimes> TransferSamples::times() const {
+  std::map<std::pair<char, char>, planner::TransferTimes> result;
+  for (const auto& [pair, b] : samples_) {
+    planner::TransferTimes& t = result[pair];
+    t.from = pair.first;
+    t.to = pair.second;
+    for (size_t i = 0; i < b.send.size(); ++i) {
+      t.send_us.push_back(b.send[i].empty() ? kNaN : profiler::median(b.send[i]));
+      t.receive_us.push_back(b.receive[i].empty() ? kNaN : profiler::median(b.receive[i]));
+    }
+  }
+  return result;
+}
+
+planner::LayerTimes layer_times_from(const profiler::RunProfile& run, char processor, int level) {
+  LayerSamples samples(run.layers.size());
+  samples.add(run);
+  return samples.times(processor, level);
+}
+
+double input_transfer_from(const profiler::RunProfile& run) {
+  LayerSamples samples(run.layers.size());
+  samples.add(run);
+  return samples.input_us();
+}
+
+void collect_transfers(const profiler::RunProfile& run,
+                       std::map<std::pair<char, char>, planner::TransferTimes>& out) {
+  TransferSamples samples;
+  samples.add(run);
+  for (auto& [pair, t] : samples.times()) {
+    auto [it, inserted] = out.try_emplace(pair, t);
+    if (inserted) continue;
+    for (size_t i = 0; i < t.send_us.size(); ++i) {
+      if (std::isnan(t.send_us[i])) continue;
+      it->second.send_us[i] = t.send_us[i];
+      it->second.receive_us[i] = t.receive_us[i];
+    }
+  }
+}
+
+LayerProfiler::LayerProfiler(const graph::Graph& graph, const Platform& platform,
+                             const PluginRegistry& plugins, std::vector<std::vector<float>> input,
+                             MeasureSettings settings)
+    : graph_(graph), platform_(platform), plugins_(plugins), input_(std::move(input)),
+      settings_(settings) {
+  if (settings_.frames < 1 || settings_.warmup_frames < 0 || settings_.rounds < 1) {
+    throw InputError("a measurement needs at least 1 frame and 1 round (got " +
+                     std::to_string(settings_.frames) + " frames, " +
+                     std::to_string(settings_.rounds) + " rounds)");
+  }
+  settings_.rounds = std::min(settings_.rounds, settings_.frames);
+}
+
+void LayerProfiler::run_interleaved(
+    const std::vector<std::string>& orders, int profile_level,
+    const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured) const {
+  ExecutorOptions options;
+  options.mode = ExecutionMode::kSwitch;
+  options.profile_level = profile_level;
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (const std::string& order : orders) {
+    executors.push_back(std::make_unique<Executor>(graph_, Partition::create(graph_, order),
+                                                   platform_, plugins_, options));
+  }
+  RunRequest request;
+  request.input_sets.push_back(input_);
+  if (settings_.warmup_frames > 0) {
+    request.frames = static_cast<uint64_t>(settings_.warmup_frames);
+    for (auto& e : executors) e->run(request);
+  }
+  const int rounds = settings_.rounds;
+  const uint64_t rewarm = rounds > 1 ? 1 : 0;
+  for (int r = 0; r < rounds; ++r) {
+    // frames split as evenly as possible: the first (frames % rounds) rounds get one more.
+    const int share = settings_.frames / rounds + (r < settings_.frames % rounds ? 1 : 0);
+    request.frames = static_cast<uint64_t>(share) + rewarm;
+    for (size_t i = 0; i < executors.size(); ++i) {
+      const RunResult result = executors[i]->run(request);
+      if (result.profile.frames_completed != request.frames) {
+        throw RuntimeError("run of order '" + orders[i] + "' completed " +
+                           std::to_string(result.profile.frames_completed) + " of " +
+                           std::to_string(request.frames) + " frames");
+      }
+      measured(i, result.profile, rewarm);
+    }
+  }
+}
+
+std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& processors,
+                                                            int level) const {
+  std::vector<std::string> orders;
+  std::vector<LayerSamples> samples;
+  for (char p : processors) {
+    orders.emplace_back(graph_.layer_count(), p);
+    samples.emplace_back(graph_.layer_count());
+  }
+  run_interleaved(orders, 2, [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
+    samples[i].add(run, first);
+  });
+  std::vector<LayerMeasurement> result;
+  for (size_t i = 0; i < processors.size(); ++i) {
+    result.push_back({samples[i].times(processors[i], level), samples[i].input_us()});
+  }
+  return result;
+}
+
+std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure_transfers(
+    char a, char b) const {
+  const auto layers = static_cast<uint32_t>(graph_.layer_count());
+  if (layers < 2) {
+    throw InputError("network '" + graph_.name() + "' has one layer unit: no boundaries to measure");
+  }
+  TransferSamples samples;
+  // Level 1 records transfers without the per-layer events (less work on the measured path).
+  run_interleaved({alternating_order(a, b, layers), alternating_order(b, a, layers)}, 1,
+                  [&](size_t, const profiler::RunProfile& run, uint64_t first) {
+                    samples.add(run, first);
+                  });
+  const auto found = samples.times();
+  for (const auto& [pair, t] : found) {
+    for (size_t i = 0; i < t.send_us.size(); ++i) {
+      if (std::isnan(t.send_us[i])) {
+        throw RuntimeError("boundary " + std::to_string(i) + " from '" + std::string(1, t.from) +
+                           "' to '" + std::string(1, t.to) + "' was not measured");
+      }
+    }
+  }
+  return {found.at({a, b}), found.at({b, a})};
+}
+
+}  // namespace co_up::cli

@@ -1,0 +1,129 @@
+// LayerProfiler: measures what the planner's cost model needs (planner/layer_profile.h) with the
+// real Executor — the same sub-graph compilation, threads, receivers and transfers a mapping
+// runs with, so the numbers are the runtime's own, not a benchmark's.
+//
+//   layers      order "XXXX" (one sub-graph on X), switch mode, profile level 2: per-layer
+//               median and MAD over the measured frames from kLayer events; the receive side of
+//               the network input (sub-graph 0's kTransfer with peer 0) is input_us.
+//   transfers   order "XYXY…" in switch mode puts an X->Y boundary after every even layer and
+//               Y->X after every odd one; its shift "YXYX…" the rest: two runs per unordered
+//               pair measure every boundary in both directions. Per boundary i (layer i on the
+//               sender, i+1 on the receiver), from kTransfer events (core/executor.cpp):
+//                 send    events on the sending sub-graph with peer = the receiving sub-graph
+//                         (map, copy into the receiver's slot, unmap);
+//                 receive events of the receiving sub-graph with peer = its own index (binding or
+//                         copying its inputs in, where backends convert layouts).
+//               Per frame the events of a boundary are summed; medians over frames are stored.
+//
+// Interleaving: what the planner compares is processors against each other, and a shared or
+// virtual machine drifts in speed over seconds (this project's host: up to 1.5x between two
+// runs a few seconds apart). So the executors of one measurement (every processor's "XXXX", or
+// a pair's two alternating orders) are set up together and run in turns: `rounds` rounds, each
+// running every executor for its share of `frames`, so a slow phase hits all of them alike.
+// Each executor first runs `warmup_frames` (discarded: first-touch memory, lazily created
+// buffers); with more than one round each turn also starts with one discarded frame, because a
+// core that idled while the others ran comes back slower for a frame.
+// DVFS is the caller's business: it sets the level before calling measure_layers.
+//
+// Threading: one thread at a time. Throws InputError (a layer the backend cannot run, ...) or
+// RuntimeError (a failed run), as the Executor does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "graph/graph.h"
+#include "planner/layer_profile.h"
+#include "profiler/run_profile.h"
+
+namespace co_up::cli {
+
+struct MeasureSettings {
+  int frames = 10;        // measured frames per executor (medians over them)
+  int warmup_frames = 2;  // run once before the rounds, discarded
+  int rounds = 3;         // turns the frames are split into (1: one run each, no interleaving)
+};
+
+struct LayerMeasurement {
+  planner::LayerTimes times;
+  double input_us = 0;  // receive side of the network input on this processor
+};
+
+class LayerProfiler {
+ public:
+  // graph, platform and plugins must outlive the profiler; `input` is one tensor per graph input.
+  LayerProfiler(const graph::Graph& graph, const Platform& platform, const PluginRegistry& plugins,
+                std::vector<std::vector<float>> input, MeasureSettings settings);
+
+  // Every layer on each processor of `processors`, measured in interleaved rounds; one result
+  // per letter, in that order. `level` is only recorded (0 = as found, else 1-based level).
+  std::vector<LayerMeasurement> measure_layers(const std::string& processors, int level) const;
+  // Both directions between `a` and `b` (the two alternating orders, interleaved). Needs at
+  // least two layers.
+  std::pair<planner::TransferTimes, planner::TransferTimes> measure_transfers(char a, char b) const;
+
+  // Sets up one switch-mode executor per order at `profile_level` and runs them as described
+  // above; `measured(i, run, first)` gets each turn's profile of order i, whose frames from
+  // `first` on are measured.
+  void run_interleaved(
+      const std::vector<std::string>& orders, int profile_level,
+      const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured) const;
+
+ private:
+  const graph::Graph& graph_;
+  const Platform& platform_;
+  const PluginRegistry& plugins_;
+  std::vector<std::vector<float>> input_;
+  MeasureSettings settings_;
+};
+
+// "XYXY…" of `length` letters starting with `first`.
+std::string alternating_order(char first, char second, uint32_t length);
+
+// Per-layer samples (microseconds, one per frame) of level-2 runs of one processor.
+class LayerSamples {
+ public:
+  explicit LayerSamples(size_t layers) : samples_(layers) {}
+  // Adds frames [first, frames_completed) of `run`: each frame's kLayer time per layer (summed
+  // when a unit reports several events) and its network-input receive time.
+  void add(const profiler::RunProfile& run, uint64_t first = 0);
+  // Medians and MADs. Throws RuntimeError when a layer has no sample (the run was not level 2).
+  planner::LayerTimes times(char processor, int level) const;
+  double input_us() const;  // median receive time of the network input; 0 without samples
+
+ private:
+  std::vector<std::vector<double>> samples_;  // [layer][frame]
+  std::vector<double> input_;
+};
+
+// Per-boundary transfer samples (one per frame), keyed by (from, to).
+class TransferSamples {
+ public:
+  // Adds frames [first, frames_completed) of every boundary of `run` whose two layers run on
+  // different processors in different sub-graphs.
+  void add(const profiler::RunProfile& run, uint64_t first = 0);
+  // Medians; vectors sized layer_count - 1, NaN where a boundary has no sample.
+  std::map<std::pair<char, char>, planner::TransferTimes> times() const;
+
+ private:
+  struct Boundaries {
+    std::vector<std::vector<double>> send, receive;  // [boundary][frame]
+  };
+  std::map<std::pair<char, char>, Boundaries> samples_;
+};
+
+// One run's worth of the above, for a run from frame 0 (tests, simple callers).
+planner::LayerTimes layer_times_from(const profiler::RunProfile& run, char processor, int level);
+double input_transfer_from(const profiler::RunProfile& run);
+// Adds `run`'s boundaries to `out` (entries created with NaN where unmeasured; a boundary
+// measured again is overwritten).
+void collect_transfers(const profiler::RunProfile& run,
+                       std::map<std::pair<char, char>, planner::TransferTimes>& out);
+
+}  // namespace co_up::cli

@@ -1,0 +1,118 @@
+#include "core/cli/plan_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "core/cli/verify_mappings.h"
+#include "core/error.h"
+#include "core/network.h"
+#include "planner/cost_model.h"
+#include "planner/layer_profile.h"
+#include "planner/search.h"
+
+namespace co_up::cli {
+namespace {
+
+planner::Objective parse_objective(const std::string& text) {
+  if (text == "throughput") return planner::Objective::kThroughput;
+  if (text == "latency") return planner::Objective::kLatency;
+  if (text == "energy") return planner::Objective::kEnergy;
+  if (text == "pareto") return planner::Objective::kPareto;
+  throw InputError("--objective='" + text + "' must be throughput, latency, energy or pareto");
+}
+
+std::string format(const char* spec, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, spec, value);
+  return buffer;
+}
+
+std::string numbers(const planner::Prediction& p) {
+  std::string s = format("%9.2f fps", p.throughput_fps) + format("  %9.3f ms", p.latency_ms);
+  s += p.has_energy() ? format("  %9.3f mJ/frame", p.energy_mj_per_frame) : std::string("  energy n/a");
+  std::string bottleneck;
+  double worst = -1;
+  for (const planner::ResourceTime& r : p.resources) {
+    if (r.busy_us > worst) {
+      worst = r.busy_us;
+      bottleneck = r.processors;
+    }
+  }
+  return s + "  (busiest: " + bottleneck + format(" %.0f us/frame)", worst);
+}
+
+void print_candidate(std::ostream& out, const planner::CostModel& model, const std::string& label,
+                     const planner::Candidate& c) {
+  out << label << numbers(c.prediction) << "  [" << c.source << "]\n"
+      << "      " << planner::command_line(model, c.mapping) << "\n";
+}
+
+// With --graph/--model: the profile must be of that network (name, units, layer count).
+void check_network(const Options& o, const planner::LayerProfile& profile) {
+  if (o.graph.empty() && o.model.empty()) return;
+  if (!o.graph.empty() && !o.model.empty()) throw InputError("--graph and --model both given; use one");
+  const std::string units = o.units != "layers" ? o.units : "";  // "layers" is also the default
+  planner::check_profile_matches(profile, o.graph, o.model, units, 0);
+  NetworkSpec spec{o.graph, profile.network.units,
+                   o.image_size > 0 ? o.image_size : profile.network.image_size, o.seed, o.data};
+  spec.model = o.model;
+  spec.input_shape = o.input_shape;
+  const graph::Graph g = build_network(spec);
+  planner::check_profile_matches(profile, "", "", "", static_cast<uint32_t>(g.layer_count()));
+}
+
+}  // namespace
+
+int run_plan_command(const Options& o) {
+  if (o.profile_file.empty()) {
+    throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
+  }
+  const planner::Objective objective = parse_objective(o.objective);
+  const planner::LayerProfile profile = planner::read_layer_profile(o.profile_file);
+  check_network(o, profile);
+  const planner::CostModel model(profile);
+  const planner::PlanResult result = planner::plan(model, objective, static_cast<size_t>(o.top), o.seed);
+
+  std::ostream& out = std::cout;
+  const planner::ProfileNetwork& net = profile.network;
+  out << "plan for " << (net.graph.empty() ? "--model=" + net.model : "--graph=" + net.graph) << " ("
+      << net.layer_count << " layer units, --units=" << net.units << ") from profile " << o.profile_file
+      << " (platform '" << profile.platform_name << "', processors " << model.letters() << ")\n";
+  const char* what = objective == planner::Objective::kThroughput ? "maximum throughput, pipeline mode"
+                     : objective == planner::Objective::kLatency  ? "minimum latency, switch mode"
+                     : objective == planner::Objective::kEnergy   ? "minimum energy per frame, pipeline mode"
+                                                                  : "Pareto front of throughput, latency"
+                                                                    " and energy, pipeline mode";
+  out << "objective: " << what << "; predicted by the cost model (measure with the commands, or --verify)\n\n";
+  for (size_t i = 0; i < result.ranked.size(); ++i) {
+    print_candidate(out, model, format("%3.0f. ", static_cast<double>(i + 1)), result.ranked[i]);
+  }
+  out << "\nbaselines:\n";
+  print_candidate(out, model, "  single processor ", result.single_processor);
+  print_candidate(out, model, "  HEFT             ", result.heft);
+  if (!model.warnings().empty() || !model.has_energy()) out << "\nassumptions:\n";
+  for (const std::string& w : model.warnings()) out << "  " << w << "\n";
+  if (!model.has_energy()) out << "  energy n/a: " << model.energy_gap() << "\n";
+  out.flush();
+
+  if (!o.verify) return 0;
+  // The ranked mappings, then the baselines; each distinct command line runs once.
+  std::vector<planner::Candidate> to_run;
+  std::set<std::string> seen;
+  for (const planner::Candidate& c : result.ranked) {
+    if (seen.insert(planner::command_line(model, c.mapping)).second) to_run.push_back(c);
+  }
+  for (const planner::Candidate* c : {&result.single_processor, &result.heft}) {
+    if (seen.insert(planner::command_line(model, c->mapping)).second) to_run.push_back(*c);
+  }
+  out << "\n";
+  const std::vector<VerifiedMapping> verified = verify_mappings(o, model, to_run, out);
+  const bool any_ran = std::any_of(verified.begin(), verified.end(),
+                                   [](const VerifiedMapping& v) { return v.failure.empty(); });
+  return any_ran ? 0 : 1;
+}
+
+}  // namespace co_up::cli

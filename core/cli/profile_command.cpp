@@ -1,0 +1,525 @@
+#include "core/cli/profile_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <numeric>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/network.h"
+
+namespace co_up::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string letter_string(char c) { return std::string(1, c); }
+
+std::string format_seconds(double s) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), s < 10 ? "%.1f s" : "%.0f s", s);
+  return buffer;
+}
+
+// Progress on the log stream: on a terminal one status line rewritten in place (step k of n,
+// what, elapsed and an estimate of what is left); otherwise one line per finished step, which
+// reads well in a CI log or a file.
+class Progress {
+ public:
+  Progress(std::ostream* log, bool terminal) : log_(log), terminal_(terminal) {}
+  ~Progress() { clear_status(); }
+
+  void note(const std::string& line) {
+    if (log_ == nullptr) return;
+    clear_status();
+    *log_ << "co_up profile: " << line << "\n" << std::flush;
+  }
+  void started(size_t k, size_t n, const std::string& what) {
+    step_begin_ = Clock::now();
+    if (log_ == nullptr || !terminal_) return;
+    std::string line = "[" + std::to_string(k) + "/" + std::to_string(n) + "] " + what;
+    if (steps_run_ > 0) {
+      const double per_step = seconds_run_ / static_cast<double>(steps_run_);
+      line += "  (elapsed " + format_seconds(seconds_run_) + ", about " +
+              format_seconds(per_step * static_cast<double>(n - k + 1)) + " left)";
+    }
+    *log_ << "\r\033[K" << line << std::flush;
+    status_shown_ = true;
+  }
+  void finished(size_t k, size_t n, const std::string& what) {
+    const double s = std::chrono::duration<double>(Clock::now() - step_begin_).count();
+    seconds_run_ += s;
+    ++steps_run_;
+    if (log_ == nullptr || terminal_) return;
+    *log_ << "co_up profile: [" << k << "/" << n << "] " << what << ": " << format_seconds(s)
+          << "\n" << std::flush;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void clear_status() {
+    if (status_shown_ && log_ != nullptr) *log_ << "\r\033[K" << std::flush;
+    status_shown_ = false;
+  }
+  std::ostream* log_;
+  bool terminal_;
+  bool status_shown_ = false;
+  Clock::time_point step_begin_{};
+  double seconds_run_ = 0;
+  size_t steps_run_ = 0;
+};
+
+// Everything that makes two profiles comparable, as one line for messages.
+std::string identity(const planner::LayerProfile& p) {
+  const planner::ProfileNetwork& n = p.network;
+  std::string s = n.graph.empty() ? "--model=" + n.model : "--graph=" + n.graph;
+  s += " --units=" + n.units;
+  if (n.image_size != 0) s += " --image-size=" + std::to_string(n.image_size);
+  s += " (" + std::to_string(n.layer_count) + " layers) on platform '" + p.platform_name +
+       "', processors " + p.letters();
+  return s;
+}
+
+void put_layer_times(planner::LayerProfile& p, planner::LayerTimes t) {
+  for (planner::LayerTimes& existing : p.layer_times) {
+    if (existing.processor == t.processor && existing.level == t.level) {
+      existing = std::move(t);
+      return;
+    }
+  }
+  p.layer_times.push_back(std::move(t));
+}
+
+void put_transfer(planner::LayerProfile& p, planner::TransferTimes t) {
+  for (planner::TransferTimes& existing : p.transfers) {
+    if (existing.from == t.from && existing.to == t.to) {
+      existing = std::move(t);
+      return;
+    }
+  }
+  p.transfers.push_back(std::move(t));
+}
+
+// The existing profile to resume, or the fresh skeleton. Throws InputError for an unreadable or
+// different one (unless --restart).
+planner::LayerProfile resume_or_start(const ProfileJob& job, planner::LayerProfile fresh,
+                                      bool repetitions_given) {
+  if (job.restart || !fs::exists(job.out)) return fresh;
+  planner::LayerProfile old;
+  try {
+    old = planner::read_layer_profile(job.out);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + "; use --restart to overwrite it");
+  }
+  // The processors' DVFS tables and backends are part of the platform: compare those too.
+  bool same = identity(old) == identity(fresh) && old.network.graph == fresh.network.graph &&
+              old.network.model == fresh.network.model;
+  for (size_t i = 0; same && i < fresh.processors.size(); ++i) {
+    same = old.processors[i].backend == fresh.processors[i].backend &&
+           old.processors[i].levels_khz == fresh.processors[i].levels_khz;
+  }
+  if (!same) {
+    throw InputError("--profile-out '" + job.out.string() + "' holds a profile of " +
+                     identity(old) + ", not of " + identity(fresh) +
+                     " (or other backends or DVFS tables); use --restart to overwrite it, or "
+                     "another file");
+  }
+  if (repetitions_given && old.repetitions != fresh.repetitions) {
+    throw InputError("--profile-out '" + job.out.string() + "' was measured with --repetitions=" +
+                     std::to_string(old.repetitions) + ", not " +
+                     std::to_string(fresh.repetitions) +
+                     "; resume without --repetitions, or use --restart");
+  }
+  // Names and sizes of the layers come from this build of the network.
+  old.network.layers = fresh.network.layers;
+  return old;
+}
+
+// Which processors' DVFS levels can be profiled; notes why the others cannot.
+std::string dvfs_letters(const ProfileJob& job, const planner::LayerProfile& profile,
+                         Progress& progress) {
+  std::string letters;
+  std::string cpus_without, others_without;
+  for (const planner::ProfileProcessor& p : profile.processors) {
+    if (p.levels_khz.empty()) {
+      (p.kind == "cpu" ? cpus_without : others_without) += p.letter;
+      continue;
+    }
+    // Resuming with every level done: no need to touch sysfs again.
+    bool all_done = true;
+    for (size_t l = 1; l <= p.levels_khz.size(); ++l) {
+      const ProfileStep step{ProfileStep::Kind::kLayers, letter_string(p.letter), static_cast<int>(l)};
+      all_done = all_done && profile.is_completed(step.id());
+    }
+    std::string error;
+    if (!all_done) {
+      if (job.dvfs == nullptr) {
+        error = "no DVFS controller given";
+      } else {
+        // Probe: set the lowest level and put everything back, so the level-0 steps that come
+        // first still see the clocks as found.
+        error = job.dvfs->set_level(p.letter, 0);
+        for (const std::string& e : job.dvfs->restore()) error += (error.empty() ? "" : "; ") + e;
+      }
+    }
+    if (error.empty()) {
+      letters += p.letter;
+    } else {
+      progress.note("DVFS not profiled for " + letter_string(p.letter) + ": " + error +
+                    " (run as root to profile its " + std::to_string(p.levels_khz.size()) +
+                    " levels); level 0 (as found) only");
+    }
+  }
+  if (!cpus_without.empty()) {
+    const std::string why = job.no_dvfs_reason.empty() ? "the platform has no DVFS table for them"
+                                                       : job.no_dvfs_reason;
+    progress.note("DVFS not profiled for " + cpus_without + ": " + why +
+                  "; level 0 (as found) only");
+  }
+  if (!others_without.empty()) {
+    progress.note("DVFS not profiled for " + others_without +
+                  ": no \"dvfs\" table for them in the platform (a --platform file can give "
+                  "one); level 0 (as found) only");
+  }
+  return letters;
+}
+
+int64_t unit_output_bytes(const graph::Graph& g, const graph::LayerUnit& unit) {
+  for (auto it = unit.nodes.rbegin(); it != unit.nodes.rend(); ++it) {
+    const graph::Node& n = g.node(*it);
+    if (n.op != graph::OpType::kInput && !n.outputs.empty()) {
+      return static_cast<int64_t>(g.tensor(n.outputs.front()).desc.byte_size());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string ProfileStep::id() const {
+  if (kind == Kind::kLayers) return "layers:" + processors + ":" + std::to_string(level);
+  return "transfers:" + processors.substr(0, 1) + ":" + processors.substr(1, 1);
+}
+
+std::string ProfileStep::describe(const planner::LayerProfile& profile) const {
+  if (kind == Kind::kTransfers) {
+    return "transfers " + processors.substr(0, 1) + "<->" + processors.substr(1, 1);
+  }
+  std::string text = "layers on ";
+  for (size_t i = 0; i < processors.size(); ++i) text += (i ? ", " : "") + processors.substr(i, 1);
+  text += " at level " + std::to_string(level);
+  const planner::ProfileProcessor* p =
+      processors.size() == 1 ? profile.find_processor(processors[0]) : nullptr;
+  if (level == 0) {
+    text += " (as found)";
+  } else if (p != nullptr && static_cast<size_t>(level) <= p->levels_khz.size()) {
+    text += " (" + std::to_string((p->levels_khz[static_cast<size_t>(level) - 1] + 500) / 1000) +
+            " MHz)";
+  }
+  return text;
+}
+
+std::vector<ProfileStep> profile_steps(const planner::LayerProfile& profile,
+                                       const std::string& dvfs) {
+  std::vector<ProfileStep> steps;
+  const auto& procs = profile.processors;
+  steps.push_back({ProfileStep::Kind::kLayers, profile.letters(), 0});
+  if (profile.network.layer_count >= 2) {
+    for (size_t a = 0; a < procs.size(); ++a) {
+      for (size_t b = a + 1; b < procs.size(); ++b) {
+        steps.push_back({ProfileStep::Kind::kTransfers,
+                         letter_string(procs[a].letter) + procs[b].letter, 0});
+      }
+    }
+  }
+  for (const planner::ProfileProcessor& p : procs) {
+    if (dvfs.find(p.letter) == std::string::npos) continue;
+    for (size_t l = 1; l <= p.levels_khz.size(); ++l) {
+      steps.push_back({ProfileStep::Kind::kLayers, letter_string(p.letter), static_cast<int>(l)});
+    }
+  }
+  return steps;
+}
+
+planner::LayerProfile profile_skeleton(const ProfileJob& job) {
+  const graph::Graph& g = *job.graph;
+  const Platform& platform = *job.platform;
+  planner::LayerProfile p;
+  p.network.graph = job.graph_name;
+  p.network.model = job.model;
+  p.network.units = job.units;
+  p.network.image_size = job.image_size;
+  p.network.layer_count = static_cast<uint32_t>(g.layer_count());
+  const std::vector<graph::LayerSummary> summaries = graph::summarize_layers(g);
+  const std::vector<graph::LayerUnit> units = g.layers();
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    p.network.layers.push_back({summaries[i].index, summaries[i].name, summaries[i].ops,
+                                summaries[i].macs, unit_output_bytes(g, units[i])});
+  }
+  p.platform_name = platform.name;
+  p.repetitions = job.repetitions > 0 ? job.repetitions : kDefaultRepetitions;
+
+  const bool explicit_letters = !job.processors.empty();
+  std::string wanted;
+  for (char c : explicit_letters ? job.processors : platform.letters()) {
+    if (wanted.find(c) == std::string::npos) wanted += c;
+  }
+  for (char letter : wanted) {
+    const ProcessorSpec* spec = platform.find(letter);
+    if (spec == nullptr) {
+      throw InputError("--processors='" + job.processors + "' names '" + letter_string(letter) +
+                       "', but platform '" + platform.name + "' defines only " +
+                       platform.letters() + " (see --list-devices)");
+    }
+    std::shared_ptr<const Plugin> plugin;
+    for (const std::string& backend : spec->backends) {
+      if ((plugin = job.plugins->find(backend))) break;
+    }
+    if (!plugin) {
+      std::string backends;
+      for (const std::string& b : spec->backends) backends += (backends.empty() ? "'" : " or '") + b + "'";
+      const std::string why = "backend " + backends + " is not available in '" +
+                              job.plugins->directory().string() + "' [" + job.plugins->summary() + "]";
+      if (explicit_letters) {
+        throw InputError("cannot profile '" + letter_string(letter) + "' (" + spec->name + "): " +
+                         why + "; leave it out of --processors or install the plugin");
+      }
+      if (job.log != nullptr) {
+        *job.log << "co_up profile: skipping " << letter << " (" << spec->name << "): " << why << "\n";
+      }
+      continue;
+    }
+    planner::ProfileProcessor pp;
+    pp.letter = letter;
+    pp.name = spec->name;
+    pp.kind = spec->kind;
+    pp.backend = plugin->name();
+    pp.host = spec->is_cpu() ? letter : spec->host;
+    pp.host_cores = platform.host_cores(letter);
+    // A processor's own table only: an accelerator without one is not clocked by its host CPU
+    // cluster's table, so its times are measured as found.
+    if (spec->dvfs.present()) {
+      pp.dvfs_domain = letter_string(letter);
+      pp.levels_khz = spec->dvfs.frequencies_khz;
+      pp.voltages_mv = spec->dvfs.voltages_mv;
+    }
+    if (spec->power_model.present) {
+      pp.power_model = planner::ProfilePowerModel{spec->power_model.alpha, spec->power_model.beta};
+    }
+    p.processors.push_back(std::move(pp));
+  }
+  if (p.processors.empty()) {
+    throw InputError("no processor of platform '" + platform.name +
+                     "' can be profiled: none of their backends is available [" +
+                     job.plugins->summary() + "] (see --list-devices)");
+  }
+  return p;
+}
+
+ProfileOutcome profile_network(const ProfileJob& job) {
+  if (job.graph == nullptr || job.platform == nullptr || job.plugins == nullptr) {
+    throw InputError("profile_network: graph, platform and plugins are required");
+  }
+  if (job.out.empty()) {
+    throw InputError("co_up profile needs --profile-out=FILE (where the layer profile goes)");
+  }
+  const fs::path dir = job.out.has_parent_path() ? job.out.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir)) {
+    throw InputError("--profile-out='" + job.out.string() + "': directory '" + dir.string() +
+                     "' does not exist");
+  }
+  Progress progress(job.log, job.terminal);
+  ProfileOutcome outcome;
+  outcome.profile = resume_or_start(job, profile_skeleton(job), job.repetitions > 0);
+  planner::LayerProfile& profile = outcome.profile;
+  outcome.dvfs_letters = dvfs_letters(job, profile, progress);
+  const std::vector<ProfileStep> steps = profile_steps(profile, outcome.dvfs_letters);
+  outcome.steps_total = steps.size();
+  for (const ProfileStep& s : steps) outcome.steps_done_before += profile.is_completed(s.id()) ? 1 : 0;
+  if (outcome.steps_done_before > 0) {
+    progress.note("resuming: " + std::to_string(outcome.steps_done_before) + " of " +
+                  std::to_string(steps.size()) + " steps done in '" + job.out.string() + "'");
+  }
+  // Written before measuring: a bad path fails now, and an interrupted first step leaves a file
+  // that resumes.
+  planner::write_layer_profile(job.out, profile);
+
+  const LayerProfiler profiler(*job.graph, *job.platform, *job.plugins, job.input,
+                               {profile.repetitions, job.warmup_frames, job.rounds});
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const ProfileStep& step = steps[i];
+    if (profile.is_completed(step.id())) continue;
+    if (job.stop_requested && job.stop_requested()) {
+      outcome.interrupted = true;
+      break;
+    }
+    const std::string what = step.describe(profile);
+    progress.started(i + 1, steps.size(), what);
+    try {
+      if (step.kind == ProfileStep::Kind::kTransfers) {
+        auto [forward, backward] = profiler.measure_transfers(step.processors[0], step.processors[1]);
+        put_transfer(profile, std::move(forward));
+        put_transfer(profile, std::move(backward));
+      } else {
+        if (step.level > 0) {  // a DVFS step measures one processor
+          const std::string error = job.dvfs->set_level(step.processors[0], step.level - 1);
+          if (!error.empty()) throw RuntimeError(error + " (while profiling " + what + ")");
+        }
+        for (LayerMeasurement& m : profiler.measure_layers(step.processors, step.level)) {
+          if (step.level == 0) profile.input_transfer_us[m.times.processor] = m.input_us;
+          put_layer_times(profile, std::move(m.times));
+        }
+        const bool next_same_domain = i + 1 < steps.size() && steps[i + 1].level > 0 &&
+                                      steps[i + 1].processors == step.processors;
+        if (step.level > 0 && !next_same_domain) {
+          for (const std::string& e : job.dvfs->restore()) {
+            throw RuntimeError("restoring DVFS after " + what + ": " + e);
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      const std::string hint = job.processors.empty()
+                                   ? "; leave that processor out with --processors=LETTERS"
+                                   : "";
+      const std::string message = std::string(e.what()) + " (profiling " + what + hint + ")";
+      if (dynamic_cast<const InputError*>(&e) != nullptr) throw InputError(message);
+      throw RuntimeError(message);
+    }
+    profile.completed.push_back(step.id());
+    planner::write_layer_profile(job.out, profile);
+    progress.finished(i + 1, steps.size(), what);
+    ++outcome.steps_run;
+  }
+  if (job.stop_requested && job.stop_requested() &&
+      outcome.steps_done_before + outcome.steps_run < steps.size()) {
+    outcome.interrupted = true;
+  }
+  return outcome;
+}
+
+namespace {
+
+void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& file) {
+  const planner::LayerProfile& p = o.profile;
+  out << "profile of " << (p.network.graph.empty() ? p.network.model : p.network.graph) << " ("
+      << p.network.layer_count << " layers) on platform " << p.platform_name << ": "
+      << o.steps_done_before + o.steps_run << " of " << o.steps_total << " steps ("
+      << o.steps_run << " measured now), " << p.repetitions << " frames per run -> "
+      << file.string() << "\n";
+  out << std::fixed << std::setprecision(2);
+  for (const planner::LayerTimes& t : p.layer_times) {
+    const planner::ProfileProcessor* proc = p.find_processor(t.processor);
+    const double total = std::accumulate(t.median_us.begin(), t.median_us.end(), 0.0);
+    out << "  " << t.processor << " level " << t.level << "  "
+        << (proc != nullptr ? proc->backend : std::string()) << "  " << total / 1000.0
+        << " ms/frame (sum of layer medians)\n";
+  }
+  for (const planner::TransferTimes& t : p.transfers) {
+    const double send = std::accumulate(t.send_us.begin(), t.send_us.end(), 0.0);
+    const double receive = std::accumulate(t.receive_us.begin(), t.receive_us.end(), 0.0);
+    out << "  " << t.from << "->" << t.to << "  transfers over " << t.send_us.size()
+        << " boundaries: send " << send / 1000.0 << " ms, receive " << receive / 1000.0
+        << " ms (all boundaries summed)\n";
+  }
+}
+
+std::string no_dvfs_reason(const Options& o) {
+  if (!o.platform.empty()) {
+    return "platform file '" + o.platform + "' declares no \"dvfs\" table for them";
+  }
+  const fs::path cpufreq = fs::path(o.sysfs_root) / "devices/system/cpu/cpufreq";
+  std::error_code ec;
+  bool any_policy = false;
+  if (fs::is_directory(cpufreq, ec)) {
+    for (const auto& entry : fs::directory_iterator(cpufreq, ec)) {
+      any_policy = any_policy || entry.path().filename().string().rfind("policy", 0) == 0;
+    }
+  }
+  if (!any_policy) {
+    return "this machine has no cpufreq (no policy* under " + cpufreq.string() +
+           "; virtual machines usually have none)";
+  }
+  return "cpufreq under " + cpufreq.string() + " lists no frequencies for them";
+}
+
+}  // namespace
+
+int run_profile_command(const Options& o, StopSignal& stop) {
+  if (o.graph.empty() && o.model.empty()) {
+    throw InputError("co_up profile needs a network (--graph=NAME or --model=FILE.onnx)");
+  }
+  if (o.profile_out.empty()) {
+    throw InputError("co_up profile needs --profile-out=FILE (where the layer profile goes)");
+  }
+  if (!o.order.empty() || !o.frequency.empty()) {
+    throw InputError("co_up profile measures every processor and level itself; drop --order and "
+                     "--frequency (use --processors=LETTERS to choose processors)");
+  }
+  const fs::path plugin_dir =
+      o.plugins.empty() ? PluginRegistry::default_directory() : fs::path(o.plugins);
+  if (!o.plugins.empty() && !fs::is_directory(plugin_dir)) {
+    throw InputError("--plugins='" + o.plugins + "' is not a directory");
+  }
+  Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root) : load_platform(o.platform);
+  apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu,
+                             o.host_npu});
+  check_cores_exist(platform);
+
+  NetworkSpec spec{o.graph, o.units, o.image_size, o.seed, o.data};
+  spec.model = o.model;
+  spec.input_shape = o.input_shape;
+  const graph::Graph g = build_network(spec);
+  const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
+  // Restores every governor it changed when it goes, on every path out (errors, Ctrl-C).
+  power::SysfsDvfs dvfs(platform, o.sysfs_root);
+
+  ProfileJob job;
+  job.graph = &g;
+  job.platform = &platform;
+  job.plugins = &registry;
+  job.dvfs = &dvfs;
+  job.input = seeded_inputs(g, o.seed);
+  job.graph_name = o.graph;
+  job.model = o.model;
+  job.units = o.units;
+  job.image_size = o.image_size;
+  job.processors = o.processors;
+  job.repetitions = o.repetitions;
+  job.out = o.profile_out;
+  job.restart = o.restart;
+  job.stop_requested = [&stop] { return stop.stopped(); };
+  job.log = &std::cerr;
+  job.terminal = ::isatty(STDERR_FILENO) == 1;
+  job.no_dvfs_reason = no_dvfs_reason(o);
+
+  // The step in progress runs to its end (its numbers are kept); say so, as that may take a while.
+  // Written with write(2): the watcher thread must not share std::cerr's state with this one.
+  stop.on_stop([] {
+    static const char kMessage[] =
+        "\nco_up profile: stopping after the current step (a second Ctrl-C exits at once)\n";
+    [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  });
+  ProfileOutcome outcome;
+  try {
+    outcome = profile_network(job);
+  } catch (...) {
+    stop.on_stop(nullptr);
+    throw;
+  }
+  stop.on_stop(nullptr);
+  if (outcome.interrupted) {
+    std::cerr << "co_up: interrupted after " << outcome.steps_done_before + outcome.steps_run
+              << " of " << outcome.steps_total << " steps; '" << o.profile_out
+              << "' keeps them: run the same command again to resume\n";
+    return 128 + (stop.signal_number() != 0 ? stop.signal_number() : SIGINT);
+  }
+  print_summary(std::cout, outcome, o.profile_out);
+  return 0;
+}
+
+}  // namespace co_up::cli

@@ -1,0 +1,152 @@
+// The co_up binary: `co_up profile` end to end (output, resume, mismatch, Ctrl-C) and
+// `co_up plan --verify` on the profile it wrote. cpu-reference B/L, small networks.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "planner/layer_profile.h"
+#include "tests/cli/scratch_dir.h"
+
+namespace co_up {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+struct Exit {
+  int code = -1;
+  std::string out, err;
+};
+
+std::ostream& operator<<(std::ostream& os, const Exit& e) {
+  return os << "exit " << e.code << "\n--- stdout ---\n" << e.out << "--- stderr ---\n" << e.err;
+}
+
+pid_t spawn(const std::vector<std::string>& args, const fs::path& dir) {
+  std::vector<std::string> strings = {CO_UP_BINARY};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const std::string out = (dir / "out.txt").string(), err = (dir / "err.txt").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+Exit finish(pid_t pid, const fs::path& dir) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Exit e;
+  e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+  e.out = test::read_file(dir / "out.txt");
+  e.err = test::read_file(dir / "err.txt");
+  return e;
+}
+
+class ProfileCliTest : public ::testing::Test {
+ protected:
+  ProfileCliTest() {
+    platform_ = dir_.write("ref2.json", R"({"name": "ref2", "processors": [
+      {"letter": "B", "kind": "cpu", "backend": "cpu-reference", "cores": [0]},
+      {"letter": "L", "kind": "cpu", "backend": "cpu-reference", "cores": [1]}]})")
+                    .string();
+  }
+  Exit run(std::vector<std::string> args) { return finish(spawn(args, dir_.path()), dir_.path()); }
+  std::vector<std::string> profile(const std::string& graph, int size, const fs::path& out,
+                                   std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"profile", "--graph=" + graph,
+                                     "--image-size=" + std::to_string(size),
+                                     "--platform=" + platform_, "--profile-out=" + out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  test::ScratchDir dir_;
+  std::string platform_;
+};
+
+TEST_F(ProfileCliTest, ProfilesResumesAndVerifies) {
+  const fs::path out = dir_ / "squeezenet.json";
+  Exit e = run(profile("squeezenet", 32, out, {"--repetitions=2"}));
+  ASSERT_EQ(e.code, 0) << e;
+  EXPECT_THAT(e.out, HasSubstr("2 of 2 steps (2 measured now), 2 frames per run"));
+  EXPECT_THAT(e.err, HasSubstr("co_up profile: [1/2] layers on B, L at level 0 (as found): "));
+  EXPECT_THAT(e.err, HasSubstr("DVFS not profiled for BL: platform file"));
+  EXPECT_EQ(planner::read_layer_profile(out).completed.size(), 2u);
+
+  e = run(profile("squeezenet", 32, out));
+  ASSERT_EQ(e.code, 0) << e;
+  EXPECT_THAT(e.err, HasSubstr("resuming: 2 of 2 steps done"));
+  EXPECT_THAT(e.out, HasSubstr("(0 measured now)"));
+
+  e = run({"plan", "--profile=" + out.string(), "--platform=" + platform_, "--top=1", "--verify",
+           "--n=3"});
+  ASSERT_EQ(e.code, 0) << e;
+  EXPECT_THAT(e.out, HasSubstr("verify: 3 mappings run on platform ref2, 3 frames each"));
+  EXPECT_THAT(e.out, HasSubstr("throughput fps: predicted measured  error"));
+  EXPECT_THAT(e.out, HasSubstr("median |error|"));
+}
+
+TEST_F(ProfileCliTest, BadInputIsOneLineAndExit2) {
+  const fs::path out = dir_ / "p.json";
+  ASSERT_EQ(run(profile("squeezenet", 32, out, {"--repetitions=1"})).code, 0);
+  Exit e = run(profile("alexnet", 64, out));
+  EXPECT_EQ(e.code, 2) << e;
+  EXPECT_THAT(e.err, HasSubstr("holds a profile of --graph=squeezenet"));
+  EXPECT_THAT(e.err, HasSubstr("use --restart"));
+  EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e;
+
+  e = run({"profile", "--graph=squeezenet", "--platform=" + platform_});
+  EXPECT_EQ(e.code, 2) << e;
+  EXPECT_THAT(e.err, HasSubstr("needs --profile-out=FILE"));
+  e = run(profile("squeezenet", 32, dir_ / "q.json", {"--processors=BX"}));
+  EXPECT_EQ(e.code, 2) << e;
+  EXPECT_THAT(e.err, HasSubstr("names 'X', but platform 'ref2' defines only BL"));
+  e = run(profile("squeezenet", 32, dir_ / "no/such/dir.json"));
+  EXPECT_EQ(e.code, 2) << e;
+  EXPECT_THAT(e.err, HasSubstr("does not exist"));
+}
+
+TEST_F(ProfileCliTest, CtrlCStopsAfterTheCurrentStepKeepsTheFileAndResumes) {
+  const fs::path out = dir_ / "alexnet.json";
+  // AlexNet at 64x64 on cpu-reference: about 30 ms a frame, so step 1 (two executors, 10 frames
+  // each with warm-up) is still running when the signal comes.
+  const pid_t pid = spawn(profile("alexnet", 64, out, {"--repetitions=3"}), dir_.path());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(out) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(fs::exists(out));  // written before the first step starts
+  ::kill(pid, SIGINT);
+  Exit e = finish(pid, dir_.path());
+  EXPECT_EQ(e.code, 130) << e;
+  EXPECT_THAT(e.err, HasSubstr("stopping after the current step"));
+  EXPECT_THAT(e.err, HasSubstr("interrupted after 1 of 2 steps"));
+  EXPECT_EQ(planner::read_layer_profile(out).completed.size(), 1u);
+
+  e = run(profile("alexnet", 64, out, {"--repetitions=1"}));  // other --repetitions: mismatch
+  EXPECT_EQ(e.code, 2) << e;
+  e = run(profile("alexnet", 64, out));
+  ASSERT_EQ(e.code, 0) << e;
+  EXPECT_THAT(e.err, HasSubstr("resuming: 1 of 2 steps done"));
+  EXPECT_EQ(planner::read_layer_profile(out).repetitions, 3);
+}
+
+}  // namespace
+}  // namespace co_up

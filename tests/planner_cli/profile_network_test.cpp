@@ -1,0 +1,274 @@
+// profile_network and verify_mappings with the real Executor: SqueezeNet at 32x32 on cpu-reference
+// (B = core 0, L = core 1), a fraction of a second per profile. DVFS against a simulated sysfs
+// tree (tests/power/sim_sysfs.h): the level loop writes each table frequency and restores.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/cli/profile_command.h"
+#include "core/cli/verify_mappings.h"
+#include "core/error.h"
+#include "core/network.h"
+#include "planner/cost_model.h"
+#include "tests/cli/scratch_dir.h"
+#include "tests/power/sim_sysfs.h"
+
+namespace co_up::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr const char* kTwoCpus = R"({"name": "ref2", "processors": [
+  {"letter": "B", "name": "core 0", "kind": "cpu", "backend": "cpu-reference", "cores": [0]},
+  {"letter": "L", "name": "core 1", "kind": "cpu", "backend": "cpu-reference", "cores": [1]}]})";
+
+class ProfileNetworkTest : public ::testing::Test {
+ protected:
+  ProfileNetworkTest()
+      : graph_(build_network({"squeezenet", "layers", 32, 1, ""})),
+        platform_(parse_platform(kTwoCpus, "test platform")),
+        plugins_(PluginRegistry::load_directory(PluginRegistry::default_directory())) {}
+
+  ProfileJob job(const fs::path& out) {
+    ProfileJob j;
+    j.graph = &graph_;
+    j.platform = &platform_;
+    j.plugins = &plugins_;
+    j.input = seeded_inputs(graph_, 1);
+    j.graph_name = "squeezenet";
+    j.image_size = 32;
+    j.repetitions = 2;
+    j.warmup_frames = 1;
+    j.out = out;
+    j.log = &log_;
+    return j;
+  }
+
+  test::ScratchDir dir_;
+  graph::Graph graph_;
+  Platform platform_;
+  PluginRegistry plugins_;
+  std::ostringstream log_;
+};
+
+void expect_all_positive(const std::vector<double>& values, const std::string& what) {
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_GT(values[i], 0) << what << "[" << i << "]";
+}
+
+TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
+  const fs::path out = dir_ / "squeezenet.json";
+  const ProfileOutcome o = profile_network(job(out));
+  EXPECT_EQ(o.steps_total, 2u);
+  EXPECT_EQ(o.steps_run, 2u);
+  EXPECT_FALSE(o.interrupted);
+  const planner::LayerProfile p = planner::read_layer_profile(out);
+  EXPECT_EQ(p.network.graph, "squeezenet");
+  EXPECT_EQ(p.network.layer_count, 10u);
+  ASSERT_EQ(p.network.layers.size(), 10u);
+  EXPECT_EQ(p.network.layers[1].name, graph_.layers()[1].name);
+  EXPECT_GT(p.network.layers[0].output_bytes, 0);
+  EXPECT_EQ(p.platform_name, "ref2");
+  EXPECT_EQ(p.letters(), "BL");
+  EXPECT_EQ(p.processors[0].backend, "cpu-reference");
+  EXPECT_THAT(p.processors[1].host_cores, ElementsAre(1));
+  EXPECT_EQ(p.repetitions, 2);
+  EXPECT_THAT(p.completed, ElementsAre("layers:BL:0", "transfers:B:L"));
+  ASSERT_EQ(p.layer_times.size(), 2u);
+  for (const planner::LayerTimes& t : p.layer_times) {
+    EXPECT_EQ(t.level, 0);
+    ASSERT_EQ(t.median_us.size(), 10u);
+    ASSERT_EQ(t.mad_us.size(), 10u);
+    expect_all_positive(t.median_us, std::string("median_us of ") + t.processor);
+  }
+  ASSERT_EQ(p.transfers.size(), 2u);
+  for (const planner::TransferTimes& t : p.transfers) {
+    ASSERT_EQ(t.send_us.size(), 9u);
+    ASSERT_EQ(t.receive_us.size(), 9u);
+    expect_all_positive(t.send_us, std::string("send_us ") + t.from + "->" + t.to);
+    expect_all_positive(t.receive_us, std::string("receive_us ") + t.from + "->" + t.to);
+  }
+  EXPECT_EQ(p.input_transfer_us.size(), 2u);
+  // The planner's cost model takes it as it is.
+  EXPECT_GT(planner::predict(p, {"BBBBBLLLLL", planner::Mode::kPipeline, {}}).throughput_fps, 0);
+  EXPECT_THAT(log_.str(), HasSubstr("[1/2] layers on B, L at level 0 (as found)"));
+  EXPECT_THAT(log_.str(), HasSubstr("[2/2] transfers B<->L"));
+}
+
+TEST_F(ProfileNetworkTest, ResumeSkipsCompletedStepsAndKeepsTheirEntriesByteForByte) {
+  const fs::path out = dir_ / "resume.json";
+  // A file as an interrupted run leaves it: the layers done (with numbers no run would give).
+  planner::LayerProfile partial = profile_skeleton(job(out));
+  partial.layer_times.push_back(
+      {'B', 0, std::vector<double>(10, 1234.5), std::vector<double>(10, 0.25)});
+  partial.layer_times.push_back(
+      {'L', 0, std::vector<double>(10, 2345.5), std::vector<double>(10, 0.5)});
+  partial.completed = {"layers:BL:0"};
+  planner::write_layer_profile(out, partial);
+  const std::string before_text = test::read_file(out);
+  const auto before = nlohmann::ordered_json::parse(before_text);
+  // B's entry as the file spells it: from the start of layer_times to the end of its first entry.
+  const size_t entry_begin = before_text.find("\"layer_times\": [");
+  const size_t entry_end = before_text.find("\n  }", entry_begin);
+  ASSERT_NE(entry_end, std::string::npos);
+  const std::string b_entry = before_text.substr(entry_begin, entry_end + 4 - entry_begin);
+
+  const ProfileOutcome o = profile_network(job(out));
+  EXPECT_THAT(log_.str(), HasSubstr("resuming: 1 of 2 steps done"));
+  EXPECT_EQ(o.steps_done_before, 1u);
+  EXPECT_EQ(o.steps_run, 1u);
+  const std::string text = test::read_file(out);
+  const auto after = nlohmann::ordered_json::parse(text);
+  EXPECT_THAT(text, HasSubstr(b_entry));  // byte for byte
+  EXPECT_EQ(after["layer_times"][0].dump(), before["layer_times"][0].dump());
+  EXPECT_EQ(after["layer_times"][0]["median_us"][3], 1234.5);
+  EXPECT_EQ(after["layer_times"][1]["median_us"][9], 2345.5);
+  EXPECT_EQ(after["layer_times"].size(), 2u);
+  EXPECT_FALSE(after.contains("input_transfer_us"));  // the layers step was not rerun
+  EXPECT_EQ(after["transfers"].size(), 2u);
+  EXPECT_THAT(after["completed"], ElementsAre("layers:BL:0", "transfers:B:L"));
+
+  // Everything done: nothing is measured, the file stays as it is.
+  log_.str("");
+  const ProfileOutcome again = profile_network(job(out));
+  EXPECT_EQ(again.steps_run, 0u);
+  EXPECT_THAT(log_.str(), HasSubstr("resuming: 2 of 2 steps done"));
+  EXPECT_EQ(test::read_file(out), text);
+}
+
+TEST_F(ProfileNetworkTest, ADifferentOrBrokenFileIsAnInputErrorUnlessRestart) {
+  const fs::path out = dir_ / "other.json";
+  planner::LayerProfile other = profile_skeleton(job(out));
+  other.platform_name = "rk3399";
+  other.completed = {"layers:BL:0"};
+  planner::write_layer_profile(out, other);
+  try {
+    profile_network(job(out));
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("on platform 'rk3399'"));
+    EXPECT_THAT(e.what(), HasSubstr("on platform 'ref2'"));
+    EXPECT_THAT(e.what(), HasSubstr("--restart"));
+  }
+  ProfileJob j = job(out);
+  j.repetitions = 3;  // a different --repetitions is a mismatch too
+  other.platform_name = "ref2";
+  planner::write_layer_profile(out, other);
+  EXPECT_THROW(profile_network(j), InputError);
+
+  dir_.write("other.json", "{not json");
+  EXPECT_THROW(profile_network(job(out)), InputError);
+  j = job(out);
+  j.restart = true;
+  EXPECT_EQ(profile_network(j).steps_run, 2u);
+  EXPECT_EQ(planner::read_layer_profile(out).platform_name, "ref2");
+}
+
+TEST_F(ProfileNetworkTest, StopRequestEndsAfterTheCurrentStepAndKeepsTheFile) {
+  const fs::path out = dir_ / "stopped.json";
+  ProfileJob j = job(out);
+  int polls = 0;
+  j.stop_requested = [&polls] { return ++polls > 1; };  // the signal arrives during step 1
+  const ProfileOutcome o = profile_network(j);
+  EXPECT_TRUE(o.interrupted);
+  EXPECT_EQ(o.steps_run, 1u);
+  EXPECT_THAT(planner::read_layer_profile(out).completed, ElementsAre("layers:BL:0"));
+}
+
+TEST_F(ProfileNetworkTest, DvfsLevelsWriteEachTableFrequencyAndRestoreTheGovernors) {
+  test::SimSysfs sim("profile");
+  sim.add_standard();
+  const Platform platform = parse_platform(sim.platform_json(), "sim platform");
+  power::SysfsDvfs dvfs(platform, sim.root());
+  ProfileJob j = job(dir_ / "dvfs.json");
+  j.platform = &platform;
+  j.processors = "BL";  // G and N of the simulated board have no plugin here
+  j.dvfs = &dvfs;
+  j.repetitions = 1;
+  const ProfileOutcome o = profile_network(j);
+  EXPECT_EQ(o.dvfs_letters, "BL");
+  EXPECT_EQ(o.steps_total, 2u + 4u + 3u);
+  EXPECT_EQ(o.steps_run, o.steps_total);
+
+  std::map<std::string, std::vector<std::string>> written;  // file name -> values, in order
+  for (const power::SysfsWrite& w : dvfs.writes()) {
+    EXPECT_TRUE(w.ok) << w.path;
+    const fs::path p(w.path);
+    written[p.parent_path().filename().string() + "/" + p.filename().string()].push_back(w.value);
+  }
+  // B (userspace governor): the probe sets the lowest level and restores, then levels 1..4.
+  EXPECT_THAT(written["policy0/scaling_setspeed"],
+              ElementsAre("408000", "408000", "816000", "1200000", "1800000"));
+  EXPECT_THAT(written["policy0/scaling_governor"],
+              ElementsAre("userspace", "schedutil", "userspace", "schedutil"));
+  // L (no userspace governor): min/max clamped to each level, raising max first.
+  EXPECT_THAT(written["policy1/scaling_max_freq"],
+              ElementsAre("408000", "1008000", "408000", "600000", "1008000", "1008000"));
+  EXPECT_THAT(written["policy1/scaling_min_freq"],
+              ElementsAre("408000", "408000", "408000", "600000", "1008000", "408000"));
+  EXPECT_EQ(test::get(sim / "devices/system/cpu/cpufreq/policy0/scaling_governor"), "schedutil");
+  EXPECT_EQ(test::get(sim / "devices/system/cpu/cpufreq/policy1/scaling_min_freq"), "408000");
+  EXPECT_EQ(test::get(sim / "devices/system/cpu/cpufreq/policy1/scaling_max_freq"), "1008000");
+
+  const planner::LayerProfile p = planner::read_layer_profile(j.out);
+  for (int level = 0; level <= 4; ++level) EXPECT_NE(p.find_layer_times('B', level), nullptr) << level;
+  for (int level = 0; level <= 3; ++level) EXPECT_NE(p.find_layer_times('L', level), nullptr) << level;
+  EXPECT_EQ(p.find_layer_times('L', 4), nullptr);
+  EXPECT_THAT(p.processors[0].levels_khz, ElementsAre(408000, 816000, 1200000, 1800000));
+  EXPECT_EQ(p.processors[0].dvfs_domain, "B");
+}
+
+TEST_F(ProfileNetworkTest, UnwritableDvfsIsNotedAndOnlyLevelZeroIsProfiled) {
+  test::SimSysfs sim("profile_ro");
+  sim.add_standard();
+  sim.make_unwritable("devices/system/cpu/cpufreq/policy0/scaling_setspeed");
+  const Platform platform = parse_platform(sim.platform_json(), "sim platform");
+  power::SysfsDvfs dvfs(platform, sim.root());
+  ProfileJob j = job(dir_ / "ro.json");
+  j.platform = &platform;
+  j.processors = "B";
+  j.dvfs = &dvfs;
+  const ProfileOutcome o = profile_network(j);
+  EXPECT_EQ(o.dvfs_letters, "");
+  EXPECT_EQ(o.steps_total, 1u);
+  EXPECT_THAT(log_.str(), HasSubstr("DVFS not profiled for B: failed to write 408000"));
+  EXPECT_EQ(test::get(sim / "devices/system/cpu/cpufreq/policy0/scaling_governor"), "schedutil");
+}
+
+TEST_F(ProfileNetworkTest, VerifyPrintsPredictedAgainstMeasured) {
+  const fs::path out = dir_ / "verify.json";
+  profile_network(job(out));
+  const planner::CostModel model(planner::read_layer_profile(out));
+  std::vector<planner::Candidate> candidates;
+  for (const planner::Mapping& m :
+       {planner::Mapping{"BBBBBLLLLL", planner::Mode::kPipeline, {}},
+        planner::Mapping{"LLLLLLLLLL", planner::Mode::kSwitch, {}}}) {
+    candidates.push_back({m, model.predict(m), "test"});
+  }
+  std::ostringstream printed;
+  const std::vector<VerifiedMapping> v =
+      verify_mappings(graph_, platform_, plugins_, nullptr, model, candidates, {3, 1}, printed);
+  ASSERT_EQ(v.size(), 2u);
+  for (const VerifiedMapping& m : v) {
+    EXPECT_EQ(m.failure, "");
+    EXPECT_GT(m.measured.throughput_fps, 0);
+    EXPECT_GT(m.measured.latency_ms, 0);
+  }
+  EXPECT_THAT(printed.str(), HasSubstr("verify: 2 mappings"));
+  EXPECT_THAT(printed.str(), HasSubstr("BBBBBLLLLL  pipeline"));
+  EXPECT_THAT(printed.str(), HasSubstr("median |error|"));
+
+  // A mapping that cannot run is reported; the others still run.
+  candidates.push_back({{"BBBBBLLLLX", planner::Mode::kSwitch, {}}, candidates[0].prediction, "bad"});
+  printed.str("");
+  const auto with_bad =
+      verify_mappings(graph_, platform_, plugins_, nullptr, model, candidates, {2, 0}, printed);
+  EXPECT_THAT(with_bad[2].failure, HasSubstr("'X'"));
+  EXPECT_THAT(printed.str(), HasSubstr("failed: "));
+}
+
+}  // namespace
+}  // namespace co_up::cli
