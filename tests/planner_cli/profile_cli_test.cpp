@@ -18,6 +18,7 @@
 namespace co_up {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
@@ -98,7 +99,9 @@ TEST_F(ProfileCliTest, ProfilesResumesAndVerifies) {
   e = run({"plan", "--profile=" + out.string(), "--platform=" + platform_, "--top=1", "--verify",
            "--n=3"});
   ASSERT_EQ(e.code, 0) << e;
-  EXPECT_THAT(e.out, HasSubstr("verify: 3 mappings run on platform ref2, 3 frames each"));
+  // The top mapping plus the baselines; identical command lines are verified once (HEFT often
+  // equals the best single processor).
+  EXPECT_THAT(e.out, ContainsRegex("verify: [23] mappings run on platform ref2, 3 frames each"));
   EXPECT_THAT(e.out, HasSubstr("throughput fps: predicted measured  error"));
   EXPECT_THAT(e.out, HasSubstr("median |error|"));
 }
