@@ -181,7 +181,7 @@ auto guarded(const Options& o, GuardStats& stats, bool* contended, Measure measu
   for (int attempt = 1;; ++attempt) {
     // Wait (up to 30 s) for a 0.3 s window in which others used under the threshold.
     const auto wait_begin = std::chrono::steady_clock::now();
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; o.max_foreign < 1.0 && i < 100; ++i) {  // 1.0: never wait (--quick)
       ForeignLoad window;
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       if (window.fraction() <= o.max_foreign) break;

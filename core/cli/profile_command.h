@@ -37,7 +37,7 @@
 namespace co_up::cli {
 
 // Frames per measurement when --repetitions is not given. AlexNet on the 2-core development host
-// (B and L on cpu-xnnpack): the whole profile takes about 6 s.
+// (B and L on cpu-xnnpack): the whole profile takes about 4 s.
 inline constexpr int kDefaultRepetitions = 10;
 inline constexpr int kWarmupFrames = 2;
 inline constexpr int kRounds = 3;
