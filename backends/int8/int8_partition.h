@@ -30,14 +30,27 @@
 #include <vector>
 
 #include "co_up/plugin_abi.h"
-#include "int8_f32_steps.h"
 #include "int8_quant.h"
-#include "int8_xnn.h"
 #include "node_decode.h"
 #include "run_hooks.h"
+#include "xnn_common.h"
+#include "xnn_steps.h"
 #include "xnn_thread_pool.h"
 
 namespace co_up::int8 {
+
+// cpu-xnnpack's shared pieces (backends/xnnpack): owned operators, buffers, f32 steps.
+using xnnpack::activation_range;
+using xnnpack::Buffer;
+using xnnpack::build_f32_step;
+using xnnpack::check_xnn;
+using xnnpack::F32Step;
+using xnnpack::internal_axis;
+using xnnpack::internal_dims;
+using xnnpack::needs_transpose;
+using xnnpack::split_at_axis;
+using xnnpack::xnn_status_name;
+using xnnpack::XnnOperator;
 
 struct PartitionOptions {
   uint32_t calibration_frames = 4;  // >= 1

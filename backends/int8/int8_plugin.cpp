@@ -21,7 +21,6 @@
 #include "co_up/plugin_abi.h"
 #include "int8_partition.h"
 #include "int8_vnni.h"
-#include "int8_xnn.h"
 #include "node_decode.h"
 #include "plugin_options.h"
 #include "plugin_status.h"

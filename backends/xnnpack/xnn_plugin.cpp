@@ -39,6 +39,7 @@
 #include "subgraph_desc.h"
 #include "subgraph_plan.h"
 #include "xnn_kernels.h"
+#include "xnn_steps.h"
 #include "xnn_thread_pool.h"
 
 namespace co_up::xnnpack {
@@ -98,19 +99,6 @@ std::string cores_string(const std::vector<int>& cores) {
   return s;
 }
 
-const char* xnn_status_name(xnn_status status) {
-  switch (status) {
-    case xnn_status_success: return "success";
-    case xnn_status_uninitialized: return "uninitialized";
-    case xnn_status_invalid_parameter: return "invalid parameter";
-    case xnn_status_invalid_state: return "invalid state";
-    case xnn_status_unsupported_parameter: return "unsupported parameter";
-    case xnn_status_unsupported_hardware: return "unsupported hardware";
-    case xnn_status_out_of_memory: return "out of memory";
-  }
-  return "unknown status";
-}
-
 }  // namespace
 }  // namespace co_up::xnnpack
 
@@ -134,57 +122,22 @@ struct co_up_device {
   std::unique_ptr<CpuPool> pool;
 };
 
-namespace co_up::xnnpack {
-namespace {
-
-struct XnnOperatorDeleter {
-  void operator()(xnn_operator* op) const { xnn_delete_operator(op); }
-};
-using XnnOperator = std::unique_ptr<xnn_operator, XnnOperatorDeleter>;
-
-// A 64-byte-aligned float buffer with XNN_EXTRA_BYTES of slack: XNNPACK kernels may read (never
-// use) a few bytes past the end of a tensor.
-class Buffer {
- public:
-  Buffer() = default;
-  explicit Buffer(int64_t count) : count_(count) {
-    const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + XNN_EXTRA_BYTES + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    std::memset(p, 0, bytes);
-    data_.reset(static_cast<float*>(p));
-  }
-  float* data() const { return data_.get(); }
-  int64_t count() const { return count_; }
-
- private:
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float, Free> data_;
-  int64_t count_ = 0;
-};
-
-}  // namespace
-}  // namespace co_up::xnnpack
-
 struct co_up_compiled {
   struct Step {
     uint32_t layer = 0;
-    std::vector<co_up::xnnpack::XnnOperator> ops;  // run in order, when present
-    std::function<void()> own;                      // the backend's own kernel, when present
+    co_up::xnnpack::F32Step work;
   };
   // A sub-graph input or output as the runtime sees it (NCHW) and as the kernels hold it.
   struct Port {
     uint32_t tensor = 0;
     bool convert = false;                // 4-D: NCHW staging <-> NHWC tensor
     int64_t batch = 1, channels = 1, plane = 1;
-    co_up::xnnpack::Buffer staging;      // NCHW copy when `convert`
+    co_up::xnnpack::Buffer<float> staging;      // NCHW copy when `convert`
     bool pending = false;                // input mapped, not converted yet
   };
 
   co_up_device* device = nullptr;
-  std::vector<co_up::xnnpack::Buffer> storage;  // per tensor: internal layout (NHWC when 4-D)
+  std::vector<co_up::xnnpack::Buffer<float>> storage;  // per tensor: internal layout (NHWC when 4-D)
   std::vector<Port> inputs;
   std::vector<Port> outputs;
   std::vector<Step> steps;
@@ -192,313 +145,6 @@ struct co_up_compiled {
 
 namespace co_up::xnnpack {
 namespace {
-
-std::pair<float, float> activation_range(Activation a) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  switch (a) {
-    case Activation::kNone: return {-kInf, kInf};
-    case Activation::kRelu: return {0.0f, kInf};
-    case Activation::kRelu6: return {0.0f, 6.0f};
-  }
-  return {-kInf, kInf};
-}
-
-void check_xnn(xnn_status status, const std::string& what) {
-  if (status == xnn_status_success) return;
-  fail(status == xnn_status_out_of_memory ? CO_UP_STATUS_OUT_OF_MEMORY : CO_UP_STATUS_RUNTIME_ERROR,
-       "XNNPACK " + what + " failed: " + xnn_status_name(status));
-}
-
-// Internal dims: NHWC for a 4-D tensor, the ABI dims otherwise.
-std::vector<int64_t> internal_dims(const std::vector<int64_t>& d) {
-  if (d.size() != 4) return d;
-  return {d[0], d[2], d[3], d[1]};
-}
-
-int64_t internal_axis(int64_t axis, size_t rank) {
-  if (rank != 4) return axis;
-  static constexpr int64_t kToNhwc[4] = {0, 3, 1, 2};
-  return kToNhwc[axis];
-}
-
-void split_internal(const std::vector<int64_t>& dims, int64_t axis, int64_t* outer,
-                    int64_t* axis_len, int64_t* inner) {
-  *outer = 1;
-  *inner = 1;
-  for (int64_t d = 0; d < axis; ++d) *outer *= dims[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) *inner *= dims[d];
-  *axis_len = dims[static_cast<size_t>(axis)];
-}
-
-// Builds the step of a validated node: XNNPACK operators created (weights packed) and set up on
-// the compiled object's fixed buffers, or one of the backend's own kernels.
-co_up_compiled::Step build_step(const co_up_subgraph_desc& graph, uint32_t index,
-                                const NodePlan& p, co_up_compiled& c) {
-  co_up_compiled::Step step;
-  step.layer = element_at(graph.nodes, index).layer;
-  const CpuPool& pool = *c.device->pool;
-  pthreadpool_t tp = pool.get();
-  const CpuPool* pool_ptr = &pool;
-  auto data = [&](uint32_t t) -> const float* {
-    return t == CO_UP_NO_TENSOR ? nullptr
-                                : static_cast<const float*>(element_at(graph.tensors, t).data);
-  };
-  const std::string where = "node '" + std::string(element_at(graph.nodes, index).name
-                                                        ? element_at(graph.nodes, index).name
-                                                        : "?") + "'";
-  float* x = c.storage[p.inputs[0]].data();
-  float* y = c.storage[p.output].data();
-  const int64_t count = element_count(p.out_dims);
-  auto add_op = [&](xnn_operator_t op) { step.ops.emplace_back(op); };
-  auto unary_op = [&](auto create, auto setup, auto... args) {
-    xnn_operator_t op = nullptr;
-    check_xnn(create(size_t(count), size_t(count), size_t(count), args..., 0u, &op),
-              "create for " + where);
-    add_op(op);
-    check_xnn(setup(op, size_t(1), x, y, tp), "setup for " + where);
-  };
-
-  switch (p.op) {
-    case Op::kConv: {
-      const Conv2dShape& s = p.conv;
-      const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
-      // W[M, C/g, kH, kW] -> [M, kH, kW, C/g] (XNNPACK's per-group OHWI); depthwise is the same.
-      const float* w = data(p.inputs[1]);
-      std::vector<float> packed(static_cast<size_t>(s.out_channels * gin * s.kernel_h * s.kernel_w));
-      const int64_t taps = s.kernel_h * s.kernel_w;
-      for (int64_t m = 0; m < s.out_channels; ++m) {
-        for (int64_t ci = 0; ci < gin; ++ci) {
-          for (int64_t t = 0; t < taps; ++t) {
-            packed[static_cast<size_t>((m * taps + t) * gin + ci)] = w[(m * gin + ci) * taps + t];
-          }
-        }
-      }
-      const auto [lo, hi] = activation_range(s.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_convolution2d_nhwc_f32(
-                    uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
-                    uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
-                    uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
-                    uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
-                    size_t(s.in_channels), size_t(s.out_channels), packed.data(),
-                    data(p.inputs[2]), lo, hi, 0, &op),
-                "convolution create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                                 size_t(s.in_width), x, y, tp),
-                "convolution setup for " + where);
-      break;
-    }
-    case Op::kFullyConnected: {
-      const float* w = data(p.inputs[1]);
-      std::vector<float> permuted;
-      if (p.in_dims.size() == 4 && p.in_dims[2] * p.in_dims[3] > 1) {
-        // The input is NHWC inside: reorder W's columns from (c, h, w) to (h, w, c) once.
-        const int64_t ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
-        permuted.resize(static_cast<size_t>(p.fc_out * p.fc_in));
-        for (int64_t m = 0; m < p.fc_out; ++m) {
-          for (int64_t ci = 0; ci < ch; ++ci) {
-            for (int64_t q = 0; q < plane; ++q) {
-              permuted[static_cast<size_t>(m * p.fc_in + q * ch + ci)] = w[m * p.fc_in + ci * plane + q];
-            }
-          }
-        }
-        w = permuted.data();
-      }
-      const auto [lo, hi] = activation_range(p.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
-                                                  size_t(p.fc_out), w, data(p.inputs[2]), lo, hi, 0,
-                                                  &op),
-                "fully connected create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(p.in_dims[0]), x, y, tp),
-                "fully connected setup for " + where);
-      break;
-    }
-    case Op::kMaxPool:
-    case Op::kAveragePool: {
-      const Pool2dShape s = p.pool;
-      const int64_t oh = s.out_height(), ow = s.out_width();
-      // XNNPACK rounds down; ceil mode becomes extra bottom/right padding, which a max ignores.
-      const int64_t pad_b = std::max(s.pad_bottom, (oh - 1) * s.stride_h + s.kernel_h - s.in_height - s.pad_top);
-      const int64_t pad_r = std::max(s.pad_right, (ow - 1) * s.stride_w + s.kernel_w - s.in_width - s.pad_left);
-      const bool average = p.op == Op::kAveragePool;
-      const bool padded = s.pad_top || s.pad_left || pad_b || pad_r;
-      xnn_operator_t op = nullptr;
-      xnn_status st = xnn_status_unsupported_parameter;
-      if (!average) {
-        st = xnn_create_max_pooling2d_nhwc_f32(
-            uint32_t(s.pad_top), uint32_t(pad_r), uint32_t(pad_b), uint32_t(s.pad_left),
-            uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h), uint32_t(s.stride_w),
-            1, 1, size_t(s.channels), size_t(s.channels), size_t(s.channels),
-            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), 0, &op);
-      } else if (!padded) {
-        // Padding: XNNPACK's divisor rules differ from ONNX's count_include_pad; own kernel.
-        st = xnn_create_average_pooling2d_nhwc_f32(
-            0, 0, 0, 0, uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h),
-            uint32_t(s.stride_w), size_t(s.channels), size_t(s.channels), size_t(s.channels),
-            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), 0, &op);
-      }
-      if (st == xnn_status_success) {
-        add_op(op);
-        st = average ? xnn_setup_average_pooling2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                                            size_t(s.in_width), x, y, tp)
-                     : xnn_setup_max_pooling2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                                        size_t(s.in_width), x, y, tp);
-        check_xnn(st, "pooling setup for " + where);
-      } else {
-        // Shapes XNNPACK declines (e.g. a 1x1 window): the backend's own kernel.
-        step.own = [=] {
-          if (average) {
-            average_pool2d_nhwc(s, x, y, *pool_ptr);
-          } else {
-            max_pool2d_nhwc(s, x, y, *pool_ptr);
-          }
-        };
-      }
-      break;
-    }
-    case Op::kGlobalAveragePool: {
-      const size_t ch = size_t(p.in_dims[1]);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_global_average_pooling_nwc_f32(
-                    ch, ch, ch, -std::numeric_limits<float>::infinity(),
-                    std::numeric_limits<float>::infinity(), 0, &op),
-                "global average pooling create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_global_average_pooling_nwc_f32(op, size_t(p.in_dims[0]),
-                                                         size_t(p.in_dims[2] * p.in_dims[3]), x, y, tp),
-                "global average pooling setup for " + where);
-      break;
-    }
-    case Op::kGlobalMaxPool: {
-      const int64_t n = p.in_dims[0], ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
-      step.own = [=] { global_max_pool_nhwc(x, y, n, plane, ch, *pool_ptr); };
-      break;
-    }
-    case Op::kRelu:
-      unary_op(xnn_create_clamp_nc_f32, xnn_setup_clamp_nc_f32, 0.0f,
-               std::numeric_limits<float>::infinity());
-      break;
-    case Op::kClip:
-      unary_op(xnn_create_clamp_nc_f32, xnn_setup_clamp_nc_f32, p.value0, p.value1);
-      break;
-    case Op::kSigmoid:
-      unary_op(xnn_create_sigmoid_nc_f32, xnn_setup_sigmoid_nc_f32);
-      break;
-    case Op::kHardSwish:
-      unary_op(xnn_create_hardswish_nc_f32, xnn_setup_hardswish_nc_f32);
-      break;
-    case Op::kLrn: {
-      const int64_t pixels = p.in_dims[0] * p.in_dims[2] * p.in_dims[3], ch = p.in_dims[1];
-      const int64_t size = p.size;
-      const float alpha = p.value0, beta = p.value1, bias = p.value2;
-      step.own = [=] { lrn_nhwc(x, y, pixels, ch, size, alpha, beta, bias, *pool_ptr); };
-      break;
-    }
-    case Op::kBatchNormalization: {
-      const int64_t batch = p.in_dims[0], ch = p.in_dims[1];
-      const int64_t plane = count / (batch * ch);
-      auto folded = std::make_shared<std::vector<float>>(static_cast<size_t>(2 * ch));
-      reference::fold_batch_norm(ch, data(p.inputs[1]), data(p.inputs[2]), data(p.inputs[3]),
-                                 data(p.inputs[4]), p.value0, folded->data(), folded->data() + ch);
-      if (p.in_dims.size() == 4 || plane == 1) {
-        step.own = [=] {
-          channel_affine_nhwc(x, y, batch * plane, ch, folded->data(), folded->data() + ch, *pool_ptr);
-        };
-      } else {
-        step.own = [=] {
-          reference::batch_norm(x, y, batch, ch, plane, folded->data(), folded->data() + ch, nullptr);
-        };
-      }
-      break;
-    }
-    case Op::kConcat: {
-      const auto& first = p.in_dims;
-      int64_t axis = 0;
-      for (size_t d = 0; d < first.size(); ++d) {
-        if (first[d] != p.out_dims[d]) axis = int64_t(d);
-      }
-      if (p.inputs.size() == 1) axis = 0;
-      const std::vector<int64_t> out_internal = internal_dims(p.out_dims);
-      const int64_t iaxis = internal_axis(axis, p.out_dims.size());
-      int64_t outer = 0, axis_len = 0, inner = 0;
-      split_internal(out_internal, iaxis, &outer, &axis_len, &inner);
-      // Each input is a strided copy: `outer` rows of concat_axis[i] * inner floats.
-      int64_t offset = 0;
-      for (size_t i = 0; i < p.inputs.size(); ++i) {
-        const size_t row = size_t(p.concat_axis[i] * inner);
-        xnn_operator_t op = nullptr;
-        check_xnn(xnn_create_copy_nc_x32(row, row, size_t(axis_len * inner), 0, &op),
-                  "copy create for " + where);
-        add_op(op);
-        check_xnn(xnn_setup_copy_nc_x32(op, size_t(outer), c.storage[p.inputs[i]].data(), y + offset, tp),
-                  "copy setup for " + where);
-        offset += int64_t(row);
-      }
-      break;
-    }
-    case Op::kAdd: {
-      const auto [lo, hi] = activation_range(p.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_add_nd_f32(lo, hi, 0, &op), "add create for " + where);
-      add_op(op);
-      const size_t shape[1] = {size_t(count)};
-      check_xnn(xnn_setup_add_nd_f32(op, 1, shape, 1, shape, x, c.storage[p.inputs[1]].data(), y, tp),
-                "add setup for " + where);
-      break;
-    }
-    case Op::kSoftmax: {
-      int64_t axis = 0;
-      const int64_t rank = int64_t(p.in_dims.size());
-      // Recover the normalised axis from the reference split (outer * axis_len * inner).
-      for (int64_t a = 0, o = 1; a < rank; o *= p.in_dims[size_t(a)], ++a) {
-        if (o == p.outer && p.in_dims[size_t(a)] == p.axis_len) {
-          axis = a;
-          break;
-        }
-      }
-      int64_t outer = 0, axis_len = 0, inner = 0;
-      split_internal(internal_dims(p.in_dims), internal_axis(axis, p.in_dims.size()), &outer,
-                     &axis_len, &inner);
-      if (inner == 1) {
-        xnn_operator_t op = nullptr;
-        check_xnn(xnn_create_softmax_nc_f32(size_t(axis_len), size_t(axis_len), size_t(axis_len), 0, &op),
-                  "softmax create for " + where);
-        add_op(op);
-        check_xnn(xnn_setup_softmax_nc_f32(op, size_t(outer), x, y, tp), "softmax setup for " + where);
-      } else {
-        step.own = [=] { softmax_lines(x, y, outer, axis_len, inner, *pool_ptr); };
-      }
-      break;
-    }
-    case Op::kFlatten:
-    case Op::kReshape:
-    case Op::kIdentity: {
-      const auto& in = p.in_dims;
-      const auto& out = p.out_dims;
-      const bool in_nhwc = in.size() == 4 && in[2] * in[3] > 1 && in[1] > 1;
-      const bool out_nhwc = out.size() == 4 && out[2] * out[3] > 1 && out[1] > 1;
-      if (p.op == Op::kIdentity || (!in_nhwc && !out_nhwc)) {
-        // Same element order inside: a plain copy.
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
-      } else if (in_nhwc && !out_nhwc) {
-        step.own = [=] { nhwc_to_nchw(x, y, in[0], in[1], in[2] * in[3], *pool_ptr); };
-      } else if (!in_nhwc && out_nhwc) {
-        step.own = [=] { nchw_to_nhwc(x, y, out[0], out[1], out[2] * out[3], *pool_ptr); };
-      } else {
-        auto scratch = std::make_shared<Buffer>(count);
-        step.own = [=] {
-          nhwc_to_nchw(x, scratch->data(), in[0], in[1], in[2] * in[3], *pool_ptr);
-          nchw_to_nhwc(scratch->data(), y, out[0], out[1], out[2] * out[3], *pool_ptr);
-        };
-      }
-      break;
-    }
-  }
-  return step;
-}
 
 std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgraph_desc& graph) {
   auto c = std::make_unique<co_up_compiled>();
@@ -513,7 +159,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
       port.batch = d.dims[0];
       port.channels = d.dims[1];
       port.plane = d.dims[2] * d.dims[3];
-      port.staging = Buffer(port.batch * port.channels * port.plane);
+      port.staging = Buffer<float>(port.batch * port.channels * port.plane);
     }
     return port;
   };
@@ -538,7 +184,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
     int64_t count = 1;
     for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
-    c->storage[t] = Buffer(count);
+    c->storage[t] = Buffer<float>(count);
     if (d.data && !is_input[t]) {
       // A constant read as an activation (e.g. Add with a constant): copy in internal layout.
       if (d.rank == 4) {
@@ -552,7 +198,12 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   }
   for (uint32_t i = 0; i < graph.input_count; ++i) c->inputs.push_back(port(graph.inputs[i]));
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));
-  for (uint32_t n = 0; n < graph.node_count; ++n) c->steps.push_back(build_step(graph, n, plans[n], *c));
+  std::vector<float*> buffers(tensor_count, nullptr);
+  for (uint32_t t = 0; t < tensor_count; ++t) buffers[t] = c->storage[t].data();
+  for (uint32_t n = 0; n < graph.node_count; ++n) {
+    c->steps.push_back({element_at(graph.nodes, n).layer,
+                        build_f32_step(graph, n, plans[n], buffers, *device->pool)});
+  }
   return c;
 }
 
@@ -571,8 +222,7 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   pthreadpool_t tp = c.device->pool->get();
   for (size_t s = 0; s < c.steps.size(); ++s) {
     if (backends::starts_layer(c.steps, s)) layer_hooks.begin(c.steps[s].layer);
-    for (const auto& op : c.steps[s].ops) check_xnn(xnn_run_operator(op.get(), tp), "run");
-    if (c.steps[s].own) c.steps[s].own();
+    c.steps[s].work.run(tp);
     if (backends::ends_layer(c.steps, s)) layer_hooks.end(c.steps[s].layer);
   }
 }
@@ -756,7 +406,7 @@ co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, cons
            "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
     }
     const auto* src = static_cast<const float*>(host_ptr);
-    Buffer& internal = compiled->storage[port.tensor];
+    Buffer<float>& internal = compiled->storage[port.tensor];
     if (port.convert) {
       nchw_to_nhwc(src, internal.data(), port.batch, port.channels, port.plane,
                    *compiled->device->pool);

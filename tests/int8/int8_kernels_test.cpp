@@ -13,7 +13,7 @@
 #include "int8_kernels.h"
 #include "int8_quant.h"
 #include "int8_vnni.h"
-#include "int8_xnn.h"
+#include "xnn_common.h"
 
 namespace {
 
@@ -118,7 +118,7 @@ TEST_P(VnniVsXnnpack, BitExact) {
   const int64_t out_pixels = s.batch * s.out_height() * s.out_width();
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> byte(-128, 127), weight(-127, 127);
-  co_up::int8::Buffer<int8_t> x(s.batch * s.in_height * s.in_width * s.in_channels);
+  co_up::xnnpack::Buffer<int8_t> x(s.batch * s.in_height * s.in_width * s.in_channels);
   for (int64_t i = 0; i < x.count(); ++i) x.data()[i] = int8_t(byte(rng));
   std::vector<int8_t> w(size_t(s.out_channels * taps * gin));
   for (auto& v : w) v = int8_t(weight(rng));
@@ -135,7 +135,7 @@ TEST_P(VnniVsXnnpack, BitExact) {
     scales[i] = co_up::int8::requantization_scale(in_scale, wscale[i], out_scale);
   }
 
-  co_up::int8::Buffer<int8_t> want(out_pixels * s.out_channels), got(out_pixels * s.out_channels);
+  co_up::xnnpack::Buffer<int8_t> want(out_pixels * s.out_channels), got(out_pixels * s.out_channels);
   xnn_operator_t op = nullptr;
   ASSERT_EQ(xnn_create_convolution2d_nhwc_qc8(
                 uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),

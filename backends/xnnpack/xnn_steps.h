@@ -1,10 +1,9 @@
-// f32 execution of one decoded node on NHWC buffers, with XNNPACK's f32 operators and
-// cpu-xnnpack's own NHWC kernels (same semantics as cpu-xnnpack, which cpu-reference checks).
+// f32 execution of one decoded node on NHWC buffers: XNNPACK's f32 operators, cpu-xnnpack's own
+// NHWC kernels, and (on x86-64 CPUs with AVX-512) the backend's own convolutions.
 //
-// The npu-int8 backend needs f32 twice: to run its whole partition during the calibration frames
-// (recording every tensor's range), and afterwards for the ops that have no int8 kernel here (LRN,
-// Softmax, HardSwish, AveragePool, BatchNormalization), which keep running in f32 between a
-// dequantise and a quantise.
+// Both plugins build their f32 work here: cpu-xnnpack for every node of its sub-graphs, npu-int8
+// for its calibration frames and for the ops it has no int8 kernel for (LRN, Softmax, HardSwish,
+// AveragePool, BatchNormalization), which run in f32 between a dequantise and a quantise.
 #pragma once
 
 #include <xnnpack.h>
@@ -13,15 +12,15 @@
 #include <vector>
 
 #include "co_up/plugin_abi.h"
-#include "int8_xnn.h"
 #include "node_decode.h"
+#include "xnn_common.h"
 #include "xnn_thread_pool.h"
 
-namespace co_up::int8 {
+namespace co_up::xnnpack {
 
 struct F32Step {
   std::vector<XnnOperator> ops;  // run in order, when present
-  std::function<void()> own;     // a cpu-xnnpack kernel, when present
+  std::function<void()> own;     // the backend's own kernel, when present
 
   void run(pthreadpool_t threadpool) const;
 };
@@ -32,6 +31,6 @@ struct F32Step {
 // Throws PluginError.
 F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index,
                        const backends::NodePlan& plan, const std::vector<float*>& buffers,
-                       const xnnpack::CpuPool& pool);
+                       const CpuPool& pool);
 
-}  // namespace co_up::int8
+}  // namespace co_up::xnnpack

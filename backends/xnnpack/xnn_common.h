@@ -1,4 +1,4 @@
-// Small things the npu-int8 backend's XNNPACK code shares: owned operators, status checks,
+// Small things cpu-xnnpack and npu-int8 share: owned operators, status checks,
 // aligned activation buffers, fused-activation ranges and NHWC index mapping.
 #pragma once
 
@@ -17,7 +17,7 @@
 
 #include "op_shapes.h"
 
-namespace co_up::int8 {
+namespace co_up::xnnpack {
 
 struct XnnOperatorDeleter {
   void operator()(xnn_operator* op) const { xnn_delete_operator(op); }
@@ -69,4 +69,4 @@ void split_at_axis(const std::vector<int64_t>& dims, int64_t axis, int64_t* oute
 // the partition's boundary and at Flatten/Reshape cost a transpose only for these.
 bool needs_transpose(const std::vector<int64_t>& dims);
 
-}  // namespace co_up::int8
+}  // namespace co_up::xnnpack

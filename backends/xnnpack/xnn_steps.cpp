@@ -1,4 +1,4 @@
-#include "int8_f32_steps.h"
+#include "xnn_steps.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "subgraph_desc.h"
 #include "xnn_kernels.h"
 
-namespace co_up::int8 {
+namespace co_up::xnnpack {
 
 using backends::Conv2dShape;
 using backends::element_at;
@@ -19,7 +19,6 @@ using backends::element_count;
 using backends::NodePlan;
 using backends::Op;
 using backends::Pool2dShape;
-using xnnpack::CpuPool;
 
 void F32Step::run(pthreadpool_t threadpool) const {
   for (const auto& op : ops) check_xnn(xnn_run_operator(op.get(), threadpool), "f32 run");
@@ -33,7 +32,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   pthreadpool_t tp = pool.get();
   const CpuPool* pool_ptr = &pool;
   const co_up_node_desc& node = element_at(graph.nodes, index);
-  const std::string where = "f32 node '" + std::string(node.name ? node.name : "?") + "'";
+  const std::string where = "node '" + std::string(node.name ? node.name : "?") + "'";
   auto constant = [&](uint32_t t) -> const float* {
     return t == CO_UP_NO_TENSOR ? nullptr
                                 : static_cast<const float*>(element_at(graph.tensors, t).data);
@@ -139,12 +138,12 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                                                         size_t(s.in_width), x, y, tp);
         check_xnn(st, "pooling setup for " + where);
       } else {
-        // Shapes XNNPACK declines (e.g. a 1x1 window): cpu-xnnpack's own kernel.
+        // Shapes XNNPACK declines (e.g. a 1x1 window): the backend's own kernel.
         step.own = [=] {
           if (average) {
-            xnnpack::average_pool2d_nhwc(s, x, y, *pool_ptr);
+            average_pool2d_nhwc(s, x, y, *pool_ptr);
           } else {
-            xnnpack::max_pool2d_nhwc(s, x, y, *pool_ptr);
+            max_pool2d_nhwc(s, x, y, *pool_ptr);
           }
         };
       }
@@ -163,7 +162,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
     }
     case Op::kGlobalMaxPool: {
       const int64_t n = p.in_dims[0], ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
-      step.own = [=] { xnnpack::global_max_pool_nhwc(x, y, n, plane, ch, *pool_ptr); };
+      step.own = [=] { global_max_pool_nhwc(x, y, n, plane, ch, *pool_ptr); };
       break;
     }
     case Op::kRelu:
@@ -182,7 +181,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const int64_t pixels = p.in_dims[0] * p.in_dims[2] * p.in_dims[3], ch = p.in_dims[1];
       const int64_t size = p.size;
       const float alpha = p.value0, beta = p.value1, bias = p.value2;
-      step.own = [=] { xnnpack::lrn_nhwc(x, y, pixels, ch, size, alpha, beta, bias, *pool_ptr); };
+      step.own = [=] { lrn_nhwc(x, y, pixels, ch, size, alpha, beta, bias, *pool_ptr); };
       break;
     }
     case Op::kBatchNormalization: {
@@ -194,7 +193,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                                  folded->data(), folded->data() + ch);
       if (p.in_dims.size() == 4 || plane == 1) {
         step.own = [=] {
-          xnnpack::channel_affine_nhwc(x, y, batch * plane, ch, folded->data(),
+          channel_affine_nhwc(x, y, batch * plane, ch, folded->data(),
                                        folded->data() + ch, *pool_ptr);
         };
       } else {
@@ -257,7 +256,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
         add_op(op);
         check_xnn(xnn_setup_softmax_nc_f32(op, size_t(outer), x, y, tp), "softmax setup for " + where);
       } else {
-        step.own = [=] { xnnpack::softmax_lines(x, y, outer, axis_len, inner, *pool_ptr); };
+        step.own = [=] { softmax_lines(x, y, outer, axis_len, inner, *pool_ptr); };
       }
       break;
     }
@@ -271,14 +270,14 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       if (p.op == Op::kIdentity || (!in_nhwc && !out_nhwc)) {
         step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
       } else if (in_nhwc && !out_nhwc) {
-        step.own = [=] { xnnpack::nhwc_to_nchw(x, y, in[0], in[1], in[2] * in[3], *pool_ptr); };
+        step.own = [=] { nhwc_to_nchw(x, y, in[0], in[1], in[2] * in[3], *pool_ptr); };
       } else if (!in_nhwc && out_nhwc) {
-        step.own = [=] { xnnpack::nchw_to_nhwc(x, y, out[0], out[1], out[2] * out[3], *pool_ptr); };
+        step.own = [=] { nchw_to_nhwc(x, y, out[0], out[1], out[2] * out[3], *pool_ptr); };
       } else {
         auto scratch = std::make_shared<Buffer<float>>(count);
         step.own = [=] {
-          xnnpack::nhwc_to_nchw(x, scratch->data(), in[0], in[1], in[2] * in[3], *pool_ptr);
-          xnnpack::nchw_to_nhwc(scratch->data(), y, out[0], out[1], out[2] * out[3], *pool_ptr);
+          nhwc_to_nchw(x, scratch->data(), in[0], in[1], in[2] * in[3], *pool_ptr);
+          nchw_to_nhwc(scratch->data(), y, out[0], out[1], out[2] * out[3], *pool_ptr);
         };
       }
       break;
@@ -287,4 +286,4 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   return step;
 }
 
-}  // namespace co_up::int8
+}  // namespace co_up::xnnpack

@@ -1,8 +1,8 @@
-#include "int8_xnn.h"
+#include "xnn_common.h"
 
 #include "plugin_status.h"
 
-namespace co_up::int8 {
+namespace co_up::xnnpack {
 
 const char* xnn_status_name(xnn_status status) {
   switch (status) {
@@ -58,4 +58,4 @@ bool needs_transpose(const std::vector<int64_t>& d) {
   return d.size() == 4 && d[1] > 1 && d[2] * d[3] > 1;
 }
 
-}  // namespace co_up::int8
+}  // namespace co_up::xnnpack
