@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "conv_indirection.h"
+
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers start some intrinsics from an "undefined" vector it then reports as
 // maybe-uninitialized (a known false positive at -O3).
@@ -18,6 +20,7 @@ namespace co_up::int8 {
 
 using backends::Conv2dShape;
 using xnnpack::CpuPool;
+using xnnpack::make_indirection;
 
 namespace {
 
@@ -28,33 +31,6 @@ constexpr int64_t kCols = 32;
 constexpr int64_t kDepthwiseBlock = 64;  // channels per depthwise step (4 x 16 lanes)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Input row pointers of every (output pixel, tap): a pixel of x, or `zero_row` where the tap
-// falls into the padding. Taps are (ky, kx) in row-major order; `padded_taps` >= taps pads each
-// pixel's list with `zero_row`.
-std::vector<const int8_t*> make_indirection(const Conv2dShape& s, const int8_t* x,
-                                            const int8_t* zero_row, int64_t padded_taps) {
-  const int64_t oh = s.out_height(), ow = s.out_width();
-  const int64_t pixels = s.batch * oh * ow;
-  std::vector<const int8_t*> rows(static_cast<size_t>(pixels * padded_taps), zero_row);
-  for (int64_t n = 0; n < s.batch; ++n) {
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        const int64_t p = (n * oh + oy) * ow + ox;
-        for (int64_t ky = 0; ky < s.kernel_h; ++ky) {
-          for (int64_t kx = 0; kx < s.kernel_w; ++kx) {
-            const int64_t iy = oy * s.stride_h - s.pad_top + ky * s.dilation_h;
-            const int64_t ix = ox * s.stride_w - s.pad_left + kx * s.dilation_w;
-            if (iy < 0 || iy >= s.in_height || ix < 0 || ix >= s.in_width) continue;
-            rows[static_cast<size_t>(p * padded_taps + ky * s.kernel_w + kx)] =
-                x + ((n * s.in_height + iy) * s.in_width + ix) * s.in_channels;
-          }
-        }
-      }
-    }
-  }
-  return rows;
-}
 
 }  // namespace
 

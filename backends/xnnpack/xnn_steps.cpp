@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "avx512_conv.h"
 #include "plugin_status.h"
 #include "ref_kernels.h"
 #include "subgraph_desc.h"
@@ -52,6 +53,13 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   switch (p.op) {
     case Op::kConv: {
       const Conv2dShape& s = p.conv;
+      if (avx512_conv_wins(s)) {
+        const auto [lo, hi] = activation_range(s.activation);
+        auto conv = std::make_shared<Avx512Convolution>(
+            s, F32ConvParams{constant(p.inputs[1]), constant(p.inputs[2]), lo, hi}, x, y);
+        step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
+        break;
+      }
       const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
       // W[M, C/g, kH, kW] -> [M, kH, kW, C/g] (XNNPACK's per-group OHWI).
       const float* w = constant(p.inputs[1]);

@@ -1,0 +1,202 @@
+#include "avx512_conv.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "conv_indirection.h"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers start some intrinsics from an "undefined" vector it then reports as
+// maybe-uninitialized (a known false positive at -O3).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#define CO_UP_AVX512_TARGET __attribute__((target("avx512f")))
+#endif
+
+namespace co_up::xnnpack {
+
+using backends::Conv2dShape;
+
+namespace {
+
+// GEMM tile: up to kMaxRows output pixels x kCols output channels (kMaxVectors zmm of 16 floats).
+// 8 x 32 measured fastest of 4x64, 6x64, 7x48, 8x32, 8x48, 10x32, 12x16, 12x32 and 14x16 on a
+// Sapphire Rapids core: 16 accumulators hide the FMA latency, and one block's weights for one
+// input channel (128 bytes) keep the weight panel of 3x3 layers small enough for L1/L2 reuse.
+constexpr int kMaxRows = 8;
+constexpr int64_t kCols = 32;
+constexpr int kMaxVectors = kCols / 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+struct Avx512Convolution::State {
+  Conv2dShape shape;
+  int64_t taps = 0, group_in = 0, group_out = 0, col_blocks = 0, pixels = 0;
+  // [group][col block][tap][input channel][32 columns]: one input channel of one tap for 32
+  // output channels is two zmm loads; columns past group_out are zero.
+  std::vector<float> packed;
+  std::vector<float> bias;         // [group][col block * 32], zero past group_out
+  std::vector<float> zero_row;     // C zeros: the padding's input
+  std::vector<const float*> indirection;  // [pixel][tap]
+  float* y = nullptr;
+  float out_min = 0, out_max = 0;
+};
+
+#if defined(__x86_64__)
+
+namespace {
+
+// One tile: kRows pixels from `first_pixel` x one block of 32 columns of one group. kVectors = 1
+// when the block has at most 16 live columns (e.g. a 16-channel 1x1 reduce): half the FMAs.
+// Everything is indexed by template constants, so the accumulators never leave registers.
+template <int kRows, int kVectors>
+CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t group,
+                                   int64_t block, int64_t first_pixel) {
+  const int64_t at = (group * st.col_blocks + block) * kCols;
+  __m512 acc[kRows][kVectors];
+  for (int v = 0; v < kVectors; ++v) {
+    const __m512 b = _mm512_loadu_ps(st.bias.data() + at + 16 * v);
+    for (int r = 0; r < kRows; ++r) acc[r][v] = b;
+  }
+  const float* w = st.packed.data() + at * st.taps * st.group_in;
+  const int64_t offset = group * st.group_in;
+  const float* const* rows = st.indirection.data() + first_pixel * st.taps;
+  const int64_t channels = st.group_in;
+  for (int64_t t = 0; t < st.taps; ++t) {
+    const float* a[kRows];
+    for (int r = 0; r < kRows; ++r) a[r] = rows[r * st.taps + t] + offset;
+    for (int64_t c = 0; c < channels; ++c) {
+      __m512 wv[kVectors];
+      for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v);
+      w += kCols;
+      for (int r = 0; r < kRows; ++r) {
+        const __m512 x = _mm512_set1_ps(a[r][c]);
+        for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
+      }
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(st.out_min);
+  const __m512 hi = _mm512_set1_ps(st.out_max);
+  const int64_t col0 = block * kCols;
+  const int64_t cols = std::min(kCols, st.group_out - col0);
+  __mmask16 masks[kVectors];
+  for (int v = 0; v < kVectors; ++v) {
+    const int64_t live = std::clamp<int64_t>(cols - 16 * v, 0, 16);
+    masks[v] = static_cast<__mmask16>((1u << live) - 1);
+  }
+  const int64_t out_channels = st.shape.out_channels;
+  float* out = st.y + first_pixel * out_channels + group * st.group_out + col0;
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVectors; ++v) {
+      _mm512_mask_storeu_ps(out + 16 * v, masks[v], _mm512_min_ps(_mm512_max_ps(acc[r][v], lo), hi));
+    }
+    out += out_channels;
+  }
+}
+
+using TileFn = void (*)(const Avx512Convolution::State&, int64_t, int64_t, int64_t);
+
+template <int kVectors, int... kRows>
+constexpr auto make_tiles(std::integer_sequence<int, kRows...>) {
+  return std::array<TileFn, sizeof...(kRows)>{&gemm_tile<kRows + 1, kVectors>...};
+}
+// kTiles[v - 1][r - 1] computes r rows of v vectors: a short last tile (or a batch-1 fully
+// connected layer) does not pay for 12.
+template <int... kVectors>
+constexpr auto make_all_tiles(std::integer_sequence<int, kVectors...>) {
+  return std::array<std::array<TileFn, kMaxRows>, sizeof...(kVectors)>{
+      make_tiles<kVectors + 1>(std::make_integer_sequence<int, kMaxRows>{})...};
+}
+constexpr auto kTiles = make_all_tiles(std::make_integer_sequence<int, kMaxVectors>{});
+
+}  // namespace
+
+bool avx512_conv_wins(const Conv2dShape& s) {
+  return avx512_gemm_available() && !s.is_depthwise() &&
+         s.kernel_h * s.kernel_w * (s.in_channels / s.group) >= 64 &&
+         s.out_channels / s.group >= 32;
+}
+
+bool avx512_gemm_available() {
+  static const bool available =
+      __builtin_cpu_supports("avx512f") && std::getenv("CO_UP_NO_AVX512_GEMM") == nullptr;
+  return available;
+}
+
+#else
+
+bool avx512_gemm_available() { return false; }
+bool avx512_conv_wins(const Conv2dShape&) { return false; }
+
+#endif  // __x86_64__
+
+Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& params,
+                                     const float* x, float* y)
+    : state_(std::make_unique<State>()) {
+  if (!avx512_gemm_available()) {
+    throw std::logic_error("Avx512Convolution: this CPU has no AVX-512 (check avx512_gemm_available())");
+  }
+  State& st = *state_;
+  st.shape = s;
+  st.taps = s.kernel_h * s.kernel_w;
+  st.group_in = s.in_channels / s.group;
+  st.group_out = s.out_channels / s.group;
+  st.col_blocks = ceil_div(st.group_out, kCols);
+  st.pixels = s.batch * s.out_height() * s.out_width();
+  st.y = y;
+  st.out_min = params.output_min;
+  st.out_max = params.output_max;
+  st.zero_row.assign(static_cast<size_t>(s.in_channels), 0.0f);
+  st.indirection = make_indirection(s, x, st.zero_row.data(), st.taps);
+
+  const int64_t padded_cols = st.col_blocks * kCols;
+  st.packed.assign(static_cast<size_t>(s.group * padded_cols * st.taps * st.group_in), 0.0f);
+  st.bias.assign(static_cast<size_t>(s.group * padded_cols), 0.0f);
+  for (int64_t g = 0; g < s.group; ++g) {
+    for (int64_t m = 0; m < st.group_out; ++m) {
+      const int64_t channel = g * st.group_out + m;
+      const int64_t block = m / kCols, col = m % kCols;
+      float* panel = st.packed.data() + (g * st.col_blocks + block) * kCols * st.taps * st.group_in;
+      for (int64_t c = 0; c < st.group_in; ++c) {
+        for (int64_t t = 0; t < st.taps; ++t) {
+          const float v = params.weights[(channel * st.group_in + c) * st.taps + t];
+          panel[(t * st.group_in + c) * kCols + col] = v;
+        }
+      }
+      if (params.bias) st.bias[static_cast<size_t>(g * padded_cols + m)] = params.bias[channel];
+    }
+  }
+}
+
+Avx512Convolution::~Avx512Convolution() = default;
+
+void Avx512Convolution::run(const CpuPool& pool) const {
+#if defined(__x86_64__)
+  const State& st = *state_;
+  const int64_t row_tiles = ceil_div(st.pixels, kMaxRows);
+  const int64_t blocks = st.shape.group * st.col_blocks;
+  // Items run block-major, so consecutive tiles of a thread reuse one block of packed weights.
+  pool.parallel_for(blocks * row_tiles, 1, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t gb = item / row_tiles;
+      const int64_t block = gb % st.col_blocks;
+      const int64_t first = item % row_tiles * kMaxRows;
+      const int64_t rows = std::min<int64_t>(kMaxRows, st.pixels - first);
+      const int64_t vectors = std::min<int64_t>(kMaxVectors, ceil_div(st.group_out - block * kCols, 16));
+      kTiles[static_cast<size_t>(vectors - 1)][static_cast<size_t>(rows - 1)](
+          st, gb / st.col_blocks, block, first);
+    }
+  });
+#else
+  (void)pool;
+#endif
+}
+
+}  // namespace co_up::xnnpack

@@ -1,0 +1,66 @@
+// f32 convolution and fully connected layers as AVX-512 indirect GEMMs, for x86-64 CPUs that
+// have AVX-512F (Skylake-SP and later, Zen 4).
+//
+// Why cpu-xnnpack has its own: Debian 12's XNNPACK (a February 2022 snapshot) reaches about half
+// of an AVX-512 core's FMA peak on convolutions (its f32 GEMM 1024^3 runs at ~78 GFLOP/s where
+// the core's peak is ~147), so on such a host co_up on one core was 0.47-0.91x ONNX Runtime's
+// MLAS (bench/README.md). These kernels keep 16 accumulators in flight (8 pixels x 32 output
+// channels), enough to cover an FMA latency of 4 cycles on two ports, and run each block of
+// output channels over all pixel tiles before the next (XNNPACK does the opposite and re-reads
+// every weight per pixel tile: costly where weights do not stay cached, ResNet50's last stage).
+// On ARM and on x86 without AVX-512, XNNPACK's own kernels run (avx512_gemm_available() false).
+//
+// Numerics: every output is bias + sum over (tap, input channel) in that fixed order, in f32 FMA,
+// so a result does not depend on the thread count or on how pixels are tiled; it differs from
+// XNNPACK's summation order by rounding only (tests compare with cpu-reference within 1e-4 of the
+// output range, as for XNNPACK).
+//
+// Like XNNPACK's operators, a convolution is created once for fixed input and output buffers
+// (weights packed, indirection buffer built) and then run any number of times.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "op_shapes.h"
+#include "xnn_thread_pool.h"
+
+namespace co_up::xnnpack {
+
+// Compiled for x86-64 and the running CPU has AVX-512F. False also when the environment variable
+// CO_UP_NO_AVX512_GEMM is set (to compare with XNNPACK's kernels on the same machine).
+bool avx512_gemm_available();
+
+// The shapes where these kernels beat XNNPACK's on this class of CPU (bench/README.md, "AVX-512
+// convolutions"): reduction depth kH*kW*C/group >= 64 and >= 32 output channels per group.
+// Shorter reductions (MobileNetV2's 24->144 1x1) pay the tile's fixed cost on too few FMAs, and 16
+// output channels fill only half a tile; depthwise convolutions are memory-bound. False wherever
+// avx512_gemm_available() is.
+bool avx512_conv_wins(const backends::Conv2dShape& shape);
+
+struct F32ConvParams {
+  const float* weights = nullptr;  // [M, C/group, kH, kW] (the ABI's OIHW)
+  const float* bias = nullptr;     // [M], or NULL for none
+  float output_min = -1.0f / 0.0f;
+  float output_max = 1.0f / 0.0f;
+};
+
+// Any kernel, stride, dilation, padding and group count; x and y are NHWC. Fully connected layers
+// are a 1x1 convolution over `batch` pixels of C inputs.
+class Avx512Convolution {
+ public:
+  Avx512Convolution(const backends::Conv2dShape& shape, const F32ConvParams& params,
+                    const float* x, float* y);
+  ~Avx512Convolution();
+  Avx512Convolution(const Avx512Convolution&) = delete;
+  Avx512Convolution& operator=(const Avx512Convolution&) = delete;
+
+  void run(const CpuPool& pool) const;
+
+  struct State;  // packed weights, indirection buffer, parameters (the .cpp's kernels read it)
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace co_up::xnnpack

@@ -1,0 +1,143 @@
+// cpu-xnnpack's AVX-512 convolution (backends/xnnpack/avx512_conv.h) against the textbook
+// formula in double precision, on shapes chosen to hit every tile variant: 1..8 pixel rows, one
+// or two vectors, partial column blocks, groups, stride, padding, dilation, batch > 1, fused
+// clamps. Skips (saying why) on CPUs without AVX-512, where the backend never takes this path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "avx512_conv.h"
+#include "reference_naive.h"
+#include "xnn_thread_pool.h"
+
+namespace {
+
+using co_up::backends::Conv2dShape;
+using co_up::testing::NaiveConv;
+using co_up::xnnpack::Avx512Convolution;
+using co_up::xnnpack::CpuPool;
+using co_up::xnnpack::F32ConvParams;
+using co_up::xnnpack::Schedule;
+
+struct Case {
+  int64_t n, c, h, w, m, k, stride, pad, group, dilation;
+  float lo, hi;
+};
+
+std::string describe(const Case& cc) {
+  char text[160];
+  std::snprintf(text, sizeof(text), "N%lld C%lld %lldx%lld M%lld k%lld s%lld p%lld g%lld d%lld",
+                static_cast<long long>(cc.n), static_cast<long long>(cc.c),
+                static_cast<long long>(cc.h), static_cast<long long>(cc.w),
+                static_cast<long long>(cc.m), static_cast<long long>(cc.k),
+                static_cast<long long>(cc.stride), static_cast<long long>(cc.pad),
+                static_cast<long long>(cc.group), static_cast<long long>(cc.dilation));
+  return text;
+}
+
+// Runs the convolution on NHWC data with `threads` threads and returns y in NCHW order.
+std::vector<float> run_nchw(const Case& cc, const std::vector<float>& x_nchw,
+                            const std::vector<float>& w, const std::vector<float>& b,
+                            int threads) {
+  Conv2dShape s;
+  s.batch = cc.n;
+  s.in_channels = cc.c;
+  s.in_height = cc.h;
+  s.in_width = cc.w;
+  s.out_channels = cc.m;
+  s.kernel_h = s.kernel_w = cc.k;
+  s.stride_h = s.stride_w = cc.stride;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = cc.pad;
+  s.dilation_h = s.dilation_w = cc.dilation;
+  s.group = cc.group;
+  const int64_t oh = s.out_height(), ow = s.out_width(), plane = cc.h * cc.w;
+  std::vector<float> x(x_nchw.size());
+  for (int64_t n = 0; n < cc.n; ++n)
+    for (int64_t ch = 0; ch < cc.c; ++ch)
+      for (int64_t q = 0; q < plane; ++q)
+        x[static_cast<size_t>((n * plane + q) * cc.c + ch)] = x_nchw[static_cast<size_t>((n * cc.c + ch) * plane + q)];
+  std::vector<float> y(static_cast<size_t>(cc.n * oh * ow * cc.m), std::nanf(""));
+  const F32ConvParams params{w.data(), b.empty() ? nullptr : b.data(), cc.lo, cc.hi};
+  Avx512Convolution conv(s, params, x.data(), y.data());
+  CpuPool pool(threads, {}, Schedule::kDynamic);
+  conv.run(pool);
+  conv.run(pool);  // a second frame on the same buffers gives the same result
+  std::vector<float> out(y.size());
+  for (int64_t n = 0; n < cc.n; ++n)
+    for (int64_t m = 0; m < cc.m; ++m)
+      for (int64_t q = 0; q < oh * ow; ++q)
+        out[static_cast<size_t>((n * cc.m + m) * oh * ow + q)] = y[static_cast<size_t>((n * oh * ow + q) * cc.m + m)];
+  return out;
+}
+
+TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
+  if (!co_up::xnnpack::avx512_gemm_available()) {
+    GTEST_SKIP() << "this CPU has no AVX-512F (or CO_UP_NO_AVX512_GEMM is set): cpu-xnnpack "
+                    "uses XNNPACK's kernels here";
+  }
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const Case cases[] = {
+      {1, 64, 1, 1, 32, 1, 1, 0, 1, 1, -kInf, kInf},    // one pixel: the 1-row tile
+      {1, 64, 3, 3, 40, 1, 1, 0, 1, 1, -kInf, kInf},    // 9 pixels: 8 + 1; 40 = 32 + 8 columns
+      {1, 32, 5, 7, 16, 3, 1, 1, 1, 1, 0.0f, kInf},     // 16 columns: one vector; ReLU
+      {1, 32, 11, 13, 97, 3, 2, 1, 1, 1, 0.0f, 6.0f},   // 3 blocks + 1 column; ReLU6; stride 2
+      {2, 48, 9, 9, 96, 3, 1, 1, 2, 1, -kInf, kInf},    // batch 2, 2 groups of 24 -> 48
+      {1, 16, 12, 12, 33, 3, 1, 2, 1, 2, -kInf, kInf},  // dilation 2, padding 2
+      {1, 3, 27, 27, 20, 11, 4, 2, 1, 1, 0.0f, kInf},   // AlexNet conv1-like: 3 channels, 121 taps
+      {1, 96, 7, 6, 48, 5, 1, 2, 4, 1, -1.0f, 1.0f},    // 4 groups of 24 -> 12 (partial vector)
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Case& cc : cases) {
+    std::vector<float> x(static_cast<size_t>(cc.n * cc.c * cc.h * cc.w));
+    std::vector<float> w(static_cast<size_t>(cc.m * (cc.c / cc.group) * cc.k * cc.k));
+    std::vector<float> b(static_cast<size_t>(cc.m));
+    for (float& v : x) v = dist(rng);
+    for (float& v : w) v = dist(rng) * 0.2f;
+    for (float& v : b) v = dist(rng);
+    NaiveConv s;
+    s.n = cc.n, s.c = cc.c, s.h = cc.h, s.w = cc.w, s.m = cc.m, s.kh = s.kw = cc.k;
+    s.sh = s.sw = cc.stride, s.pt = s.pl = s.pb = s.pr = cc.pad, s.dh = s.dw = cc.dilation;
+    s.group = cc.group;
+    std::vector<double> magnitude;
+    const std::vector<double> want = co_up::testing::naive_conv(s, x, w, b, &magnitude);
+    const std::vector<float> got = run_nchw(cc, x, w, b, 1);
+    ASSERT_EQ(got.size(), want.size()) << describe(cc);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double clamped = std::min<double>(std::max<double>(want[i], cc.lo), cc.hi);
+      // f32 rounding of a sum of K terms: a few ulps of the sum of their magnitudes.
+      ASSERT_NEAR(got[i], clamped, 1e-6 * (magnitude[i] + 1.0) * 8) << describe(cc) << " at " << i;
+    }
+    // Tiles split outputs, never a reduction: bit-identical for any thread count.
+    EXPECT_EQ(run_nchw(cc, x, w, b, 2), got) << describe(cc) << ": 1 and 2 threads differ";
+  }
+}
+
+TEST(Avx512Convolution, IsChosenOnlyWhereItWins) {
+  Conv2dShape deep;  // ResNet50 3x3 256 -> 256
+  deep.in_channels = deep.out_channels = 256;
+  deep.in_height = deep.in_width = 14;
+  deep.kernel_h = deep.kernel_w = 3;
+  Conv2dShape short_k = deep;  // MobileNetV2 1x1 24 -> 144: reduction of 24
+  short_k.in_channels = 24;
+  short_k.out_channels = 144;
+  short_k.kernel_h = short_k.kernel_w = 1;
+  Conv2dShape narrow = deep;  // GoogLeNet 1x1 192 -> 16: half a tile of columns
+  narrow.in_channels = 192;
+  narrow.out_channels = 16;
+  Conv2dShape depthwise = deep;
+  depthwise.group = 256;
+  const bool avx512 = co_up::xnnpack::avx512_gemm_available();
+  EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(deep), avx512);
+  EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(short_k));
+  EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(narrow));
+  EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(depthwise));
+}
+
+}  // namespace
