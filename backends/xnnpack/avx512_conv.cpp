@@ -46,6 +46,7 @@ struct Avx512Convolution::State {
   std::vector<float> zero_row;     // C zeros: the padding's input
   std::vector<const float*> indirection;  // [pixel][tap]
   float* y = nullptr;
+  const float* residual = nullptr;
   float out_min = 0, out_max = 0;
 };
 
@@ -92,7 +93,17 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
     masks[v] = static_cast<__mmask16>((1u << live) - 1);
   }
   const int64_t out_channels = st.shape.out_channels;
-  float* out = st.y + first_pixel * out_channels + group * st.group_out + col0;
+  const int64_t first = first_pixel * out_channels + group * st.group_out + col0;
+  if (st.residual) {
+    const float* residual = st.residual + first;
+    for (int r = 0; r < kRows; ++r) {
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(masks[v], residual + 16 * v));
+      }
+      residual += out_channels;
+    }
+  }
+  float* out = st.y + first;
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVectors; ++v) {
       _mm512_mask_storeu_ps(out + 16 * v, masks[v], _mm512_min_ps(_mm512_max_ps(acc[r][v], lo), hi));
@@ -151,6 +162,7 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.col_blocks = ceil_div(st.group_out, kCols);
   st.pixels = s.batch * s.out_height() * s.out_width();
   st.y = y;
+  st.residual = params.residual;
   st.out_min = params.output_min;
   st.out_max = params.output_max;
   st.zero_row.assign(static_cast<size_t>(s.in_channels), 0.0f);

@@ -43,6 +43,9 @@ struct F32ConvParams {
   const float* bias = nullptr;     // [M], or NULL for none
   float output_min = -1.0f / 0.0f;
   float output_max = 1.0f / 0.0f;
+  // NHWC like y, or NULL: added to the result before the clamp, so a following elementwise Add
+  // (ResNet's shortcut) costs no extra pass over memory.
+  const float* residual = nullptr;
 };
 
 // Any kernel, stride, dilation, padding and group count; x and y are NHWC. Fully connected layers

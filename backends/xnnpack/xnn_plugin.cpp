@@ -200,9 +200,9 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));
   std::vector<float*> buffers(tensor_count, nullptr);
   for (uint32_t t = 0; t < tensor_count; ++t) buffers[t] = c->storage[t].data();
+  std::vector<F32Step> work = build_f32_steps(graph, subgraph, buffers, *device->pool);
   for (uint32_t n = 0; n < graph.node_count; ++n) {
-    c->steps.push_back({element_at(graph.nodes, n).layer,
-                        build_f32_step(graph, n, plans[n], buffers, *device->pool)});
+    c->steps.push_back({element_at(graph.nodes, n).layer, std::move(work[n])});
   }
   return c;
 }

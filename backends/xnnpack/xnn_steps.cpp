@@ -14,6 +14,7 @@
 
 namespace co_up::xnnpack {
 
+using backends::Activation;
 using backends::Conv2dShape;
 using backends::element_at;
 using backends::element_count;
@@ -292,6 +293,60 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
     }
   }
   return step;
+}
+
+namespace {
+
+// The other operand of `add` when it adds the result of convolution `conv` to something else.
+uint32_t residual_operand(const NodePlan& conv, const NodePlan& add) {
+  if (add.op != Op::kAdd || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) {
+    return CO_UP_NO_TENSOR;
+  }
+  if (add.inputs[0] == conv.output) return add.inputs[1];
+  if (add.inputs[1] == conv.output) return add.inputs[0];
+  return CO_UP_NO_TENSOR;
+}
+
+}  // namespace
+
+std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
+                                     const backends::SubgraphPlan& plan,
+                                     const std::vector<float*>& buffers, const CpuPool& pool) {
+  const std::vector<NodePlan>& nodes = plan.nodes;
+  std::vector<int> uses(buffers.size(), 0);
+  for (const NodePlan& p : nodes) {
+    for (uint32_t t : p.inputs) {
+      if (t != CO_UP_NO_TENSOR) ++uses[t];
+    }
+  }
+  std::vector<F32Step> steps;
+  steps.reserve(nodes.size());
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    const NodePlan& p = nodes[n];
+    if (n + 1 < nodes.size() && p.op == Op::kConv && p.conv.activation == Activation::kNone &&
+        avx512_conv_wins(p.conv) && uses[p.output] == 1 && !plan.is_output[p.output] &&
+        element_at(graph.nodes, n).layer == element_at(graph.nodes, n + 1).layer) {
+      const NodePlan& add = nodes[n + 1];
+      const uint32_t residual = residual_operand(p, add);
+      if (residual != CO_UP_NO_TENSOR && buffers[residual] && add.out_dims == p.out_dims) {
+        const auto [lo, hi] = activation_range(add.activation);
+        const auto* weights = static_cast<const float*>(element_at(graph.tensors, p.inputs[1]).data);
+        const auto* bias = p.inputs[2] == CO_UP_NO_TENSOR
+                               ? nullptr
+                               : static_cast<const float*>(element_at(graph.tensors, p.inputs[2]).data);
+        auto conv = std::make_shared<Avx512Convolution>(
+            p.conv, F32ConvParams{weights, bias, lo, hi, buffers[residual]}, buffers[p.inputs[0]],
+            buffers[add.output]);
+        const CpuPool* pool_ptr = &pool;
+        steps.push_back(F32Step{{}, [conv, pool_ptr] { conv->run(*pool_ptr); }});
+        steps.emplace_back();  // the Add: done by the convolution
+        ++n;
+        continue;
+      }
+    }
+    steps.push_back(build_f32_step(graph, n, p, buffers, pool));
+  }
+  return steps;
 }
 
 }  // namespace co_up::xnnpack

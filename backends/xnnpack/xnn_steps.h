@@ -13,6 +13,7 @@
 
 #include "co_up/plugin_abi.h"
 #include "node_decode.h"
+#include "subgraph_plan.h"
 #include "xnn_common.h"
 #include "xnn_thread_pool.h"
 
@@ -32,5 +33,14 @@ struct F32Step {
 F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index,
                        const backends::NodePlan& plan, const std::vector<float*>& buffers,
                        const CpuPool& pool);
+
+// Every node's step of a sub-graph, in order, as build_f32_step makes them, with one fusion: a
+// convolution without activation whose only consumer is the next node, an Add in the same layer,
+// becomes one step that adds the other operand in its epilogue (AVX-512 convolutions only, see
+// avx512_conv.h); the Add's step is then empty. Per-layer hooks and results are unchanged, up to
+// rounding of the one addition.
+std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
+                                     const backends::SubgraphPlan& plan,
+                                     const std::vector<float*>& buffers, const CpuPool& pool);
 
 }  // namespace co_up::xnnpack

@@ -42,9 +42,10 @@ std::string describe(const Case& cc) {
 }
 
 // Runs the convolution on NHWC data with `threads` threads and returns y in NCHW order.
+// `residual_nhwc`, when not empty, is added before the clamp (the fused Add).
 std::vector<float> run_nchw(const Case& cc, const std::vector<float>& x_nchw,
                             const std::vector<float>& w, const std::vector<float>& b,
-                            int threads) {
+                            int threads, const std::vector<float>& residual_nhwc = {}) {
   Conv2dShape s;
   s.batch = cc.n;
   s.in_channels = cc.c;
@@ -63,7 +64,8 @@ std::vector<float> run_nchw(const Case& cc, const std::vector<float>& x_nchw,
       for (int64_t q = 0; q < plane; ++q)
         x[static_cast<size_t>((n * plane + q) * cc.c + ch)] = x_nchw[static_cast<size_t>((n * cc.c + ch) * plane + q)];
   std::vector<float> y(static_cast<size_t>(cc.n * oh * ow * cc.m), std::nanf(""));
-  const F32ConvParams params{w.data(), b.empty() ? nullptr : b.data(), cc.lo, cc.hi};
+  const F32ConvParams params{w.data(), b.empty() ? nullptr : b.data(), cc.lo, cc.hi,
+                            residual_nhwc.empty() ? nullptr : residual_nhwc.data()};
   Avx512Convolution conv(s, params, x.data(), y.data());
   CpuPool pool(threads, {}, Schedule::kDynamic);
   conv.run(pool);
@@ -116,6 +118,30 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
     }
     // Tiles split outputs, never a reduction: bit-identical for any thread count.
     EXPECT_EQ(run_nchw(cc, x, w, b, 2), got) << describe(cc) << ": 1 and 2 threads differ";
+  }
+}
+
+TEST(Avx512Convolution, FusedResidualIsAddedBeforeTheClamp) {
+  if (!co_up::xnnpack::avx512_gemm_available()) {
+    GTEST_SKIP() << "this CPU has no AVX-512F (or CO_UP_NO_AVX512_GEMM is set)";
+  }
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const Case relu{1, 64, 5, 5, 40, 1, 1, 0, 1, 1, 0.0f, kInf};  // ResNet's conv3 + Add(relu)
+  const Case plain{1, 64, 5, 5, 40, 1, 1, 0, 1, 1, -kInf, kInf};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(64 * 25), w(40 * 64), b(40), residual(25 * 40);
+  for (auto* v : {&x, &w, &b, &residual}) {
+    for (float& e : *v) e = dist(rng);
+  }
+  const std::vector<float> conv = run_nchw(plain, x, w, b, 1);
+  const std::vector<float> fused = run_nchw(relu, x, w, b, 1, residual);
+  for (int64_t m = 0; m < 40; ++m) {
+    for (int64_t q = 0; q < 25; ++q) {
+      const size_t nchw = static_cast<size_t>(m * 25 + q);
+      const float want = std::max(conv[nchw] + residual[static_cast<size_t>(q * 40 + m)], 0.0f);
+      ASSERT_EQ(fused[nchw], want) << "channel " << m << " pixel " << q;
+    }
   }
 }
 
