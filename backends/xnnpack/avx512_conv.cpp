@@ -59,7 +59,7 @@ namespace {
 // Everything is indexed by template constants, so the accumulators never leave registers.
 template <int kRows, int kVectors>
 CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t group,
-                                   int64_t block, int64_t first_pixel) {
+                                   int64_t block, int64_t first_pixel, const float* prefetch) {
   const int64_t at = (group * st.col_blocks + block) * kCols;
   __m512 acc[kRows][kVectors];
   for (int v = 0; v < kVectors; ++v) {
@@ -76,6 +76,11 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
     for (int64_t c = 0; c < channels; ++c) {
       __m512 wv[kVectors];
       for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v);
+      if (prefetch) {
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch + 16), _MM_HINT_T1);
+        prefetch += kCols;
+      }
       w += kCols;
       for (int r = 0; r < kRows; ++r) {
         const __m512 x = _mm512_set1_ps(a[r][c]);
@@ -112,7 +117,8 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   }
 }
 
-using TileFn = void (*)(const Avx512Convolution::State&, int64_t, int64_t, int64_t);
+using TileFn = void (*)(const Avx512Convolution::State&, int64_t, int64_t, int64_t,
+                       const float*);
 
 template <int kVectors, int... kRows>
 constexpr auto make_tiles(std::integer_sequence<int, kRows...>) {
@@ -194,6 +200,7 @@ void Avx512Convolution::run(const CpuPool& pool) const {
   const State& st = *state_;
   const int64_t row_tiles = ceil_div(st.pixels, kMaxRows);
   const int64_t blocks = st.shape.group * st.col_blocks;
+  const int64_t panel = kCols * st.taps * st.group_in;  // floats of one block's packed weights
   // Items run block-major, so consecutive tiles of a thread reuse one block of packed weights.
   pool.parallel_for(blocks * row_tiles, 1, 2, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
@@ -202,8 +209,12 @@ void Avx512Convolution::run(const CpuPool& pool) const {
       const int64_t first = item % row_tiles * kMaxRows;
       const int64_t rows = std::min<int64_t>(kMaxRows, st.pixels - first);
       const int64_t vectors = std::min<int64_t>(kMaxVectors, ceil_div(st.group_out - block * kCols, 16));
+      // The second tile of a block fetches the next block's weights into L2 while it computes.
+      const float* prefetch = item % row_tiles == 1 && gb + 1 < blocks
+                                  ? st.packed.data() + (gb + 1) * panel
+                                  : nullptr;
       kTiles[static_cast<size_t>(vectors - 1)][static_cast<size_t>(rows - 1)](
-          st, gb / st.col_blocks, block, first);
+          st, gb / st.col_blocks, block, first, prefetch);
     }
   });
 #else

@@ -1,7 +1,7 @@
 // cpu-xnnpack's AVX-512 convolution (backends/xnnpack/avx512_conv.h) against the textbook
 // formula in double precision, on shapes chosen to hit every tile variant: 1..8 pixel rows, one
 // or two vectors, partial column blocks, groups, stride, padding, dilation, batch > 1, fused
-// clamps. Skips (saying why) on CPUs without AVX-512, where the backend never takes this path.
+// clamps, reductions split into several ranges. Skips (saying why) on CPUs without AVX-512, where the backend never takes this path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,6 +93,8 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
       {1, 16, 12, 12, 33, 3, 1, 2, 1, 2, -kInf, kInf},  // dilation 2, padding 2
       {1, 3, 27, 27, 20, 11, 4, 2, 1, 1, 0.0f, kInf},   // AlexNet conv1-like: 3 channels, 121 taps
       {1, 96, 7, 6, 48, 5, 1, 2, 4, 1, -1.0f, 1.0f},    // 4 groups of 24 -> 12 (partial vector)
+      {1, 64, 6, 5, 40, 3, 1, 1, 1, 1, 0.0f, 6.0f},     // depth 576: three reduction ranges
+      {1, 200, 5, 5, 40, 3, 1, 1, 2, 1, 0.0f, kInf},    // depth 900: ranges end inside a tap
   };
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
