@@ -46,6 +46,7 @@ struct Avx512Convolution::State {
   std::vector<float> zero_row;     // C zeros: the padding's input
   std::vector<const float*> indirection;  // [pixel][tap]
   float* y = nullptr;
+  int64_t y_stride = 0;  // floats between output pixels of y
   const float* residual = nullptr;
   float out_min = 0, out_max = 0;
 };
@@ -98,9 +99,9 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
     masks[v] = static_cast<__mmask16>((1u << live) - 1);
   }
   const int64_t out_channels = st.shape.out_channels;
-  const int64_t first = first_pixel * out_channels + group * st.group_out + col0;
+  const int64_t column = group * st.group_out + col0;
   if (st.residual) {
-    const float* residual = st.residual + first;
+    const float* residual = st.residual + first_pixel * out_channels + column;
     for (int r = 0; r < kRows; ++r) {
       for (int v = 0; v < kVectors; ++v) {
         acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(masks[v], residual + 16 * v));
@@ -108,12 +109,12 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
       residual += out_channels;
     }
   }
-  float* out = st.y + first;
+  float* out = st.y + first_pixel * st.y_stride + column;
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVectors; ++v) {
       _mm512_mask_storeu_ps(out + 16 * v, masks[v], _mm512_min_ps(_mm512_max_ps(acc[r][v], lo), hi));
     }
-    out += out_channels;
+    out += st.y_stride;
   }
 }
 
@@ -168,6 +169,10 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.col_blocks = ceil_div(st.group_out, kCols);
   st.pixels = s.batch * s.out_height() * s.out_width();
   st.y = y;
+  st.y_stride = params.output_stride > 0 ? params.output_stride : s.out_channels;
+  if (st.y_stride < s.out_channels) {
+    throw std::invalid_argument("Avx512Convolution: output_stride is smaller than the channel count");
+  }
   st.residual = params.residual;
   st.out_min = params.output_min;
   st.out_max = params.output_max;

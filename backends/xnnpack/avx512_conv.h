@@ -43,9 +43,12 @@ struct F32ConvParams {
   const float* bias = nullptr;     // [M], or NULL for none
   float output_min = -1.0f / 0.0f;
   float output_max = 1.0f / 0.0f;
-  // NHWC like y, or NULL: added to the result before the clamp, so a following elementwise Add
-  // (ResNet's shortcut) costs no extra pass over memory.
+  // NHWC like y (M channels per pixel), or NULL: added to the result before the clamp, so a
+  // following elementwise Add (ResNet's shortcut) costs no extra pass over memory.
   const float* residual = nullptr;
+  // Floats between consecutive output pixels of y, >= M; 0 means M. Larger when y is a slice of
+  // a wider tensor, e.g. this convolution's channels of a Concat output it writes directly.
+  int64_t output_stride = 0;
 };
 
 // Any kernel, stride, dilation, padding and group count; x and y are NHWC. Fully connected layers

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "avx512_conv.h"
@@ -26,6 +27,62 @@ void F32Step::run(pthreadpool_t threadpool) const {
   for (const auto& op : ops) check_xnn(xnn_run_operator(op.get(), threadpool), "f32 run");
   if (own) own();
 }
+
+namespace {
+
+// Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
+// channel count when it writes its slice of a Concat output directly), plus an optional fused
+// residual Add and the activation that then applies.
+struct ConvTarget {
+  float* y;
+  int64_t stride;
+  const float* residual;
+  Activation activation;
+};
+
+F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bias,
+                        const float* x, const ConvTarget& out, const CpuPool& pool,
+                        const std::string& where) {
+  const Conv2dShape& s = p.conv;
+  const auto [lo, hi] = activation_range(out.activation);
+  F32Step step;
+  if (avx512_conv_wins(s)) {
+    auto conv = std::make_shared<Avx512Convolution>(
+        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride}, x, out.y);
+    const CpuPool* pool_ptr = &pool;
+    step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
+    return step;
+  }
+  if (out.residual) {
+    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual on XNNPACK's convolution for " + where);
+  }
+  const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
+  // W[M, C/g, kH, kW] -> [M, kH, kW, C/g] (XNNPACK's per-group OHWI).
+  const int64_t taps = s.kernel_h * s.kernel_w;
+  std::vector<float> packed(static_cast<size_t>(s.out_channels * gin * taps));
+  for (int64_t m = 0; m < s.out_channels; ++m) {
+    for (int64_t ci = 0; ci < gin; ++ci) {
+      for (int64_t t = 0; t < taps; ++t) {
+        packed[static_cast<size_t>((m * taps + t) * gin + ci)] = weights[(m * gin + ci) * taps + t];
+      }
+    }
+  }
+  xnn_operator_t op = nullptr;
+  check_xnn(xnn_create_convolution2d_nhwc_f32(
+                uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
+                uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
+                uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
+                uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
+                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi, 0, &op),
+            "convolution create for " + where);
+  step.ops.emplace_back(op);
+  check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
+                                             size_t(s.in_width), x, out.y, pool.get()),
+            "convolution setup for " + where);
+  return step;
+}
+
+}  // namespace
 
 F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const NodePlan& p,
                        const std::vector<float*>& buffers, const CpuPool& pool) {
@@ -52,43 +109,10 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   };
 
   switch (p.op) {
-    case Op::kConv: {
-      const Conv2dShape& s = p.conv;
-      if (avx512_conv_wins(s)) {
-        const auto [lo, hi] = activation_range(s.activation);
-        auto conv = std::make_shared<Avx512Convolution>(
-            s, F32ConvParams{constant(p.inputs[1]), constant(p.inputs[2]), lo, hi}, x, y);
-        step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
-        break;
-      }
-      const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
-      // W[M, C/g, kH, kW] -> [M, kH, kW, C/g] (XNNPACK's per-group OHWI).
-      const float* w = constant(p.inputs[1]);
-      const int64_t taps = s.kernel_h * s.kernel_w;
-      std::vector<float> packed(static_cast<size_t>(s.out_channels * gin * taps));
-      for (int64_t m = 0; m < s.out_channels; ++m) {
-        for (int64_t ci = 0; ci < gin; ++ci) {
-          for (int64_t t = 0; t < taps; ++t) {
-            packed[static_cast<size_t>((m * taps + t) * gin + ci)] = w[(m * gin + ci) * taps + t];
-          }
-        }
-      }
-      const auto [lo, hi] = activation_range(s.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_convolution2d_nhwc_f32(
-                    uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
-                    uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
-                    uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
-                    uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
-                    size_t(s.in_channels), size_t(s.out_channels), packed.data(),
-                    constant(p.inputs[2]), lo, hi, 0, &op),
-                "convolution create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                                 size_t(s.in_width), x, y, tp),
-                "convolution setup for " + where);
+    case Op::kConv:
+      step = build_conv_step(p, constant(p.inputs[1]), constant(p.inputs[2]), x,
+                             {y, p.conv.out_channels, nullptr, p.conv.activation}, pool, where);
       break;
-    }
     case Op::kFullyConnected: {
       const float* w = constant(p.inputs[1]);
       std::vector<float> permuted;
@@ -313,32 +337,81 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
                                      const backends::SubgraphPlan& plan,
                                      const std::vector<float*>& buffers, const CpuPool& pool) {
   const std::vector<NodePlan>& nodes = plan.nodes;
+  const auto node_count = static_cast<uint32_t>(nodes.size());
   std::vector<int> uses(buffers.size(), 0);
-  for (const NodePlan& p : nodes) {
-    for (uint32_t t : p.inputs) {
+  std::vector<uint32_t> producer(buffers.size(), node_count);
+  for (uint32_t n = 0; n < node_count; ++n) {
+    for (uint32_t t : nodes[n].inputs) {
       if (t != CO_UP_NO_TENSOR) ++uses[t];
     }
+    producer[nodes[n].output] = n;
   }
-  std::vector<F32Step> steps;
-  steps.reserve(nodes.size());
-  for (uint32_t n = 0; n < nodes.size(); ++n) {
+  // A tensor only its one consumer in this sub-graph reads, so its producer may write elsewhere.
+  auto private_result = [&](uint32_t t) {
+    return uses[t] == 1 && !plan.is_output[t] && !plan.is_input[t] && producer[t] < node_count;
+  };
+  auto name = [&](uint32_t n) {
+    const char* text = element_at(graph.nodes, n).name;
+    return "node '" + std::string(text ? text : "?") + "'";
+  };
+  auto weights = [&](const NodePlan& p, size_t input) -> const float* {
+    const uint32_t t = p.inputs[input];
+    return t == CO_UP_NO_TENSOR ? nullptr
+                                : static_cast<const float*>(element_at(graph.tensors, t).data);
+  };
+
+  // Concat elision: a channel Concat whose inputs are all private convolution results gets them
+  // written straight into its output, each convolution at its channel offset with the Concat's
+  // channel count as pixel stride (GoogLeNet's inception and SqueezeNet's fire modules then copy
+  // nothing). conv_target[n] is where node n writes instead of its own buffer.
+  std::vector<std::optional<ConvTarget>> conv_target(node_count);
+  std::vector<bool> elided(node_count, false);
+  for (uint32_t n = 0; n < node_count; ++n) {
     const NodePlan& p = nodes[n];
-    if (n + 1 < nodes.size() && p.op == Op::kConv && p.conv.activation == Activation::kNone &&
-        avx512_conv_wins(p.conv) && uses[p.output] == 1 && !plan.is_output[p.output] &&
+    if (p.op != Op::kConcat || p.out_dims.size() != 4 || p.inputs.size() < 2 ||
+        p.in_dims[1] == p.out_dims[1] || !buffers[p.output]) {
+      continue;  // not a concatenation over channels
+    }
+    const bool all_convolutions = std::all_of(p.inputs.begin(), p.inputs.end(), [&](uint32_t t) {
+      return private_result(t) && nodes[producer[t]].op == Op::kConv &&
+             nodes[producer[t]].out_dims.size() == 4;
+    });
+    if (!all_convolutions) continue;
+    int64_t offset = 0;
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const NodePlan& conv = nodes[producer[p.inputs[i]]];
+      conv_target[producer[p.inputs[i]]] =
+          ConvTarget{buffers[p.output] + offset, p.out_dims[1], nullptr, conv.conv.activation};
+      offset += p.concat_axis[i];
+    }
+    elided[n] = true;
+  }
+
+  std::vector<F32Step> steps;
+  steps.reserve(node_count);
+  for (uint32_t n = 0; n < node_count; ++n) {
+    const NodePlan& p = nodes[n];
+    if (elided[n]) {
+      steps.emplace_back();  // the Concat: its inputs were written in place
+      continue;
+    }
+    if (conv_target[n]) {
+      steps.push_back(build_conv_step(p, weights(p, 1), weights(p, 2), buffers[p.inputs[0]],
+                                      *conv_target[n], pool, name(n)));
+      continue;
+    }
+    // Residual fusion: a convolution without activation whose only consumer is the next node, an
+    // Add in the same layer, adds the other operand in its epilogue (AVX-512 convolutions only).
+    if (n + 1 < node_count && p.op == Op::kConv && p.conv.activation == Activation::kNone &&
+        avx512_conv_wins(p.conv) && private_result(p.output) &&
         element_at(graph.nodes, n).layer == element_at(graph.nodes, n + 1).layer) {
       const NodePlan& add = nodes[n + 1];
       const uint32_t residual = residual_operand(p, add);
       if (residual != CO_UP_NO_TENSOR && buffers[residual] && add.out_dims == p.out_dims) {
-        const auto [lo, hi] = activation_range(add.activation);
-        const auto* weights = static_cast<const float*>(element_at(graph.tensors, p.inputs[1]).data);
-        const auto* bias = p.inputs[2] == CO_UP_NO_TENSOR
-                               ? nullptr
-                               : static_cast<const float*>(element_at(graph.tensors, p.inputs[2]).data);
-        auto conv = std::make_shared<Avx512Convolution>(
-            p.conv, F32ConvParams{weights, bias, lo, hi, buffers[residual]}, buffers[p.inputs[0]],
-            buffers[add.output]);
-        const CpuPool* pool_ptr = &pool;
-        steps.push_back(F32Step{{}, [conv, pool_ptr] { conv->run(*pool_ptr); }});
+        steps.push_back(build_conv_step(
+            p, weights(p, 1), weights(p, 2), buffers[p.inputs[0]],
+            {buffers[add.output], p.conv.out_channels, buffers[residual], add.activation}, pool,
+            name(n)));
         steps.emplace_back();  // the Add: done by the convolution
         ++n;
         continue;

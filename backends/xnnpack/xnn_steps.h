@@ -34,11 +34,13 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index,
                        const backends::NodePlan& plan, const std::vector<float*>& buffers,
                        const CpuPool& pool);
 
-// Every node's step of a sub-graph, in order, as build_f32_step makes them, with one fusion: a
-// convolution without activation whose only consumer is the next node, an Add in the same layer,
-// becomes one step that adds the other operand in its epilogue (AVX-512 convolutions only, see
-// avx512_conv.h); the Add's step is then empty. Per-layer hooks and results are unchanged, up to
-// rounding of the one addition.
+// Every node's step of a sub-graph, in order, as build_f32_step makes them, with two fusions that
+// save passes over memory (their nodes' steps are then empty; per-layer hooks still run):
+//  - a channel Concat whose inputs are all convolution results nothing else reads gets them
+//    written straight into its output (each convolution at its channel offset);
+//  - a convolution without activation whose only consumer is the next node, an Add in the same
+//    layer, adds the other operand in its epilogue (AVX-512 convolutions only, avx512_conv.h).
+// Results equal the unfused steps' up to the rounding of that one addition.
 std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
                                      const backends::SubgraphPlan& plan,
                                      const std::vector<float*>& buffers, const CpuPool& pool);
