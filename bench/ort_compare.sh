@@ -22,8 +22,9 @@
 #      summary.throughput_fps (frames after the first / time between their completions); ORT fps is
 #      1000 / median ms of its timed runs after warm-up. The table shows medians over reps; the
 #      pipeline column is the candidate with the best median.
-# Fraction of peak: 2 x MACs x fps / peak, where the peak is XNNPACK's f32 GEMM on one core as
-# co_up_bench_xnnpack prints it (median of 3 invocations); the pipeline and ORT-2 columns are
+# Fraction of peak: 2 x MACs x fps / peak, where the peak is one core's f32 peak as
+# co_up_bench_xnnpack prints it (an AVX-512 FMA loop in registers where the CPU has AVX-512, else
+# XNNPACK's f32 GEMM 1024^3; median of 3 invocations); the pipeline and ORT-2 columns are
 # against two cores' peak (2 x peak).
 #
 # Contention: for every run, other processes' CPU use (cores, from /proc/stat minus the run's own
@@ -71,7 +72,8 @@ results=${out}/runs.jsonl   # one JSON line per measured run
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ort_compare: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc --all) CPUs, load average ${load_before}; results in ${out}"
 
-# Peak f32 FLOP/s of one core (XNNPACK GEMM), median of 3 invocations; 0 when the bench is absent.
+# Peak f32 FLOP/s of one core (co_up_bench_xnnpack), median of 3 invocations; 0 when the bench is
+# absent.
 peak=0
 if [[ -x ${build}/co_up_bench_xnnpack ]]; then
   peaks=()
@@ -83,7 +85,7 @@ if [[ -x ${build}/co_up_bench_xnnpack ]]; then
   if [[ ${#peaks[@]} -gt 0 ]]; then
     peak=$(printf '%s\n' "${peaks[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}')
   fi
-  echo "peak: XNNPACK f32 GEMM 1024^3, 1 thread, core 0: ${peak} GFLOP/s (runs: ${peaks[*]:-none})"
+  echo "peak: one core's f32 peak (co_up_bench_xnnpack), core 0: ${peak} GFLOP/s (runs: ${peaks[*]:-none})"
 else
   echo "peak: ${build}/co_up_bench_xnnpack not built, fraction of peak not reported"
 fi

@@ -138,8 +138,8 @@ constexpr auto kTiles = make_all_tiles(std::make_integer_sequence<int, kMaxVecto
 
 bool avx512_conv_wins(const Conv2dShape& s) {
   return avx512_gemm_available() && !s.is_depthwise() &&
-         s.kernel_h * s.kernel_w * (s.in_channels / s.group) >= 64 &&
-         s.out_channels / s.group >= 32;
+         s.kernel_h * s.kernel_w * (s.in_channels / s.group) >= 96 &&
+         s.out_channels / s.group >= 64 && s.batch * s.out_height() * s.out_width() >= kMaxRows;
 }
 
 bool avx512_gemm_available() {

@@ -31,11 +31,12 @@ namespace co_up::xnnpack {
 // CO_UP_NO_AVX512_GEMM is set (to compare with XNNPACK's kernels on the same machine).
 bool avx512_gemm_available();
 
-// The shapes where these kernels beat XNNPACK's on this class of CPU (bench/README.md, "AVX-512
-// convolutions"): reduction depth kH*kW*C/group >= 64 and >= 32 output channels per group.
-// Shorter reductions (MobileNetV2's 24->144 1x1) pay the tile's fixed cost on too few FMAs, and 16
-// output channels fill only half a tile; depthwise convolutions are memory-bound. False wherever
-// avx512_gemm_available() is.
+// The shapes where these kernels beat XNNPACK's on this class of CPU (`co_up_bench_xnnpack
+// --convs`, bench/README.md): reduction depth kH*kW*C/group >= 96, >= 64 output channels per
+// group and at least one full tile of 8 output pixels. Shallower reductions (MobileNetV2's
+// 24->144 1x1) pay the tile's fixed cost on too few FMAs; 16-48 output channels leave blocks half
+// empty; a single pixel is a matrix-vector product. Depthwise convolutions are memory-bound and
+// stay on XNNPACK. False wherever avx512_gemm_available() is.
 bool avx512_conv_wins(const backends::Conv2dShape& shape);
 
 struct F32ConvParams {

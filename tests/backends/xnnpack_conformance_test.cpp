@@ -209,9 +209,9 @@ TEST(XnnpackConformance, Conv) {
       {{1, 4, 12, 12}, 6, 3, 1, 2, 1, "none", true, 2},   // dilated
       // Deep enough for the AVX-512 path where the CPU has it (avx512_conv_wins): tails of
       // pixels and of column blocks, groups, batch 2.
-      {{1, 32, 11, 13}, 40, 3, 1, 1, 1, "relu", true},
-      {{2, 64, 9, 9}, 96, 3, 2, 1, 2, "relu6", true},
-      {{1, 64, 7, 9}, 33, 1, 1, 0, 1, "none", false},
+      {{1, 32, 11, 13}, 72, 3, 1, 1, 1, "relu", true},
+      {{2, 64, 9, 9}, 128, 3, 2, 1, 2, "relu6", true},
+      {{1, 128, 7, 9}, 80, 1, 1, 0, 1, "none", false},
   };
   int i = 0;
   for (const ConvCase& cc : cases) {
