@@ -243,33 +243,13 @@ Int8Partition::Int8Partition(const co_up_subgraph_desc& graph, const backends::D
       // W[M, C/g, kH, kW] -> [M, kH, kW, C/g], then one scale per output channel.
       const Conv2dShape& s = p.conv;
       const int64_t gin = s.in_channels / s.group, taps = s.kernel_h * s.kernel_w;
-      const float* w = constant(p.inputs[1]);
-      std::vector<float> ohwi(static_cast<size_t>(s.out_channels * gin * taps));
-      for (int64_t m = 0; m < s.out_channels; ++m) {
-        for (int64_t ci = 0; ci < gin; ++ci) {
-          for (int64_t t = 0; t < taps; ++t) {
-            ohwi[static_cast<size_t>((m * taps + t) * gin + ci)] = w[(m * gin + ci) * taps + t];
-          }
-        }
-      }
+      const std::vector<float> ohwi = xnnpack::conv_weights_ohwi(constant(p.inputs[1]), s);
       node.weights = quantize_weights(ohwi.data(), s.out_channels, gin * taps);
       if (const float* b = constant(p.inputs[2])) node.bias.assign(b, b + s.out_channels);
     } else if (p.op == Op::kFullyConnected) {
-      const float* w = constant(p.inputs[1]);
-      std::vector<float> permuted;
-      if (needs_transpose(p.in_dims)) {
-        // The input is NHWC inside: W's columns from (c, h, w) to (h, w, c) order.
-        const int64_t ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
-        permuted.resize(static_cast<size_t>(p.fc_out * p.fc_in));
-        for (int64_t m = 0; m < p.fc_out; ++m) {
-          for (int64_t ci = 0; ci < ch; ++ci) {
-            for (int64_t q = 0; q < plane; ++q) {
-              permuted[static_cast<size_t>(m * p.fc_in + q * ch + ci)] = w[m * p.fc_in + ci * plane + q];
-            }
-          }
-        }
-        w = permuted.data();
-      }
+      std::vector<float> permuted;  // the input is NHWC inside
+      const float* w = xnnpack::fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out,
+                                                    p.fc_in, permuted);
       node.weights = quantize_weights(w, p.fc_out, p.fc_in);
       if (const float* b = constant(p.inputs[2])) node.bias.assign(b, b + p.fc_out);
     }

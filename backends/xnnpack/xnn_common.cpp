@@ -58,4 +58,32 @@ bool needs_transpose(const std::vector<int64_t>& d) {
   return d.size() == 4 && d[1] > 1 && d[2] * d[3] > 1;
 }
 
+std::vector<float> conv_weights_ohwi(const float* w, const backends::Conv2dShape& s) {
+  const int64_t gin = s.in_channels / s.group, taps = s.kernel_h * s.kernel_w;
+  std::vector<float> ohwi(static_cast<size_t>(s.out_channels * gin * taps));
+  for (int64_t m = 0; m < s.out_channels; ++m) {
+    for (int64_t ci = 0; ci < gin; ++ci) {
+      for (int64_t t = 0; t < taps; ++t) {
+        ohwi[static_cast<size_t>((m * taps + t) * gin + ci)] = w[(m * gin + ci) * taps + t];
+      }
+    }
+  }
+  return ohwi;
+}
+
+const float* fc_weights_for_nhwc(const float* w, const std::vector<int64_t>& input_dims,
+                                 int64_t fc_out, int64_t fc_in, std::vector<float>& storage) {
+  if (!needs_transpose(input_dims)) return w;
+  const int64_t ch = input_dims[1], plane = input_dims[2] * input_dims[3];
+  storage.resize(static_cast<size_t>(fc_out * fc_in));
+  for (int64_t m = 0; m < fc_out; ++m) {
+    for (int64_t ci = 0; ci < ch; ++ci) {
+      for (int64_t q = 0; q < plane; ++q) {
+        storage[static_cast<size_t>(m * fc_in + q * ch + ci)] = w[m * fc_in + ci * plane + q];
+      }
+    }
+  }
+  return storage.data();
+}
+
 }  // namespace co_up::xnnpack

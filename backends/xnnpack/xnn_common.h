@@ -65,6 +65,16 @@ int64_t internal_axis(int64_t axis, size_t rank);
 void split_at_axis(const std::vector<int64_t>& dims, int64_t axis, int64_t* outer,
                    int64_t* axis_len, int64_t* inner);
 
+// Convolution weights W[M, C/g, kH, kW] (the ABI's OIHW) in XNNPACK's per-group OHWI order
+// [M, kH, kW, C/g], the order in which an NHWC input is read.
+std::vector<float> conv_weights_ohwi(const float* w, const backends::Conv2dShape& s);
+
+// Fully connected weights [M, K] for an input that is NHWC inside: when `input_dims` (the ABI's
+// NCHW dims) needs_transpose, K's columns are reordered from (c, h, w) to (h, w, c) into
+// `storage` and its data returned; otherwise `w` itself.
+const float* fc_weights_for_nhwc(const float* w, const std::vector<int64_t>& input_dims,
+                                 int64_t fc_out, int64_t fc_in, std::vector<float>& storage);
+
 // A 4-D tensor whose NHWC and NCHW element orders differ (C > 1 and H*W > 1): layout changes at
 // the partition's boundary and at Flatten/Reshape cost a transpose only for these.
 bool needs_transpose(const std::vector<int64_t>& dims);

@@ -57,16 +57,7 @@ F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bi
     backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual on XNNPACK's convolution for " + where);
   }
   const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
-  // W[M, C/g, kH, kW] -> [M, kH, kW, C/g] (XNNPACK's per-group OHWI).
-  const int64_t taps = s.kernel_h * s.kernel_w;
-  std::vector<float> packed(static_cast<size_t>(s.out_channels * gin * taps));
-  for (int64_t m = 0; m < s.out_channels; ++m) {
-    for (int64_t ci = 0; ci < gin; ++ci) {
-      for (int64_t t = 0; t < taps; ++t) {
-        packed[static_cast<size_t>((m * taps + t) * gin + ci)] = weights[(m * gin + ci) * taps + t];
-      }
-    }
-  }
+  const std::vector<float> packed = conv_weights_ohwi(weights, s);
   xnn_operator_t op = nullptr;
   check_xnn(xnn_create_convolution2d_nhwc_f32(
                 uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
@@ -114,21 +105,8 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                              {y, p.conv.out_channels, nullptr, p.conv.activation}, pool, where);
       break;
     case Op::kFullyConnected: {
-      const float* w = constant(p.inputs[1]);
       std::vector<float> permuted;
-      if (needs_transpose(p.in_dims)) {
-        // The input is NHWC inside: reorder W's columns from (c, h, w) to (h, w, c) once.
-        const int64_t ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
-        permuted.resize(static_cast<size_t>(p.fc_out * p.fc_in));
-        for (int64_t m = 0; m < p.fc_out; ++m) {
-          for (int64_t ci = 0; ci < ch; ++ci) {
-            for (int64_t q = 0; q < plane; ++q) {
-              permuted[static_cast<size_t>(m * p.fc_in + q * ch + ci)] = w[m * p.fc_in + ci * plane + q];
-            }
-          }
-        }
-        w = permuted.data();
-      }
+      const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
       xnn_operator_t op = nullptr;
       check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
