@@ -63,6 +63,18 @@ void check_clblast(clblast::StatusCode status, const std::string& what) {
                                        std::to_string(code) + " (see clblast.h StatusCode)");
 }
 
+// Elements per work-item of the per-channel element-wise kernels; passed to the kernel build as
+// -DROW_CHUNK so host and kernels agree.
+constexpr int64_t kRowChunk = 64;
+
+// Grouped convolutions with up to this many groups run one GEMM per group (see conv_step).
+constexpr size_t kMaxPerGroupGemms = 8;
+
+// Work-items of a kernel that gives each one ROW_CHUNK elements of each of `rows` rows.
+int64_t chunked_items(int64_t rows, int64_t row_length) {
+  return rows * ((row_length + kRowChunk - 1) / kRowChunk);
+}
+
 cl_int act_code(Activation a) {
   switch (a) {
     case Activation::kRelu: return 1;
@@ -175,13 +187,19 @@ Launch make_launch(co_up_compiled& c, const char* name, int64_t items) {
            "clGetKernelWorkGroupInfo");
   clGetKernelWorkGroupInfo(kernel.get(), dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
                            sizeof(multiple), &multiple, nullptr);
-  size_t local = c.device->work_group_size ? c.device->work_group_size : 256;
+  const size_t n = static_cast<size_t>(items);
+  size_t local = c.device->work_group_size;
+  if (local == 0) {
+    // Up to 256, but small enough that every compute unit gets a few work-groups: kernels that
+    // give each work-item a whole row have few work-items.
+    const size_t units = std::max<uint32_t>(1, c.device->info.compute_units);
+    local = std::clamp<size_t>(n / (4 * units), multiple, 256);
+  }
   local = std::max<size_t>(1, std::min(local, kernel_max));
   if (multiple > 1 && local >= multiple) local -= local % multiple;
   Launch launch;
   launch.kernel = kernel.get();
   launch.local = local;
-  const size_t n = static_cast<size_t>(items);
   launch.global = (n + local - 1) / local * local;
   c.kernels.push_back(std::move(kernel));
   return launch;
@@ -219,14 +237,14 @@ Step conv_step(co_up_compiled& c, const co_up_subgraph_desc& graph, const NodePl
   const cl_mem bias = p.inputs[2] != CO_UP_NO_TENSOR ? c.buffers[p.inputs[2]].get() : w;
   const cl_int has_bias = p.inputs[2] != CO_UP_NO_TENSOR;
   const cl_mem y = c.buffers[p.output].get();
-  const int64_t count = s.batch * s.out_channels * plane;
   Step step;
   if (s.is_depthwise()) {
-    Launch dw = make_launch(c, "depthwise_conv2d", count);
+    const int64_t rows = s.batch * s.out_channels * oh;  // one work-item per output row
+    Launch dw = make_launch(c, "depthwise_conv2d", rows);
     KernelArgs(dw.kernel).mem(x).mem(w).mem(bias).i(has_bias).i(s.in_channels).i(s.in_height)
         .i(s.in_width).i(s.out_channels).i(s.kernel_h).i(s.kernel_w).i(s.stride_h).i(s.stride_w)
         .i(s.pad_top).i(s.pad_left).i(s.dilation_h).i(s.dilation_w).i(oh).i(ow)
-        .i(act_code(s.activation)).mem(y).i(count);
+        .i(act_code(s.activation)).mem(y).i(rows);
     step.enqueue = [dw](co_up_compiled& cc) { dw.enqueue(cc.queue.get()); };
     return step;
   }
@@ -243,10 +261,13 @@ Step conv_step(co_up_compiled& c, const co_up_subgraph_desc& graph, const NodePl
   if (!direct) {
     const int64_t col_count = static_cast<int64_t>(groups * k * n);
     *col_floats = std::max(*col_floats, static_cast<size_t>(col_count));
-    im2col = make_launch(c, "im2col", col_count);
+    im2col = make_launch(c, "im2col", static_cast<int64_t>(groups * k) * oh);  // per (row, oh)
     // Arguments 0 (x) and 1 (offset) and 15 (col) are set per run: the scratch is shared.
   }
-  if (groups == 1) {
+  // Few groups (AlexNet's 2): one GEMM per group, with the shared temporary buffer. Many groups:
+  // CLBlast's strided batched GEMM, one call (it allocates its own temporaries).
+  const bool per_group_gemm = groups <= kMaxPerGroupGemms;
+  if (per_group_gemm) {
     size_t temp = 0;
     cl_command_queue q = c.queue.get();
     check_clblast(clblast::GemmTempBufferSize<float>(clblast::Layout::kRowMajor,
@@ -258,9 +279,10 @@ Step conv_step(co_up_compiled& c, const co_up_subgraph_desc& graph, const NodePl
   }
   std::optional<Launch> epilogue;
   if (has_bias || s.activation != Activation::kNone) {
-    epilogue = make_launch(c, "bias_activation", count);
+    const int64_t items = chunked_items(s.batch * s.out_channels, plane);
+    epilogue = make_launch(c, "bias_activation", items);
     KernelArgs(epilogue->kernel).mem(y).mem(bias).i(has_bias).i(s.out_channels).i(plane)
-        .i(act_code(s.activation)).i(count);
+        .i(act_code(s.activation)).i(items);
   }
   const Conv2dShape shape = s;
   step.enqueue = [=](co_up_compiled& cc) {
@@ -273,18 +295,26 @@ Step conv_step(co_up_compiled& c, const co_up_subgraph_desc& graph, const NodePl
             .i(shape.in_height).i(shape.in_width).i(shape.kernel_h).i(shape.kernel_w)
             .i(shape.stride_h).i(shape.stride_w).i(shape.pad_top).i(shape.pad_left)
             .i(shape.dilation_h).i(shape.dilation_w).i(oh).i(ow).mem(cc.col)
-            .i(static_cast<int64_t>(groups * k * n));
+            .i(static_cast<int64_t>(groups * k) * oh);
         im2col->enqueue(q);
         b = cc.col;
         b_offset = 0;
       }
       const size_t c_offset = static_cast<size_t>(img) * out_image;
-      if (groups == 1) {
-        check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
-                                           clblast::Transpose::kNo, m, n, k, 1.0f, w, 0, k, b,
-                                           b_offset, n, 0.0f, y, c_offset, n, &q, nullptr,
-                                           cc.gemm_temp),
-                      "Gemm for a convolution");
+      if (groups == 1 && n == 1) {
+        // A 1x1 output plane (a classifier written as a convolution): matrix-vector product.
+        check_clblast(clblast::Gemv<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo, m,
+                                           k, 1.0f, w, 0, k, b, b_offset, 1, 0.0f, y, c_offset, 1,
+                                           &q, nullptr),
+                      "Gemv for a convolution with a 1x1 output");
+      } else if (per_group_gemm) {
+        for (size_t g = 0; g < groups; ++g) {
+          check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
+                                             clblast::Transpose::kNo, m, n, k, 1.0f, w, g * m * k,
+                                             k, b, b_offset + g * k * n, n, 0.0f, y,
+                                             c_offset + g * m * n, n, &q, nullptr, cc.gemm_temp),
+                        "Gemm for a convolution");
+        }
       } else {
         check_clblast(clblast::GemmStridedBatched<float>(
                           clblast::Layout::kRowMajor, clblast::Transpose::kNo,
@@ -320,6 +350,7 @@ Step fully_connected_step(co_up_compiled& c, const NodePlan& p, size_t* temp_byt
   }
   std::optional<Launch> epilogue;
   if (has_bias || p.activation != Activation::kNone) {
+    // Rows of one element (y[n][m] gets bias[m]): one work-item each.
     epilogue = make_launch(c, "bias_activation", count);
     KernelArgs(epilogue->kernel).mem(y).mem(bias).i(has_bias).i(p.fc_out).i(1)
         .i(act_code(p.activation)).i(count);
@@ -365,19 +396,21 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
       break;
     case Op::kMaxPool: {
       const Pool2dShape& s = p.pool;
-      Launch l = make_launch(c, "max_pool2d", count);
+      const int64_t rows = count / s.out_width();  // one work-item per output row
+      Launch l = make_launch(c, "max_pool2d", rows);
       KernelArgs(l.kernel).mem(x).i(s.in_height).i(s.in_width).i(s.kernel_h).i(s.kernel_w)
           .i(s.stride_h).i(s.stride_w).i(s.pad_top).i(s.pad_left).i(s.out_height())
-          .i(s.out_width()).mem(y).i(count);
+          .i(s.out_width()).mem(y).i(rows);
       single(l);
       break;
     }
     case Op::kAveragePool: {
       const Pool2dShape& s = p.pool;
-      Launch l = make_launch(c, "average_pool2d", count);
+      const int64_t rows = count / s.out_width();  // one work-item per output row
+      Launch l = make_launch(c, "average_pool2d", rows);
       KernelArgs(l.kernel).mem(x).i(s.in_height).i(s.in_width).i(s.kernel_h).i(s.kernel_w)
           .i(s.stride_h).i(s.stride_w).i(s.pad_top).i(s.pad_left).i(s.pad_bottom).i(s.pad_right)
-          .i(s.count_include_pad).i(s.out_height()).i(s.out_width()).mem(y).i(count);
+          .i(s.count_include_pad).i(s.out_height()).i(s.out_width()).mem(y).i(rows);
       single(l);
       break;
     }
@@ -413,9 +446,11 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
       break;
     }
     case Op::kLrn: {
-      Launch l = make_launch(c, "lrn", count);
-      KernelArgs(l.kernel).mem(x).i(p.in_dims[1]).i(p.in_dims[2] * p.in_dims[3]).i(p.size)
-          .f(p.value0).f(p.value1).f(p.value2).mem(y).i(count);
+      const int64_t plane = p.in_dims[2] * p.in_dims[3];
+      const int64_t items = chunked_items(count / plane, plane);
+      Launch l = make_launch(c, "lrn", items);
+      KernelArgs(l.kernel).mem(x).i(p.in_dims[1]).i(plane).i(p.size)
+          .f(p.value0).f(p.value1).f(p.value2).mem(y).i(items);
       single(l);
       break;
     }
@@ -438,8 +473,9 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
       const cl_mem mul = c.extra.back().get();
       c.extra.emplace_back(make_buffer(c, offset.size() * 4, flags, offset.data(), "batch-norm offset"));
       const cl_mem off = c.extra.back().get();
-      Launch l = make_launch(c, "batch_norm", count);
-      KernelArgs(l.kernel).mem(x).mem(mul).mem(off).i(channels).i(plane).mem(y).i(count);
+      const int64_t items = chunked_items(count / plane, plane);
+      Launch l = make_launch(c, "batch_norm", items);
+      KernelArgs(l.kernel).mem(x).mem(mul).mem(off).i(channels).i(plane).mem(y).i(items);
       single(l);
       break;
     }
@@ -449,9 +485,10 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
       int64_t column = 0;
       for (size_t i = 0; i < p.inputs.size(); ++i) {
         const int64_t block = p.concat_axis[i] * p.inner;
-        Launch l = make_launch(c, "concat_slice", p.outer * block);
+        const int64_t items = chunked_items(p.outer, block);
+        Launch l = make_launch(c, "concat_slice", items);
         KernelArgs(l.kernel).mem(c.buffers[p.inputs[i]].get()).i(block).i(total).i(column).mem(y)
-            .i(p.outer * block);
+            .i(items);
         parts.push_back(l);
         column += block;
       }
@@ -628,7 +665,7 @@ co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
     std::string platform_sel;
     std::string device_sel;
     std::string cache_dir = default_cache_dir();
-    std::string build_options = "-cl-std=CL1.2";
+    std::string build_options = "-cl-std=CL1.2 -DROW_CHUNK=" + std::to_string(kRowChunk);
     backends::for_each_option(options, option_count, [&](std::string_view key,
                                                          std::string_view value_view) {
       const std::string value(value_view);

@@ -115,8 +115,14 @@ std::vector<OpCase> all_cases() {
       conv_case("Conv5x5Stride2AsymmetricPadsRelu6", {1, 3, 17, 15}, 6, 5, 5, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, "relu6", false),
       conv_case("Conv1x1DirectBatch2", {2, 16, 7, 9}, 24, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "none", true),
       conv_case("Conv1x1Stride2", {1, 16, 8, 8}, 8, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, "none", true),
+      // A 1x1 output plane (MobileNet's classifier), batch 2: one GEMV per image.
+      conv_case("Conv1x1OnePixelGemvBatch2", {2, 40, 1, 1}, 30, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "relu", true),
+      // A 3x3 window over a 3x3 input: im2col, then GEMV.
+      conv_case("Conv3x3ToOnePixel", {1, 5, 3, 3}, 7, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "none", true),
       conv_case("ConvGrouped", {1, 8, 10, 10}, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, "relu", true),
       conv_case("ConvDilated", {1, 4, 13, 13}, 5, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, "none", true),
+      // More groups than the plugin runs as one GEMM each: CLBlast's strided batched GEMM.
+      conv_case("ConvGrouped16Batched", {1, 32, 9, 9}, 48, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, "relu", true),
       conv_case("ConvAlexNetConv1Shape", {1, 3, 67, 67}, 16, 11, 11, {4, 4}, {0, 0, 0, 0}, {1, 1}, 1, "relu", true),
       conv_case("DepthwiseStride2", {1, 8, 15, 15}, 8, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 8, "relu6", true),
       conv_case("DepthwiseMultiplier2", {2, 4, 9, 9}, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4, "none", false),
@@ -137,6 +143,12 @@ std::vector<OpCase> all_cases() {
       unary_case("LRN", "LRN", {1, 7, 5, 5}, {}, [](B&) {
         return std::vector<co_up_attr>{B::integer("size", 5), B::real("alpha", 1e-1),
                                        B::real("beta", 0.75), B::real("bias", 2.0)};
+      }),
+      // A plane of 99 elements: more than one ROW_CHUNK (64) per work-item; beta other than 0.75
+      // (which the kernel computes with rsqrt).
+      unary_case("LRNPlaneOverOneChunk", "LRN", {2, 6, 9, 11}, {}, [](B&) {
+        return std::vector<co_up_attr>{B::integer("size", 3), B::real("alpha", 1e-1),
+                                       B::real("beta", 0.6), B::real("bias", 1.0)};
       }),
       unary_case("SoftmaxVector", "Softmax", {2, 1000}, {}, [](B&) {
         return std::vector<co_up_attr>{B::integer("axis", 1)};

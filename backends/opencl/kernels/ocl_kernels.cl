@@ -1,14 +1,20 @@
 // co_up opencl backend: every kernel that is not a GEMM (convolution and fully connected layers
-// run through CLBlast after `im2col`). OpenCL C 1.2, f32, NCHW, one work-item per output element
-// unless a kernel says otherwise; every kernel checks its index against `count`, so the host may
-// round the global size up to a multiple of the work-group size it picked for the device.
+// run through CLBlast after `im2col`). OpenCL C 1.2, f32, NCHW. Every kernel checks its index
+// against `count` (the number of work-items it needs), so the host may round the global size up to
+// a multiple of the work-group size it picked for the device.
+//
+// Work split: kernels that need a channel or a window position give each work-item one output
+// row (or a ROW_CHUNK-element piece of one) and loop along it, so the index arithmetic (integer
+// divisions) and the bounds checks are paid once per row, not per element. With one work-item per
+// element they were 10-20x slower on PoCL (its work-group vectoriser scalarises the divisions and
+// the masked loads); on GPUs a work-item still gets tens of elements, which keeps them busy.
 //
 // Tunables (CLBlast-style: a default here, the host may pass -DNAME=value at build time).
 #ifndef WPT
 #define WPT 1  // elements per work-item in element-wise kernels (grid-stride loop)
 #endif
-#ifndef DW_UNROLL
-#define DW_UNROLL 1  // 1: let the compiler decide; the depthwise window is small anyway
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 64  // elements per work-item in per-channel element-wise kernels
 #endif
 
 // Test-only: the host defines this to check that build failures report the build log.
@@ -35,6 +41,7 @@ inline float activate(float v, int act) {
 
 // One image, all channels: col[c * kH * kW + ki * kW + kj][oh * OW + ow], zero outside the input.
 // Channels are outermost, so the rows of group g are the contiguous block g * (C/group) * kH * kW.
+// One work-item per (row, oh): count = C * kH * kW * OH.
 __kernel void im2col(__global const float* restrict x, const int x_offset, const int channels,
                      const int height, const int width, const int kernel_h, const int kernel_w,
                      const int stride_h, const int stride_w, const int pad_top,
@@ -43,33 +50,46 @@ __kernel void im2col(__global const float* restrict x, const int x_offset, const
                      const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int ow = i % out_w;
-  const int oh = (i / out_w) % out_h;
-  const int row = i / (out_w * out_h);
+  const int oh = i % out_h;
+  const int row = i / out_h;
   const int kj = row % kernel_w;
   const int ki = (row / kernel_w) % kernel_h;
   const int c = row / (kernel_w * kernel_h);
   const int h = oh * stride_h - pad_top + ki * dilation_h;
-  const int w = ow * stride_w - pad_left + kj * dilation_w;
-  float v = 0.0f;
-  if (h >= 0 && h < height && w >= 0 && w < width) {
-    v = x[x_offset + (c * height + h) * width + w];
+  __global float* dst = col + i * out_w;
+  if (h < 0 || h >= height) {
+    for (int ow = 0; ow < out_w; ++ow) dst[ow] = 0.0f;
+    return;
   }
-  col[i] = v;
+  // Input column ow * stride_w + off; in the image for ow in [lo, hi).
+  const int off = kj * dilation_w - pad_left;
+  const int lo = min(out_w, off < 0 ? (-off + stride_w - 1) / stride_w : 0);
+  const int hi = max(lo, min(out_w, width - off <= 0 ? 0 : (width - 1 - off) / stride_w + 1));
+  __global const float* src = x + x_offset + (c * height + h) * width;
+  for (int ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;
+  for (int ow = lo; ow < hi; ++ow) dst[ow] = src[ow * stride_w + off];
+  for (int ow = hi; ow < out_w; ++ow) dst[ow] = 0.0f;
 }
 
-// y[item][p] = act(y[item][p] + bias[item % channels]) over `count` = items * plane elements.
+// y[r][p] = act(y[r][p] + bias[r % channels]) over rows r of `plane` elements; one work-item per
+// ROW_CHUNK elements of a row: count = rows * chunks, chunks = ceil(plane / ROW_CHUNK).
 __kernel void bias_activation(__global float* restrict y, __global const float* restrict bias,
                               const int has_bias, const int channels, const int plane,
                               const int act, const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  float v = y[i];
-  if (has_bias) v += bias[(i / plane) % channels];
-  y[i] = activate(v, act);
+  const int chunks = (plane + ROW_CHUNK - 1) / ROW_CHUNK;
+  const int r = i / chunks;
+  const int begin = (i - r * chunks) * ROW_CHUNK;
+  const int end = min(begin + ROW_CHUNK, plane);
+  const float b = has_bias ? bias[r % channels] : 0.0f;
+  __global float* row = y + r * plane;
+  for (int p = begin; p < end; ++p) row[p] = activate(row[p] + b, act);
 }
 
-// Depthwise (group == C, M = C * multiplier): y[n, m, oh, ow] with input channel m / multiplier.
+// Depthwise (group == C, M = C * multiplier), input channel m / multiplier. One work-item per
+// output row (n, m, oh): count = N * M * OH. The row is accumulated in place, one kernel tap at a
+// time over the output columns whose input column is inside the image (no per-element checks).
 __kernel void depthwise_conv2d(__global const float* restrict x, __global const float* restrict w,
                                __global const float* restrict bias, const int has_bias,
                                const int channels, const int height, const int width,
@@ -80,34 +100,32 @@ __kernel void depthwise_conv2d(__global const float* restrict x, __global const 
                                __global float* restrict y, const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int ow = i % out_w;
-  const int oh = (i / out_w) % out_h;
-  const int m = (i / (out_w * out_h)) % out_channels;
-  const int n = i / (out_w * out_h * out_channels);
+  const int oh = i % out_h;
+  const int m = (i / out_h) % out_channels;
+  const int n = i / (out_h * out_channels);
   const int c = m / (out_channels / channels);
   __global const float* src = x + (n * channels + c) * height * width;
   __global const float* ker = w + m * kernel_h * kernel_w;
-  const int h0 = oh * stride_h - pad_top;
-  const int w0 = ow * stride_w - pad_left;
-  float sum = 0.0f;
-#if DW_UNROLL > 1
-#pragma unroll DW_UNROLL
-#endif
+  __global float* dst = y + i * out_w;
+  const float b = has_bias ? bias[m] : 0.0f;
+  for (int ow = 0; ow < out_w; ++ow) dst[ow] = 0.0f;
   for (int ki = 0; ki < kernel_h; ++ki) {
-    const int h = h0 + ki * dilation_h;
+    const int h = oh * stride_h - pad_top + ki * dilation_h;
     if (h < 0 || h >= height) continue;
+    __global const float* src_row = src + h * width;
     for (int kj = 0; kj < kernel_w; ++kj) {
-      const int ww = w0 + kj * dilation_w;
-      if (ww < 0 || ww >= width) continue;
-      sum = fma(src[h * width + ww], ker[ki * kernel_w + kj], sum);
+      const int off = kj * dilation_w - pad_left;
+      const int lo = min(out_w, off < 0 ? (-off + stride_w - 1) / stride_w : 0);
+      const int hi = min(out_w, width - off <= 0 ? 0 : (width - 1 - off) / stride_w + 1);
+      const float k = ker[ki * kernel_w + kj];
+      for (int ow = lo; ow < hi; ++ow) dst[ow] = fma(src_row[ow * stride_w + off], k, dst[ow]);
     }
   }
-  if (has_bias) sum += bias[m];
-  y[i] = activate(sum, act);
+  for (int ow = 0; ow < out_w; ++ow) dst[ow] = activate(dst[ow] + b, act);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pooling: one work-item per output; padding never wins a max.
+// Pooling: one work-item per output row (plane, oh): count = planes * OH. Padding never wins a max.
 
 __kernel void max_pool2d(__global const float* restrict x, const int height, const int width,
                          const int kernel_h, const int kernel_w, const int stride_h,
@@ -116,22 +134,24 @@ __kernel void max_pool2d(__global const float* restrict x, const int height, con
                          const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int ow = i % out_w;
-  const int oh = (i / out_w) % out_h;
-  const int plane = i / (out_w * out_h);
+  const int oh = i % out_h;
+  const int plane = i / out_h;
   __global const float* src = x + plane * height * width;
+  __global float* dst = y + i * out_w;
   const int h0 = oh * stride_h - pad_top;
-  const int w0 = ow * stride_w - pad_left;
   const int hb = max(h0, 0), he = min(h0 + kernel_h, height);
-  const int wb = max(w0, 0), we = min(w0 + kernel_w, width);
-  float best = -INFINITY;
-  for (int h = hb; h < he; ++h) {
-    for (int w = wb; w < we; ++w) {
-      const float v = src[h * width + w];
-      best = best > v ? best : v;
+  for (int ow = 0; ow < out_w; ++ow) {
+    const int w0 = ow * stride_w - pad_left;
+    const int wb = max(w0, 0), we = min(w0 + kernel_w, width);
+    float best = -INFINITY;
+    for (int h = hb; h < he; ++h) {
+      for (int w = wb; w < we; ++w) {
+        const float v = src[h * width + w];
+        best = best > v ? best : v;
+      }
     }
+    dst[ow] = best;
   }
-  y[i] = best;
 }
 
 // Divisor: in-image elements, or with count_include_pad the window clipped to the padded image.
@@ -143,23 +163,26 @@ __kernel void average_pool2d(__global const float* restrict x, const int height,
                              __global float* restrict y, const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int ow = i % out_w;
-  const int oh = (i / out_w) % out_h;
-  const int plane = i / (out_w * out_h);
+  const int oh = i % out_h;
+  const int plane = i / out_h;
   __global const float* src = x + plane * height * width;
+  __global float* dst = y + i * out_w;
   const int h0 = oh * stride_h - pad_top;
-  const int w0 = ow * stride_w - pad_left;
   const int hb = max(h0, 0), he = min(h0 + kernel_h, height);
-  const int wb = max(w0, 0), we = min(w0 + kernel_w, width);
-  float sum = 0.0f;
-  for (int h = hb; h < he; ++h) {
-    for (int w = wb; w < we; ++w) sum += src[h * width + w];
+  for (int ow = 0; ow < out_w; ++ow) {
+    const int w0 = ow * stride_w - pad_left;
+    const int wb = max(w0, 0), we = min(w0 + kernel_w, width);
+    float sum = 0.0f;
+    for (int h = hb; h < he; ++h) {
+      for (int w = wb; w < we; ++w) sum += src[h * width + w];
+    }
+    int n = (he - hb) * (we - wb);
+    if (count_include_pad) {
+      n = (min(h0 + kernel_h, height + pad_bottom) - h0) *
+          (min(w0 + kernel_w, width + pad_right) - w0);
+    }
+    dst[ow] = n > 0 ? sum / (float)n : 0.0f;
   }
-  int n = (he - hb) * (we - wb);
-  if (count_include_pad) {
-    n = (min(h0 + kernel_h, height + pad_bottom) - h0) * (min(w0 + kernel_w, width + pad_right) - w0);
-  }
-  y[i] = n > 0 ? sum / (float)n : 0.0f;
 }
 
 // One work-item per plane (planes are small at the end of a CNN).
@@ -226,46 +249,76 @@ __kernel void add(__global const float* a, __global const float* b, __global flo
 // ---------------------------------------------------------------------------------------------
 // Normalisation
 
-// ONNX LRN across channels: window floor((size-1)/2) below, ceil((size-1)/2) above.
+// v^-beta for v > 0. pow() cost ~200 ns per element on PoCL (SLEEF, scalar) and made LRN the
+// slowest layer of GoogLeNet; beta = 0.75 (AlexNet, GoogLeNet, Caffe's default) is
+// rsqrt(v) * sqrt(rsqrt(v)), two hardware operations.
+inline float inverse_power(float v, float beta) {
+  if (beta == 0.75f) {
+    const float r = rsqrt(v);
+    return r * sqrt(r);
+  }
+  return exp(-beta * log(v));
+}
+
+// ONNX LRN across channels: window floor((size-1)/2) below, ceil((size-1)/2) above. One
+// work-item per ROW_CHUNK elements of a (n, c) plane: count = N * C * chunks.
 __kernel void lrn(__global const float* restrict x, const int channels, const int plane_size,
                   const int size, const float alpha, const float beta, const float bias,
                   __global float* restrict y, const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int p = i % plane_size;
-  const int c = (i / plane_size) % channels;
-  const int n = i / (plane_size * channels);
+  const int chunks = (plane_size + ROW_CHUNK - 1) / ROW_CHUNK;
+  const int row = i / chunks;
+  const int begin = (i - row * chunks) * ROW_CHUNK;
+  const int end = min(begin + ROW_CHUNK, plane_size);
+  const int c = row % channels;
+  __global const float* image = x + (row - c) * plane_size;  // channel 0 of this n
   const int c_begin = max(0, c - (size - 1) / 2);
   const int c_end = min(channels - 1, c + size / 2);
-  float sum = 0.0f;
-  for (int cc = c_begin; cc <= c_end; ++cc) {
-    const float v = x[(n * channels + cc) * plane_size + p];
-    sum += v * v;
+  const float scale = alpha / (float)size;
+  for (int p = begin; p < end; ++p) {
+    float sum = 0.0f;
+    for (int cc = c_begin; cc <= c_end; ++cc) {
+      const float v = image[cc * plane_size + p];
+      sum += v * v;
+    }
+    y[row * plane_size + p] = x[row * plane_size + p] * inverse_power(bias + scale * sum, beta);
   }
-  y[i] = x[i] / pow(bias + alpha / (float)size * sum, beta);
 }
 
-// Inference batch norm folded on the host: y = x * multiplier[c] + offset[c].
+// Inference batch norm folded on the host: y = x * multiplier[c] + offset[c]. One work-item per
+// ROW_CHUNK elements of a (n, c) plane: count = N * C * chunks.
 __kernel void batch_norm(__global const float* x, __global const float* restrict multiplier,
                          __global const float* restrict offset, const int channels,
                          const int plane_size, __global float* y, const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int c = (i / plane_size) % channels;
-  y[i] = x[i] * multiplier[c] + offset[c];
+  const int chunks = (plane_size + ROW_CHUNK - 1) / ROW_CHUNK;
+  const int row = i / chunks;
+  const int begin = (i - row * chunks) * ROW_CHUNK;
+  const int end = min(begin + ROW_CHUNK, plane_size);
+  const float mul = multiplier[row % channels];
+  const float add = offset[row % channels];
+  for (int p = row * plane_size + begin; p < row * plane_size + end; ++p) y[p] = x[p] * mul + add;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Data movement
 
-// One input of a concat: x[outer][block] -> y[outer][total_block] at column `column`.
+// One input of a concat: x[outer][block] -> y[outer][total_block] at column `column`. One
+// work-item per ROW_CHUNK elements of a block: count = outer * chunks.
 __kernel void concat_slice(__global const float* restrict x, const int block,
                            const int total_block, const int column, __global float* restrict y,
                            const int count) {
   const int i = get_global_id(0);
   if (i >= count) return;
-  const int o = i / block;
-  y[o * total_block + column + i % block] = x[i];
+  const int chunks = (block + ROW_CHUNK - 1) / ROW_CHUNK;
+  const int o = i / chunks;
+  const int begin = (i - o * chunks) * ROW_CHUNK;
+  const int end = min(begin + ROW_CHUNK, block);
+  __global const float* src = x + o * block;
+  __global float* dst = y + o * total_block + column;
+  for (int p = begin; p < end; ++p) dst[p] = src[p];
 }
 
 // One work-item per line of x[outer, axis, inner]; max-subtracted, sums in axis order.
