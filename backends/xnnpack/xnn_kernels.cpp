@@ -5,6 +5,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace co_up::xnnpack {
 namespace {
 
@@ -12,6 +16,56 @@ namespace {
 constexpr int64_t kMinParallel = 16384;
 // Transpose tile: 32 x 32 floats (4 KiB) in and out stay in L1.
 constexpr int64_t kTile = 32;
+
+#if defined(__x86_64__)
+// dst[c][r] = src[r][c] for one 8 x 8 block, in registers (unpack, shuffle, swap 128-bit halves).
+__attribute__((target("avx"))) void transpose_8x8_avx(const float* src, int64_t src_stride,
+                                                      float* dst, int64_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
+// dst[c][r] = src[r][c] for r in [r0, r1), c in [c0, c1) of an x of `rows` x `cols`.
+void transpose_block(const float* src, float* dst, int64_t rows, int64_t cols, int64_t r0,
+                     int64_t r1, int64_t c0, int64_t c1) {
+#if defined(__x86_64__)
+  static const bool avx = __builtin_cpu_supports("avx");
+  if (avx) {
+    // Full 8 x 8 blocks in registers (the scalar loop runs at a tenth of memcpy speed); edges
+    // below.
+    const int64_t r8 = r0 + (r1 - r0) / 8 * 8, c8 = c0 + (c1 - c0) / 8 * 8;
+    // Column-major over blocks: each output row's 32 floats (two cache lines) are written in
+    // sequence.
+    for (int64_t c = c0; c < c8; c += 8) {
+      for (int64_t r = r0; r < r8; r += 8) {
+        transpose_8x8_avx(src + r * cols + c, cols, dst + c * rows + r, rows);
+      }
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t c = (r < r8 ? c8 : c0); c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+    }
+    return;
+  }
+#endif
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+  }
+}
 
 void transpose_planes(const float* x, float* y, int64_t batch, int64_t rows, int64_t cols,
                       const CpuPool& pool) {
@@ -26,10 +80,7 @@ void transpose_planes(const float* x, float* y, int64_t batch, int64_t rows, int
                         const float* src = x + n * rows * cols;
                         float* dst = y + n * rows * cols;
                         for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-                          const int64_t c1 = std::min(cols, c0 + kTile);
-                          for (int64_t r = r0; r < r1; ++r) {
-                            for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
-                          }
+                          transpose_block(src, dst, rows, cols, r0, r1, c0, std::min(cols, c0 + kTile));
                         }
                       }
                     });
