@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -34,6 +35,14 @@ constexpr int kMaxVectors = kCols / 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Weights of the next block of output channels to fetch into L2 during a tile: its rows phase,
+// phase + period, ... (nothing when panel is NULL).
+struct Prefetch {
+  const float* panel = nullptr;
+  int64_t phase = 0;
+  int64_t period = 1;
+};
+
 }  // namespace
 
 struct Avx512Convolution::State {
@@ -60,7 +69,7 @@ namespace {
 // Everything is indexed by template constants, so the accumulators never leave registers.
 template <int kRows, int kVectors>
 CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t group,
-                                   int64_t block, int64_t first_pixel, const float* prefetch) {
+                                   int64_t block, int64_t first_pixel, const Prefetch& next) {
   const int64_t at = (group * st.col_blocks + block) * kCols;
   __m512 acc[kRows][kVectors];
   for (int v = 0; v < kVectors; ++v) {
@@ -71,17 +80,23 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   const int64_t offset = group * st.group_in;
   const float* const* rows = st.indirection.data() + first_pixel * st.taps;
   const int64_t channels = st.group_in;
+  // Every next.period-th weight row of the next block, from row next.phase: the block's tiles
+  // share the prefetch evenly, so it overlaps their computation instead of bursting.
+  int64_t row = 0;
+  int64_t countdown = next.panel ? next.phase + 1 : std::numeric_limits<int64_t>::max();
   for (int64_t t = 0; t < st.taps; ++t) {
     const float* a[kRows];
     for (int r = 0; r < kRows; ++r) a[r] = rows[r * st.taps + t] + offset;
     for (int64_t c = 0; c < channels; ++c) {
       __m512 wv[kVectors];
       for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v);
-      if (prefetch) {
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch), _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch + 16), _MM_HINT_T1);
-        prefetch += kCols;
+      if (--countdown == 0) {
+        const float* line = next.panel + row * kCols;
+        _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(line + 16), _MM_HINT_T1);
+        countdown = next.period;
       }
+      ++row;
       w += kCols;
       for (int r = 0; r < kRows; ++r) {
         const __m512 x = _mm512_set1_ps(a[r][c]);
@@ -119,7 +134,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
 }
 
 using TileFn = void (*)(const Avx512Convolution::State&, int64_t, int64_t, int64_t,
-                       const float*);
+                       const Prefetch&);
 
 template <int kVectors, int... kRows>
 constexpr auto make_tiles(std::integer_sequence<int, kRows...>) {
@@ -136,9 +151,9 @@ constexpr auto kTiles = make_all_tiles(std::make_integer_sequence<int, kMaxVecto
 
 }  // namespace
 
-bool avx512_conv_wins(const Conv2dShape& s) {
+bool avx512_conv_wins(const Conv2dShape& s, bool fuses_add) {
   return avx512_gemm_available() && !s.is_depthwise() &&
-         s.kernel_h * s.kernel_w * (s.in_channels / s.group) >= 96 &&
+         s.kernel_h * s.kernel_w * (s.in_channels / s.group) >= (fuses_add ? 64 : 96) &&
          s.out_channels / s.group >= 64 && s.batch * s.out_height() * s.out_width() >= kMaxRows;
 }
 
@@ -151,7 +166,7 @@ bool avx512_gemm_available() {
 #else
 
 bool avx512_gemm_available() { return false; }
-bool avx512_conv_wins(const Conv2dShape&) { return false; }
+bool avx512_conv_wins(const Conv2dShape&, bool) { return false; }
 
 #endif  // __x86_64__
 
@@ -214,12 +229,14 @@ void Avx512Convolution::run(const CpuPool& pool) const {
       const int64_t first = item % row_tiles * kMaxRows;
       const int64_t rows = std::min<int64_t>(kMaxRows, st.pixels - first);
       const int64_t vectors = std::min<int64_t>(kMaxVectors, ceil_div(st.group_out - block * kCols, 16));
-      // The second tile of a block fetches the next block's weights into L2 while it computes.
-      const float* prefetch = item % row_tiles == 1 && gb + 1 < blocks
-                                  ? st.packed.data() + (gb + 1) * panel
-                                  : nullptr;
+      // Tiles 1..T-1 of a block fetch the next block's weights into L2 while they compute
+      // (streaming from memory would otherwise stall the next block's first tile).
+      const int64_t tile = item % row_tiles;
+      const Prefetch next = tile > 0 && gb + 1 < blocks
+                                ? Prefetch{st.packed.data() + (gb + 1) * panel, tile - 1, row_tiles - 1}
+                                : Prefetch{};
       kTiles[static_cast<size_t>(vectors - 1)][static_cast<size_t>(rows - 1)](
-          st, gb / st.col_blocks, block, first, prefetch);
+          st, gb / st.col_blocks, block, first, next);
     }
   });
 #else

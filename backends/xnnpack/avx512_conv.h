@@ -36,8 +36,10 @@ bool avx512_gemm_available();
 // group and at least one full tile of 8 output pixels. Shallower reductions (MobileNetV2's
 // 24->144 1x1) pay the tile's fixed cost on too few FMAs; 16-48 output channels leave blocks half
 // empty; a single pixel is a matrix-vector product. Depthwise convolutions are memory-bound and
-// stay on XNNPACK. False wherever avx512_gemm_available() is.
-bool avx512_conv_wins(const backends::Conv2dShape& shape);
+// stay on XNNPACK. With `fuses_add` (a residual Add folded into the epilogue, which XNNPACK's
+// operator cannot do) a depth of 64 suffices: the saved pass over memory outweighs the tile cost
+// (ResNet50's 64 -> 256 1x1 + shortcut). False wherever avx512_gemm_available() is.
+bool avx512_conv_wins(const backends::Conv2dShape& shape, bool fuses_add = false);
 
 struct F32ConvParams {
   const float* weights = nullptr;  // [M, C/group, kH, kW] (the ABI's OIHW)

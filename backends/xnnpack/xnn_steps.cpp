@@ -46,7 +46,7 @@ F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bi
   const Conv2dShape& s = p.conv;
   const auto [lo, hi] = activation_range(out.activation);
   F32Step step;
-  if (avx512_conv_wins(s)) {
+  if (avx512_conv_wins(s, out.residual != nullptr)) {
     auto conv = std::make_shared<Avx512Convolution>(
         s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride}, x, out.y);
     const CpuPool* pool_ptr = &pool;
@@ -381,7 +381,7 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
     // Residual fusion: a convolution without activation whose only consumer is the next node, an
     // Add in the same layer, adds the other operand in its epilogue (AVX-512 convolutions only).
     if (n + 1 < node_count && p.op == Op::kConv && p.conv.activation == Activation::kNone &&
-        avx512_conv_wins(p.conv) && private_result(p.output) &&
+        avx512_conv_wins(p.conv, /*fuses_add=*/true) && private_result(p.output) &&
         element_at(graph.nodes, n).layer == element_at(graph.nodes, n + 1).layer) {
       const NodePlan& add = nodes[n + 1];
       const uint32_t residual = residual_operand(p, add);
