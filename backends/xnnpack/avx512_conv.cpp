@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -32,6 +33,8 @@ namespace {
 constexpr int kMaxRows = 8;
 constexpr int64_t kCols = 32;
 constexpr int kMaxVectors = kCols / 16;
+// Below this many input channels (and one group) a convolution runs in row mode (see State).
+constexpr int64_t kRowModeChannels = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -53,6 +56,13 @@ struct Avx512Convolution::State {
   std::vector<float> packed;
   std::vector<float> bias;         // [group][col block * 32], zero past group_out
   std::vector<float> zero_row;     // C zeros: the padding's input
+  // Row mode (few input channels, e.g. a network's first RGB layer): the input is copied into a
+  // zero-padded NHWC image each run, so the kW taps of one kernel row are kW*C contiguous floats
+  // and the GEMM runs over kH "taps" of kW*C "channels" (same packed weight order) instead of
+  // kH*kW taps of C: far fewer row-pointer loads per FMA. Empty otherwise.
+  std::vector<float> padded;
+  const float* x = nullptr;
+  int64_t padded_height = 0, padded_width = 0;
   std::vector<const float*> indirection;  // [pixel][tap]
   float* y = nullptr;
   int64_t y_stride = 0;  // floats between output pixels of y
@@ -191,8 +201,6 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.residual = params.residual;
   st.out_min = params.output_min;
   st.out_max = params.output_max;
-  st.zero_row.assign(static_cast<size_t>(s.in_channels), 0.0f);
-  st.indirection = make_indirection(s, x, st.zero_row.data(), st.taps);
 
   const int64_t padded_cols = st.col_blocks * kCols;
   st.packed.assign(static_cast<size_t>(s.group * padded_cols * st.taps * st.group_in), 0.0f);
@@ -211,13 +219,51 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
       if (params.bias) st.bias[static_cast<size_t>(g * padded_cols + m)] = params.bias[channel];
     }
   }
+
+  st.x = x;
+  if (s.group == 1 && s.in_channels < kRowModeChannels && s.kernel_w > 1 && s.dilation_w == 1) {
+    // Row mode: the (ky, kx, c) weight order above is (ky, [kx c]) with kW*C channels per tap.
+    st.padded_height = s.in_height + s.pad_top + s.pad_bottom;
+    st.padded_width = s.in_width + s.pad_left + s.pad_right;
+    st.padded.assign(static_cast<size_t>(s.batch * st.padded_height * st.padded_width * s.in_channels), 0.0f);
+    st.taps = s.kernel_h;
+    st.group_in = s.kernel_w * s.in_channels;
+    const int64_t oh = s.out_height(), ow = s.out_width();
+    st.indirection.resize(static_cast<size_t>(st.pixels * st.taps));
+    for (int64_t n = 0; n < s.batch; ++n) {
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t p = (n * oh + oy) * ow + ox;
+          for (int64_t ky = 0; ky < s.kernel_h; ++ky) {
+            const int64_t iy = oy * s.stride_h + ky * s.dilation_h;  // in the padded image
+            st.indirection[static_cast<size_t>(p * st.taps + ky)] =
+                st.padded.data() + ((n * st.padded_height + iy) * st.padded_width + ox * s.stride_w) * s.in_channels;
+          }
+        }
+      }
+    }
+  } else {
+    st.zero_row.assign(static_cast<size_t>(s.in_channels), 0.0f);
+    st.indirection = make_indirection(s, x, st.zero_row.data(), st.taps);
+  }
 }
 
 Avx512Convolution::~Avx512Convolution() = default;
 
 void Avx512Convolution::run(const CpuPool& pool) const {
 #if defined(__x86_64__)
-  const State& st = *state_;
+  State& st = *state_;
+  if (!st.padded.empty()) {
+    // Row mode: this frame's input into the padded image's interior (borders stay zero).
+    const Conv2dShape& s = st.shape;
+    const size_t row = static_cast<size_t>(s.in_width * s.in_channels) * sizeof(float);
+    for (int64_t n = 0; n < s.batch; ++n) {
+      for (int64_t y = 0; y < s.in_height; ++y) {
+        std::memcpy(st.padded.data() + ((n * st.padded_height + y + s.pad_top) * st.padded_width + s.pad_left) * s.in_channels,
+                    st.x + (n * s.in_height + y) * s.in_width * s.in_channels, row);
+      }
+    }
+  }
   const int64_t row_tiles = ceil_div(st.pixels, kMaxRows);
   const int64_t blocks = st.shape.group * st.col_blocks;
   const int64_t panel = kCols * st.taps * st.group_in;  // floats of one block's packed weights

@@ -91,7 +91,9 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
       {1, 32, 11, 13, 97, 3, 2, 1, 1, 1, 0.0f, 6.0f},   // 3 blocks + 1 column; ReLU6; stride 2
       {2, 48, 9, 9, 96, 3, 1, 1, 2, 1, -kInf, kInf},    // batch 2, 2 groups of 24 -> 48
       {1, 16, 12, 12, 33, 3, 1, 2, 1, 2, -kInf, kInf},  // dilation 2, padding 2
-      {1, 3, 27, 27, 20, 11, 4, 2, 1, 1, 0.0f, kInf},   // AlexNet conv1-like: 3 channels, 121 taps
+      {1, 3, 27, 27, 20, 11, 4, 2, 1, 1, 0.0f, kInf},   // AlexNet conv1-like: row mode, 121 taps
+      {2, 3, 30, 29, 64, 7, 2, 3, 1, 1, 0.0f, kInf},    // ResNet conv1-like: row mode, batch 2
+      {1, 5, 9, 10, 40, 3, 1, 2, 1, 2, -kInf, kInf},    // dilation 2: not row mode
       {1, 96, 7, 6, 48, 5, 1, 2, 4, 1, -1.0f, 1.0f},    // 4 groups of 24 -> 12 (partial vector)
       {1, 64, 6, 5, 40, 3, 1, 1, 1, 1, 0.0f, 6.0f},     // depth 576: three reduction ranges
       {1, 200, 5, 5, 40, 3, 1, 1, 2, 1, 0.0f, kInf},    // depth 900: ranges end inside a tap
