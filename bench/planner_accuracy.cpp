@@ -2,7 +2,8 @@
 // this machine, and how good its best pipeline mapping is (issue 8, performance items 1-2).
 //
 // Per zoo network, B and L (this host's two halves, cpu-xnnpack when it is built):
-//   1. profile: `co_up profile`'s own code (core/cli/profile_command.h), --repetitions frames.
+//   1. profile: `co_up profile`'s own code (core/cli/profile_command.h), --repetitions frames,
+//      including the B<->L hand-off per sub-graph boundary (planner/handoff_fit.h).
 //   2. (a) prediction error: every 2-stage split B^k L^(n-k) and L^k B^(n-k), B-only, L-only and
 //      the planner's best pipeline mapping run in pipeline mode (throughput); B-only, L-only,
 //      the planner's minimum-latency mapping and the two middle splits in switch mode (latency).
@@ -230,6 +231,7 @@ struct NetworkResult {
   std::vector<Row> rows;
   std::string planner_order, best_split_order;
   double planner_fps = 0, best_split_fps = 0, planner_predicted_fps = 0;
+  double handoff_us = 0;  // the profile's B<->L hand-off per boundary side
   bool profile_contended = false;
   GuardStats guard;
 };
@@ -259,6 +261,7 @@ NetworkResult run_network(const std::string& name, const Options& o, const Platf
                                                 [&] { return cli::profile_network(job); });
   result.profile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const planner::CostModel model(profiled.profile);
+  if (const planner::HandoffTime* h = profiled.profile.find_handoff('B', 'L')) result.handoff_us = h->us;
 
   auto measure = [&](const std::string& order, planner::Mode mode, bool* contended = nullptr) {
     // Enough frames for --min-seconds of predicted work: short runs are all noise.
@@ -387,10 +390,10 @@ int run(const Options& o) {
             << fmt("%.1f%%", 100 * profiler::median(every)) << "\n\n";
 
   std::cout << "## (b) planner's best pipeline mapping vs the best measured 2-stage split\n\n"
-            << "| network | planner mapping | predicted fps | measured fps | best 2-stage split | measured fps | planner / best |\n"
-            << "|---|---|---|---|---|---|---|\n";
+            << "| network | hand-off us | planner mapping | predicted fps | measured fps | best 2-stage split | measured fps | planner / best |\n"
+            << "|---|---|---|---|---|---|---|---|\n";
   for (const NetworkResult& r : results) {
-    std::cout << "| " << r.network << " | `" << r.planner_order << "` | "
+    std::cout << "| " << r.network << " | " << fmt("%.0f", r.handoff_us) << " | `" << r.planner_order << "` | "
               << fmt("%.2f", r.planner_predicted_fps) << " | " << fmt("%.2f", r.planner_fps)
               << " | `" << r.best_split_order << "` | " << fmt("%.2f", r.best_split_fps) << " | "
               << fmt("%.3f", r.best_split_fps > 0 ? r.planner_fps / r.best_split_fps : 0) << " |\n";
@@ -408,7 +411,7 @@ int run(const Options& o) {
       }
       j.push_back({{"network", r.network}, {"profile_s", r.profile_s}, {"rows", rows},
                    {"planner_order", r.planner_order}, {"planner_fps", r.planner_fps},
-                   {"planner_predicted_fps", r.planner_predicted_fps},
+                   {"planner_predicted_fps", r.planner_predicted_fps}, {"handoff_us", r.handoff_us},
                    {"best_split_order", r.best_split_order}, {"best_split_fps", r.best_split_fps}});
     }
     std::ofstream(o.json_out) << j.dump(1) << "\n";

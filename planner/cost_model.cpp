@@ -146,6 +146,18 @@ CostModel::CostModel(const LayerProfile& profile) : profile_(profile), layers_(p
       }
     }
   }
+  handoff_.assign(n_proc, std::vector<double>(n_proc, 0.0));
+  for (size_t a = 0; a < n_proc; ++a) {
+    for (size_t b = a + 1; b < n_proc; ++b) {
+      if (const HandoffTime* h = profile_.find_handoff(letters_[a], letters_[b])) {
+        handoff_[a][b] = handoff_[b][a] = h->us;
+      } else if (profile_.find_transfer(letters_[a], letters_[b]) != nullptr) {
+        warnings_.push_back(std::string("no hand-off measured between ") + letters_[a] + " and " +
+                            letters_[b] + ": counted as 0 us (profile it: co_up profile resumes "
+                            "the file and measures only that)");
+      }
+    }
+  }
   input_.assign(n_proc, 0.0);
   for (size_t p = 0; p < n_proc; ++p) {
     if (auto it = profile_.input_transfer_us.find(letters_[p]); it != profile_.input_transfer_us.end()) {
@@ -258,11 +270,25 @@ size_t CostModel::index_of(char letter) const {
 double CostModel::layer_us(uint32_t layer, size_t p, const std::vector<int>& levels) const {
   return time_[p][static_cast<size_t>(level_of(p, levels))][layer];
 }
-double CostModel::send_us(uint32_t boundary, size_t from, size_t to) const {
-  return from == to ? 0.0 : send_[from][to][boundary];
+double CostModel::send_us(uint32_t boundary, size_t from, size_t to, Mode mode) const {
+  if (from == to) return 0.0;
+  return send_[from][to][boundary] + (mode == Mode::kPipeline ? handoff_[from][to] : 0.0);
 }
-double CostModel::receive_us(uint32_t boundary, size_t from, size_t to) const {
-  return from == to ? 0.0 : receive_[from][to][boundary];
+double CostModel::receive_us(uint32_t boundary, size_t from, size_t to, Mode mode) const {
+  if (from == to) return 0.0;
+  return receive_[from][to][boundary] + (mode == Mode::kPipeline ? handoff_[from][to] : 0.0);
+}
+
+CostModel CostModel::with_handoff(char a, char b, double us) const {
+  const size_t i = index_of(a), j = index_of(b);
+  if (i == letters_.size() || j == letters_.size() || i == j || !(us >= 0)) {
+    throw InputError(std::string("hand-off between '") + a + "' and '" + b + "' of " + std::to_string(us) +
+                     " us: needs two processors of the profile (" + letters_ + ") and a time >= 0");
+  }
+  CostModel copy = *this;
+  copy.profile_.set_handoff(a, b, us);
+  copy.handoff_[i][j] = copy.handoff_[j][i] = us;
+  return copy;
 }
 double CostModel::input_us(size_t p) const { return input_[p]; }
 
@@ -324,8 +350,8 @@ Prediction CostModel::predict(const Mapping& m) const {
       busy[p] += input_[p];
       path_us += input_[p];
     } else if (prev != p) {
-      const double s = send_[prev][p][i - 1];
-      const double r = receive_[prev][p][i - 1];
+      const double s = send_us(i - 1, prev, p, m.mode);
+      const double r = receive_us(i - 1, prev, p, m.mode);
       busy[prev] += s;
       busy[p] += r;
       path_us += s + r;

@@ -15,13 +15,24 @@
 //                to it. The exact measurement is always preferred.
 //   boundary i   when order[i] != order[i+1]: send_us[i] of (X -> Y) is charged to X,
 //                receive_us[i] to Y; input_transfer_us[X] to the processor of layer 0.
+//   hand-off     in pipeline mode each boundary between X and Y also charges the profile's
+//                handoff_us of the pair (planner/layer_profile.h: handing frames over, a processor
+//                switching between stages of different frames) to X and to Y: more sub-graphs
+//                cost more even when the bytes moved do not. Not in switch mode: one frame at a
+//                time has no stages to switch between, and charging it there overshot measured
+//                switch latencies of middle splits by 5-7 % (AlexNet, MobileNet on the 2-core
+//                host). Pairs without it (v1 profiles) cost 0 and say so.
 //   busy(X)      sum of X's layer times and the transfer costs charged to X.
 //   resources    processors whose host_cores overlap (transitively) form one resource: they
 //                compete for the same cores, so a resource's time is the sum of its processors'.
 //   pipeline     period = max over resources of busy(resource); throughput = 1 / period.
-//                latency = sum of every layer and transfer time along the frame's path (queueing
-//                between stages is ignored, so this is a lower bound on a loaded pipeline).
-//   switch       latency = the same sum; period = latency; throughput = 1 / latency.
+//                latency = sum of every layer, transfer and hand-off time along the frame's path
+//                (2 hand-offs per boundary). Queueing is NOT modelled: a frame that waits in a
+//                receiver for its next stage's processor (busy with another frame) waits unseen,
+//                so pipeline latency is a lower bound (AlexNet on the 2-core development host:
+//                measured about 1.0x it for a 2-stage split, 1.5x with 5 sub-graphs, 3.7x with 8).
+//   switch       latency = the same sum without hand-offs; period = latency; throughput =
+//                1 / latency.
 //   energy       per frame over the period T, summed over every processor with power data:
 //                busy_w * busy(X) + idle_w * (T - busy(X)). busy_w/idle_w come from the profile's
 //                power_w at (X, l); else from its power_model P = alpha V^2 U f + beta V (U = 1
@@ -101,8 +112,13 @@ class CostModel {
 
   // Building blocks the searches use (processor index p = position in letters()).
   double layer_us(uint32_t layer, size_t p, const std::vector<int>& levels) const;
-  double send_us(uint32_t boundary, size_t from, size_t to) const;     // 0 when from == to
-  double receive_us(uint32_t boundary, size_t from, size_t to) const;  // 0 when from == to
+  // Cost of a boundary on the sending / receiving processor: the measured transfer, plus in
+  // pipeline mode the pair's hand-off; 0 when from == to.
+  double send_us(uint32_t boundary, size_t from, size_t to, Mode mode) const;
+  double receive_us(uint32_t boundary, size_t from, size_t to, Mode mode) const;
+  double handoff_us(size_t a, size_t b) const { return a == b ? 0.0 : handoff_[a][b]; }
+  // This model with the hand-off of processors `a`, `b` (letters) set to `us` (fitting it).
+  CostModel with_handoff(char a, char b, double us) const;
   double input_us(size_t p) const;
   size_t resource_of(size_t p) const { return resource_of_[p]; }
   size_t resource_count() const { return resource_count_; }
@@ -131,6 +147,7 @@ class CostModel {
   std::vector<std::vector<std::vector<double>>> time_;
   std::vector<std::vector<std::vector<double>>> send_, receive_;  // [from][to][boundary]
   std::vector<double> input_;
+  std::vector<std::vector<double>> handoff_;  // [a][b], symmetric, 0 on the diagonal
   // busy/idle watts per [p][level]; NaN when unknown.
   std::vector<std::vector<double>> busy_w_, idle_w_;
 

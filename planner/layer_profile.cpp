@@ -16,7 +16,9 @@ namespace co_up::planner {
 namespace {
 
 constexpr const char* kFormat = "co_up-layer-profile";
-constexpr int kVersion = 1;
+// v2 added "handoff_us"; v1 files read as v2 without it (hand-off 0 us).
+constexpr int kVersion = 2;
+constexpr int kOldestVersion = 1;
 
 using Json = nlohmann::json;
 
@@ -232,6 +234,23 @@ const PowerPoint* LayerProfile::find_power(char processor, int level) const {
   return nullptr;
 }
 
+const HandoffTime* LayerProfile::find_handoff(char a, char b) const {
+  for (const HandoffTime& h : handoffs) {
+    if ((h.a == a && h.b == b) || (h.a == b && h.b == a)) return &h;
+  }
+  return nullptr;
+}
+
+void LayerProfile::set_handoff(char a, char b, double us) {
+  for (HandoffTime& h : handoffs) {
+    if ((h.a == a && h.b == b) || (h.a == b && h.b == a)) {
+      h.us = us;
+      return;
+    }
+  }
+  handoffs.push_back({a, b, us});
+}
+
 bool LayerProfile::is_completed(const std::string& step) const {
   return std::find(completed.begin(), completed.end(), step) != completed.end();
 }
@@ -254,9 +273,10 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
   const std::string format = r.string(r.required(root, "", "format"), "format");
   if (format != kFormat) r.fail("format", "is '" + format + "', expected '" + kFormat + "' (written by co_up profile)");
   const int64_t version = r.integer(r.required(root, "", "version"), "version", 1, INT32_MAX);
-  if (version != kVersion) {
-    r.fail("version", "is " + std::to_string(version) + "; this co_up reads version " +
-                          std::to_string(kVersion) + " (re-run co_up profile)");
+  if (version < kOldestVersion || version > kVersion) {
+    r.fail("version", "is " + std::to_string(version) + "; this co_up reads versions " +
+                          std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) +
+                          " (re-run co_up profile)");
   }
 
   LayerProfile profile;
@@ -350,6 +370,18 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
       profile.input_transfer_us[p.letter] = r.number(it.value(), key, 0);
     }
   }
+  if (const Json* handoff = r.optional(root, "handoff_us")) {
+    r.object(*handoff, "handoff_us");
+    for (auto it = handoff->begin(); it != handoff->end(); ++it) {
+      const std::string key = "handoff_us." + it.key();
+      if (it.key().size() != 2) r.fail(key, "must name two processors, e.g. \"BL\"");
+      const char a = known(Json(it.key().substr(0, 1)), key).letter;
+      const char b = known(Json(it.key().substr(1, 1)), key).letter;
+      if (a == b) r.fail(key, "names one processor twice");
+      if (profile.find_handoff(a, b) != nullptr) r.fail(key, "repeats the pair " + it.key());
+      profile.handoffs.push_back({a, b, r.number(it.value(), key, 0)});
+    }
+  }
   if (const Json* power = r.optional(root, "power_w")) {
     r.array(*power, "power_w");
     for (size_t i = 0; i < power->size(); ++i) {
@@ -430,6 +462,11 @@ std::string layer_profile_json(const LayerProfile& profile) {
     Ordered input = Ordered::object();
     for (const auto& [p, us] : profile.input_transfer_us) input[letter(p)] = us;
     root["input_transfer_us"] = std::move(input);
+  }
+  if (!profile.handoffs.empty()) {
+    Ordered handoff = Ordered::object();
+    for (const HandoffTime& h : profile.handoffs) handoff[letter(h.a) + letter(h.b)] = h.us;
+    root["handoff_us"] = std::move(handoff);
   }
   if (!profile.power_w.empty()) {
     root["power_w"] = Ordered::array();

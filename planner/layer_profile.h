@@ -1,5 +1,6 @@
-// Layer profile (format v1, /tmp/coord/profile_schema.md): per-layer times of one network on each
-// processor and DVFS level, per-boundary transfer costs between processors, optional power.
+// Layer profile (format v2; v1 is /tmp/coord/profile_schema.md without "handoff_us"): per-layer
+// times of one network on each processor and DVFS level, per-boundary transfer costs between
+// processors, the fixed hand-off cost of a sub-graph boundary per processor pair, optional power.
 // Written by `co_up profile`, read by `co_up plan`. Times are microseconds (medians over
 // `repetitions` runs). The reader ignores unknown keys (forward compatible) and rejects missing
 // required keys, wrong types, wrong lengths and unknown processor letters with an InputError
@@ -67,6 +68,18 @@ struct TransferTimes {
   std::vector<double> receive_us;  // layer_count-1 entries, on the receiver's thread
 };
 
+// Fixed cost of one sub-graph boundary between processors `a` and `b` (either direction) per
+// frame, beyond the measured transfers: what a pipeline loses per extra stage to handing frames
+// over (publish, wake-up, claim) and to a processor switching between stages (cold caches, idle
+// gaps). Charged to both processors of each such boundary (planner/cost_model.h). Fitted by
+// `co_up profile` from pipeline runs with 2, 3 and 4 sub-graphs (core/cli/layer_profiler.h).
+// Absent (v1 profiles, or not measured yet) = 0 us.
+struct HandoffTime {
+  char a = 0;
+  char b = 0;
+  double us = 0;
+};
+
 struct PowerPoint {
   char processor = 0;
   int level = 0;
@@ -82,6 +95,7 @@ struct LayerProfile {
   std::vector<LayerTimes> layer_times;
   std::vector<TransferTimes> transfers;
   std::map<char, double> input_transfer_us;  // optional: receive side of the network input
+  std::vector<HandoffTime> handoffs;         // optional (v2): one per unordered pair
   std::vector<PowerPoint> power_w;           // optional
   std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...
 
@@ -89,6 +103,8 @@ struct LayerProfile {
   const LayerTimes* find_layer_times(char processor, int level) const;
   const TransferTimes* find_transfer(char from, char to) const;
   const PowerPoint* find_power(char processor, int level) const;
+  const HandoffTime* find_handoff(char a, char b) const;  // either order; nullptr when absent
+  void set_handoff(char a, char b, double us);            // replaces the pair's entry
   bool is_completed(const std::string& step) const;
   std::string letters() const;  // processor letters in profile order
 };

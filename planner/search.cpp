@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -135,8 +136,8 @@ bool dp_search(const CostModel& model, const std::vector<int>& levels, uint32_t 
       if (from == nullptr) {
         base[model.resource_of(q)] += model.input_us(q);
       } else {
-        base[model.resource_of(last)] += model.send_us(i - 1, last, q);
-        base[model.resource_of(q)] += model.receive_us(i - 1, last, q);
+        base[model.resource_of(last)] += model.send_us(i - 1, last, q, Mode::kPipeline);
+        base[model.resource_of(q)] += model.receive_us(i - 1, last, q, Mode::kPipeline);
       }
       // The previous stage's resource may now be closed.
       if (from != nullptr) {
@@ -231,7 +232,8 @@ Candidate shortest_path_latency(const CostModel& model, std::vector<int> levels)
   for (uint32_t i = 1; i < n; ++i) {
     for (size_t q = 0; q < n_proc; ++q) {
       for (size_t p = 0; p < n_proc; ++p) {
-        const double d = dist[i - 1][p] + model.send_us(i - 1, p, q) + model.receive_us(i - 1, p, q);
+        const double d = dist[i - 1][p] + model.send_us(i - 1, p, q, Mode::kSwitch) +
+                         model.receive_us(i - 1, p, q, Mode::kSwitch);
         if (d < dist[i][q]) {
           dist[i][q] = d;
           from[i][q] = p;
@@ -291,10 +293,26 @@ std::vector<Candidate> pipeline_dp_per_subset(const CostModel& model, std::vecto
   return out;
 }
 
-Candidate refine_pipeline(const CostModel& model, const Candidate& start, int max_rounds) {
+size_t subgraph_count(const std::string& order) {
+  size_t runs = 0;
+  for (size_t i = 0; i < order.size(); ++i) runs += i == 0 || order[i] != order[i - 1] ? 1 : 0;
+  return runs;
+}
+
+namespace {
+
+// Whether `more` (more sub-graphs than `fewer`) is predicted faster by more than `margin`.
+bool worth_more_subgraphs(const Prediction& more, const Prediction& fewer, double margin) {
+  return more.throughput_fps > fewer.throughput_fps * (1 + margin);
+}
+
+}  // namespace
+
+Candidate refine_pipeline(const CostModel& model, const Candidate& start, int max_rounds, double margin) {
   Candidate best = start;
   best.mapping = model.normalized(best.mapping);
   best.prediction = model.predict(best.mapping);
+  const Candidate first = best;
   const std::string& letters = model.letters();
   const uint32_t n = model.layer_count();
   bool changed = false;
@@ -328,6 +346,11 @@ Candidate refine_pipeline(const CostModel& model, const Candidate& start, int ma
     best = std::move(round_best);
     changed = true;
   }
+  // Hill climbing only sees the prediction; more sub-graphs must also beat the model's error.
+  if (subgraph_count(best.mapping.order) > subgraph_count(first.mapping.order) &&
+      !worth_more_subgraphs(best.prediction, first.prediction, margin)) {
+    return first;
+  }
   if (changed) best.source = "refined";
   return best;
 }
@@ -347,7 +370,7 @@ Candidate heft(const CostModel& model, Mode mode) {
     double transfer = 0;
     if (i + 1 < n && n_proc > 1) {
       for (size_t p = 0; p < n_proc; ++p) {
-        for (size_t q = 0; q < n_proc; ++q) transfer += model.send_us(i, p, q) + model.receive_us(i, p, q);
+        for (size_t q = 0; q < n_proc; ++q) transfer += model.send_us(i, p, q, mode) + model.receive_us(i, p, q, mode);
       }
       transfer /= static_cast<double>(n_proc * n_proc);  // HEFT's mean: pairs incl. same-processor 0
     }
@@ -369,7 +392,7 @@ Candidate heft(const CostModel& model, Mode mode) {
         ready = model.input_us(p);
       } else {
         const size_t prev = model.index_of(order[i - 1]);
-        ready = finish[i - 1] + model.send_us(i - 1, prev, p) + model.receive_us(i - 1, prev, p);
+        ready = finish[i - 1] + model.send_us(i - 1, prev, p, mode) + model.receive_us(i - 1, prev, p, mode);
       }
       const double eft = std::max(ready, resource_free[model.resource_of(p)]) + model.layer_us(i, p, levels);
       if (eft < best_finish) {
@@ -664,7 +687,32 @@ bool is_contiguous(const std::string& order) {
 
 // ---- plan --------------------------------------------------------------------------------------
 
-PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_t seed) {
+namespace {
+
+// Index into `pool` (sorted by the objective's key, best first) of the next mapping to rank among
+// those not `taken`: per sub-graph count the first (best) one; from the fewest sub-graphs up, a
+// count's best replaces the choice only when worth_more_subgraphs.
+size_t preferred_index(const std::vector<Candidate>& pool, const std::vector<bool>& taken, double margin) {
+  std::vector<std::pair<size_t, size_t>> group_best;  // (sub-graphs, index), first per count
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (taken[i]) continue;
+    const size_t count = subgraph_count(pool[i].mapping.order);
+    const bool seen = std::any_of(group_best.begin(), group_best.end(), [&](const auto& g) { return g.first == count; });
+    if (!seen) group_best.emplace_back(count, i);
+  }
+  if (group_best.empty()) return pool.size();
+  std::sort(group_best.begin(), group_best.end());
+  size_t choice = group_best.front().second;
+  for (size_t g = 1; g < group_best.size(); ++g) {
+    const size_t i = group_best[g].second;
+    if (worth_more_subgraphs(pool[i].prediction, pool[choice].prediction, margin)) choice = i;
+  }
+  return choice;
+}
+
+}  // namespace
+
+PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_t seed, double margin) {
   if (objective == Objective::kEnergy && !model.has_energy()) {
     throw InputError("--objective=energy needs power data in the profile, but " + model.energy_gap() +
                      " (profile with power sensors or add a power_model to the platform)");
@@ -726,9 +774,40 @@ PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_
   };
   std::stable_sort(pool.begin(), pool.end(), [&](const Candidate& a, const Candidate& b) { return key(a) < key(b); });
   std::set<std::string> seen;
+  if (objective != Objective::kThroughput) {
+    for (Candidate& c : pool) {
+      if (result.ranked.size() >= top) break;
+      if (seen.insert(genome_key(c.mapping)).second) result.ranked.push_back(std::move(c));
+    }
+    return result;
+  }
+  std::vector<Candidate> unique;
   for (Candidate& c : pool) {
-    if (result.ranked.size() >= top) break;
-    if (seen.insert(genome_key(c.mapping)).second) result.ranked.push_back(std::move(c));
+    if (seen.insert(genome_key(c.mapping)).second) unique.push_back(std::move(c));
+  }
+  std::vector<bool> taken(unique.size(), false);
+  while (result.ranked.size() < top) {
+    const size_t i = preferred_index(unique, taken, margin);
+    if (i == unique.size()) break;
+    taken[i] = true;
+    result.ranked.push_back(unique[i]);
+  }
+  if (!result.ranked.empty() && !unique.empty() &&
+      unique.front().prediction.period_us < result.ranked.front().prediction.period_us) {
+    const Candidate& fastest = unique.front();
+    const Candidate& chosen = result.ranked.front();
+    const auto percent = [](double fraction) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f %%", 100.0 * fraction);
+      return std::string(text);
+    };
+    result.preference_note =
+        chosen.mapping.order + " (" + std::to_string(subgraph_count(chosen.mapping.order)) +
+        " sub-graphs) is preferred to " + fastest.mapping.order + " (" +
+        std::to_string(subgraph_count(fastest.mapping.order)) + " sub-graphs, predicted " +
+        percent(fastest.prediction.throughput_fps / chosen.prediction.throughput_fps - 1) +
+        " faster): more sub-graphs must be predicted more than " + percent(margin) +
+        " faster (the cost model's error margin, planner/search.h)";
   }
   return result;
 }

@@ -93,6 +93,13 @@ LayerProfile make_synthetic_profile(const SyntheticSpec& spec) {
       p.input_transfer_us[a.letter] = uniform(1, 20);
     }
   }
+  if (spec.handoff_us > 0) {
+    for (size_t a = 0; a < p.processors.size(); ++a) {
+      for (size_t b = a + 1; b < p.processors.size(); ++b) {
+        p.set_handoff(p.processors[a].letter, p.processors[b].letter, spec.handoff_us * uniform(0.5, 1.5));
+      }
+    }
+  }
   for (const LayerTimes& t : p.layer_times) {
     p.completed.push_back("layers:" + std::string(1, t.processor) + ":" + std::to_string(t.level));
   }

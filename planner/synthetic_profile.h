@@ -16,6 +16,7 @@ struct SyntheticSpec {
   bool shared_hosts = true;     // G hosted on B's core and N on L's (one resource each pair)
   bool transfers = true;        // measured transfers between every pair (else none: cost 0)
   bool power = false;           // power_w at every measured level
+  double handoff_us = 0;        // > 0: each pair's hand-off, uniform in [0.5, 1.5] x this
   std::string graph = "synthetic";
 };
 

@@ -172,9 +172,10 @@ LayerProfiler::LayerProfiler(const graph::Graph& graph, const Platform& platform
 
 void LayerProfiler::run_interleaved(
     const std::vector<std::string>& orders, int profile_level,
-    const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured) const {
+    const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
+    ExecutionMode mode, int frames_per_turn) const {
   ExecutorOptions options;
-  options.mode = ExecutionMode::kSwitch;
+  options.mode = mode;
   options.profile_level = profile_level;
   std::vector<std::unique_ptr<Executor>> executors;
   for (const std::string& order : orders) {
@@ -191,7 +192,9 @@ void LayerProfiler::run_interleaved(
   const uint64_t rewarm = rounds > 1 ? 1 : 0;
   for (int r = 0; r < rounds; ++r) {
     // frames split as evenly as possible: the first (frames % rounds) rounds get one more.
-    const int share = settings_.frames / rounds + (r < settings_.frames % rounds ? 1 : 0);
+    const int share = frames_per_turn > 0
+                          ? frames_per_turn
+                          : settings_.frames / rounds + (r < settings_.frames % rounds ? 1 : 0);
     request.frames = static_cast<uint64_t>(share) + rewarm;
     for (size_t i = 0; i < executors.size(); ++i) {
       const RunResult result = executors[i]->run(request);
@@ -221,6 +224,24 @@ std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& p
     result.push_back({samples[i].times(processors[i], level), samples[i].input_us()});
   }
   return result;
+}
+
+std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<std::string>& orders) const {
+  std::vector<std::vector<double>> periods(orders.size());
+  run_interleaved(
+      orders, 0,
+      [&](size_t i, const profiler::RunProfile& run, uint64_t) {
+        // The discarded first frame is the pipeline fill, which summarize leaves out anyway.
+        const double fps = profiler::summarize(run).throughput_fps;
+        if (fps > 0) periods[i].push_back(1e6 / fps);
+      },
+      ExecutionMode::kPipeline, std::max(settings_.frames, 4));
+  std::vector<double> medians;
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (periods[i].empty()) throw RuntimeError("pipeline run of order '" + orders[i] + "' measured no period");
+    medians.push_back(profiler::median(periods[i]));
+  }
+  return medians;
 }
 
 std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure_transfers(

@@ -14,6 +14,10 @@
 //                 receive events of the receiving sub-graph with peer = its own index (binding or
 //                         copying its inputs in, where backends convert layouts).
 //               Per frame the events of a boundary are summed; medians over frames are stored.
+//   hand-off    pipeline mode, profile level 0, the orders planner::handoff_orders picks for a
+//               pair (2, 3 and 4 sub-graphs): each order's steady-state period (frame
+//               completions after the first), median over the rounds; `co_up profile` fits the
+//               pair's hand-off to them (planner/handoff_fit.h).
 //
 // Interleaving: what the planner compares is processors against each other, and a shared or
 // virtual machine drifts in speed over seconds (this project's host: up to 1.5x between two
@@ -36,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/executor.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -68,12 +73,18 @@ class LayerProfiler {
   // least two layers.
   std::pair<planner::TransferTimes, planner::TransferTimes> measure_transfers(char a, char b) const;
 
-  // Sets up one switch-mode executor per order at `profile_level` and runs them as described
+  // Median steady-state pipeline period (us) of each order, the orders interleaved; each turn
+  // runs max(frames, 4) frames (a period needs a few completions after the pipeline fills).
+  std::vector<double> measure_pipeline_periods(const std::vector<std::string>& orders) const;
+
+  // Sets up one executor per order in `mode` at `profile_level` and runs them as described
   // above; `measured(i, run, first)` gets each turn's profile of order i, whose frames from
-  // `first` on are measured.
+  // `first` on are measured. `frames_per_turn` > 0: every turn runs that many (plus the
+  // discarded one), instead of `frames` split over the rounds.
   void run_interleaved(
       const std::vector<std::string>& orders, int profile_level,
-      const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured) const;
+      const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
+      ExecutionMode mode = ExecutionMode::kSwitch, int frames_per_turn = 0) const;
 
  private:
   const graph::Graph& graph_;

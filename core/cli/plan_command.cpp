@@ -90,6 +90,7 @@ int run_plan_command(const Options& o) {
   for (size_t i = 0; i < result.ranked.size(); ++i) {
     print_candidate(out, model, format("%3.0f. ", static_cast<double>(i + 1)), result.ranked[i]);
   }
+  if (!result.preference_note.empty()) out << "note: " << result.preference_note << "\n";
   out << "\nbaselines:\n";
   print_candidate(out, model, "  single processor ", result.single_processor);
   print_candidate(out, model, "  HEFT             ", result.heft);

@@ -12,6 +12,8 @@
 
 #include "core/error.h"
 #include "core/network.h"
+#include "planner/cost_model.h"
+#include "planner/handoff_fit.h"
 
 namespace co_up::cli {
 namespace {
@@ -199,16 +201,27 @@ int64_t unit_output_bytes(const graph::Graph& g, const graph::LayerUnit& unit) {
   return 0;
 }
 
+// The hand-off between `a` and `b` (planner/handoff_fit.h) from pipeline runs of the orders the
+// layer times and transfers measured so far make best at 2, 3 and 4 sub-graphs.
+double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfile& profile, char a, char b) {
+  const planner::CostModel model(profile);
+  const std::vector<std::string> orders = planner::handoff_orders(model, a, b);
+  if (orders.size() < 2) return 0;  // 2 layers: one boundary in every order, nothing to fit
+  return planner::fit_handoff(model, a, b, orders, profiler.measure_pipeline_periods(orders)).us;
+}
+
 }  // namespace
 
 std::string ProfileStep::id() const {
   if (kind == Kind::kLayers) return "layers:" + processors + ":" + std::to_string(level);
-  return "transfers:" + processors.substr(0, 1) + ":" + processors.substr(1, 1);
+  const std::string pair = processors.substr(0, 1) + ":" + processors.substr(1, 1);
+  return (kind == Kind::kTransfers ? "transfers:" : "handoff:") + pair;
 }
 
 std::string ProfileStep::describe(const planner::LayerProfile& profile) const {
-  if (kind == Kind::kTransfers) {
-    return "transfers " + processors.substr(0, 1) + "<->" + processors.substr(1, 1);
+  if (kind != Kind::kLayers) {
+    return (kind == Kind::kTransfers ? "transfers " : "hand-off ") + processors.substr(0, 1) +
+           "<->" + processors.substr(1, 1);
   }
   std::string text = "layers on ";
   for (size_t i = 0; i < processors.size(); ++i) text += (i ? ", " : "") + processors.substr(i, 1);
@@ -233,6 +246,13 @@ std::vector<ProfileStep> profile_steps(const planner::LayerProfile& profile,
     for (size_t a = 0; a < procs.size(); ++a) {
       for (size_t b = a + 1; b < procs.size(); ++b) {
         steps.push_back({ProfileStep::Kind::kTransfers,
+                         letter_string(procs[a].letter) + procs[b].letter, 0});
+      }
+    }
+    // After every transfer step: the fit predicts with all of them.
+    for (size_t a = 0; a < procs.size(); ++a) {
+      for (size_t b = a + 1; b < procs.size(); ++b) {
+        steps.push_back({ProfileStep::Kind::kHandoff,
                          letter_string(procs[a].letter) + procs[b].letter, 0});
       }
     }
@@ -365,6 +385,9 @@ ProfileOutcome profile_network(const ProfileJob& job) {
         auto [forward, backward] = profiler.measure_transfers(step.processors[0], step.processors[1]);
         put_transfer(profile, std::move(forward));
         put_transfer(profile, std::move(backward));
+      } else if (step.kind == ProfileStep::Kind::kHandoff) {
+        profile.set_handoff(step.processors[0], step.processors[1],
+                            measure_handoff(profiler, profile, step.processors[0], step.processors[1]));
       } else {
         if (step.level > 0) {  // a DVFS step measures one processor
           const std::string error = job.dvfs->set_level(step.processors[0], step.level - 1);
@@ -425,6 +448,10 @@ void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& f
     out << "  " << t.from << "->" << t.to << "  transfers over " << t.send_us.size()
         << " boundaries: send " << send / 1000.0 << " ms, receive " << receive / 1000.0
         << " ms (all boundaries summed)\n";
+  }
+  for (const planner::HandoffTime& h : p.handoffs) {
+    out << "  " << h.a << "<->" << h.b << "  hand-off " << h.us / 1000.0
+        << " ms per sub-graph boundary, on each side (fitted from pipeline runs)\n";
   }
 }
 

@@ -7,6 +7,9 @@
 //   layers:BL:0    every layer on each processor (order "XXXX", switch mode), DVFS as found, the
 //                  processors interleaved in rounds (core/cli/layer_profiler.h says why)
 //   transfers:X:Y  every boundary X->Y and Y->X (two alternating orders, interleaved)
+//   handoff:X:Y    the pair's hand-off per sub-graph boundary: pipeline runs with 2, 3 and 4
+//                  sub-graphs on X and Y (interleaved), fitted (planner/handoff_fit.h); needs
+//                  the two steps above, so a v1 profile resumed gets just this step
 //   layers:X:k     every layer on X at DVFS level k (1-based), for each level of X's table, when
 //                  the platform has one for X and its sysfs nodes are writable (a probe sets the
 //                  lowest level and restores); governors are restored after X's last level.
@@ -46,13 +49,14 @@ inline constexpr int kRounds = 3;
 int run_profile_command(const Options& options, StopSignal& stop);
 
 struct ProfileStep {
-  enum class Kind { kLayers, kTransfers };
+  enum class Kind { kLayers, kTransfers, kHandoff };
   Kind kind = Kind::kLayers;
-  std::string processors;  // kLayers: measured together; kTransfers: the pair
+  std::string processors;  // kLayers: measured together; kTransfers, kHandoff: the pair
   int level = 0;           // kLayers: 0 = as found, else 1-based table level
 
-  std::string id() const;  // "layers:BL:0", "layers:B:3", "transfers:B:L"
-  // "layers on B, L at level 0 (as found)", "layers on B at level 2 (816 MHz)", "transfers B<->L"
+  std::string id() const;  // "layers:BL:0", "layers:B:3", "transfers:B:L", "handoff:B:L"
+  // "layers on B, L at level 0 (as found)", "layers on B at level 2 (816 MHz)", "transfers B<->L",
+  // "hand-off B<->L"
   std::string describe(const planner::LayerProfile& profile) const;
 };
 

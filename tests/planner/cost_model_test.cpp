@@ -57,6 +57,36 @@ TEST(CostModel, PipelineAndSwitchFollowTheFormulas) {
   EXPECT_NEAR(sw.energy_mj_per_frame, (4 * 112 + 1 * 320 + 1 * 320 + 0.2 * 112) / 1000.0, 1e-12);
 }
 
+TEST(CostModel, HandoffIsChargedToBothSidesOfEveryBoundary) {
+  LayerProfile p = hand_profile();
+  p.set_handoff('L', 'B', 30);
+  const CostModel model(p);
+  EXPECT_DOUBLE_EQ(model.handoff_us(0, 1), 30);
+  EXPECT_DOUBLE_EQ(model.send_us(0, 0, 1, Mode::kPipeline), 10 + 30);
+  EXPECT_DOUBLE_EQ(model.receive_us(0, 0, 1, Mode::kPipeline), 20 + 30);
+  EXPECT_DOUBLE_EQ(model.send_us(0, 0, 1, Mode::kSwitch), 10);  // one frame at a time: none
+  EXPECT_DOUBLE_EQ(model.send_us(0, 0, 2, Mode::kPipeline), 5);  // B->G has no hand-off
+  // BLB at level 2, boundaries B->L after layer 0 and L->B after layer 1:
+  // B = 2 + 100 + (10 + 30) + (4 + 30) + 300 = 476; L = (20 + 30) + 150 + (2 + 30) = 232.
+  const Prediction pipe = model.predict({"BLB", Mode::kPipeline, {2}});
+  EXPECT_DOUBLE_EQ(pipe.period_us, 476);
+  // Latency: every layer, transfer and both hand-offs of each boundary along the path.
+  EXPECT_DOUBLE_EQ(pipe.latency_ms, (2 + 100 + 10 + 30 + 20 + 30 + 150 + 2 + 30 + 4 + 30 + 300) / 1000.0);
+  const Prediction none = CostModel(hand_profile()).predict({"BLB", Mode::kPipeline, {2}});
+  EXPECT_DOUBLE_EQ(none.period_us, 476 - 60);
+  EXPECT_NEAR(pipe.latency_ms - none.latency_ms, 4 * 30 / 1000.0, 1e-12);
+  // Switch mode: no hand-off, on the path or in the period.
+  const Prediction sw = model.predict({"BLB", Mode::kSwitch, {2}});
+  EXPECT_DOUBLE_EQ(sw.latency_ms, none.latency_ms);
+  EXPECT_DOUBLE_EQ(sw.period_us, 1000 * none.latency_ms);
+  // with_handoff sets one pair on a copy; bad pairs are input errors.
+  EXPECT_DOUBLE_EQ(model.with_handoff('B', 'L', 0).predict({"BLB", Mode::kPipeline, {2}}).period_us, 416);
+  EXPECT_DOUBLE_EQ(model.handoff_us(0, 1), 30);
+  EXPECT_THROW(model.with_handoff('B', 'B', 1), InputError);
+  EXPECT_THROW(model.with_handoff('B', 'X', 1), InputError);
+  EXPECT_THROW(model.with_handoff('B', 'L', -1), InputError);
+}
+
 TEST(CostModel, SharedCoresAddAndUnmeasuredLevelsScaleWithFrequency) {
   const CostModel model(hand_profile());
   // Level 1 (1 GHz) was not measured: level 2's times x 2. B and G share one resource, and the

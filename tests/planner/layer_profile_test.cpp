@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "planner/cost_model.h"
 #include "planner/layer_profile.h"
 #include "planner/synthetic_profile.h"
 
@@ -15,7 +16,9 @@ namespace co_up::planner {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 Json synthetic_json() {
@@ -82,6 +85,34 @@ TEST(LayerProfile, UnknownKeysAreIgnoredAndOptionalOnesMayBeAbsent) {
   EXPECT_EQ(error_of(j), "");
 }
 
+TEST(LayerProfile, HandoffRoundTripsAndVersionOneProfilesLoadWithoutIt) {
+  SyntheticSpec spec;
+  spec.layers = 4;
+  spec.processors = 3;
+  spec.handoff_us = 200;
+  const LayerProfile a = make_synthetic_profile(spec);
+  ASSERT_EQ(a.handoffs.size(), 3u);  // BL, BG, LG
+  const LayerProfile b = parse_layer_profile(layer_profile_json(a), "mem");
+  ASSERT_NE(b.find_handoff('L', 'B'), nullptr);  // either order finds the pair
+  EXPECT_EQ(b.find_handoff('L', 'B')->us, a.find_handoff('B', 'L')->us);
+  EXPECT_EQ(Json::parse(layer_profile_json(a))["version"], 2);
+
+  // A version 1 file (before hand-offs) reads as having none: the cost model counts 0 us per
+  // boundary and says so, and a v1 file that has the key anyway is not refused.
+  Json v1 = Json::parse(layer_profile_json(a));
+  v1["version"] = 1;
+  v1.erase("handoff_us");
+  const LayerProfile old = parse_layer_profile(v1.dump(), "v1.json");
+  EXPECT_TRUE(old.handoffs.empty());
+  EXPECT_EQ(old.find_handoff('B', 'L'), nullptr);
+  const CostModel model(old);
+  EXPECT_EQ(model.handoff_us(0, 1), 0.0);
+  EXPECT_THAT(model.warnings(), Contains(HasSubstr("no hand-off measured between B and L: counted as 0 us")));
+  const CostModel with(b);
+  EXPECT_EQ(with.handoff_us(0, 1), b.find_handoff('B', 'L')->us);
+  EXPECT_THAT(with.warnings(), Not(Contains(HasSubstr("hand-off"))));
+}
+
 TEST(LayerProfile, MissingFileAndBadJsonAreClear) {
   EXPECT_THAT(
       [] {
@@ -109,7 +140,12 @@ TEST(LayerProfile, EachDefectNamesItsKey) {
   };
   const std::vector<Case> cases = {
       {"format", [](Json& j) { j["format"] = "other"; }, {"'format'", "co_up-layer-profile"}},
-      {"version", [](Json& j) { j["version"] = 2; }, {"'version'", "is 2"}},
+      {"version", [](Json& j) { j["version"] = 3; }, {"'version'", "is 3", "versions 1 to 2"}},
+      {"hand-off pair", [](Json& j) { j["handoff_us"] = {{"BX", 5.0}}; }, {"handoff_us.BX", "'X'"}},
+      {"hand-off one processor", [](Json& j) { j["handoff_us"] = {{"BB", 5.0}}; }, {"handoff_us.BB", "twice"}},
+      {"hand-off key", [](Json& j) { j["handoff_us"] = {{"BLG", 5.0}}; }, {"handoff_us.BLG", "two processors"}},
+      {"hand-off repeated", [](Json& j) { j["handoff_us"] = {{"BL", 5.0}, {"LB", 6.0}}; }, {"handoff_us.LB", "repeats"}},
+      {"hand-off negative", [](Json& j) { j["handoff_us"] = {{"BL", -1.0}}; }, {"handoff_us.BL", ">= 0"}},
       {"missing network", [](Json& j) { j.erase("network"); }, {"'network'", "missing"}},
       {"layer count type", [](Json& j) { j["network"]["layer_count"] = "4"; }, {"network.layer_count", "integer"}},
       {"short times", [](Json& j) { j["layer_times"][1]["median_us"].erase(0); },

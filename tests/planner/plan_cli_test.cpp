@@ -1,9 +1,7 @@
 // `co_up plan` end to end: the real binary on synthetic profile files; exit codes, one-line
 // errors, and command lines that co_up itself accepts.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,6 +10,7 @@
 
 #include "planner/layer_profile.h"
 #include "planner/synthetic_profile.h"
+#include "tests/plugins/spawn_process.h"
 
 namespace co_up {
 namespace {
@@ -19,17 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-struct Exit {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::Exit;
 
 class PlanCli : public ::testing::Test {
  protected:
@@ -45,29 +34,7 @@ class PlanCli : public ::testing::Test {
   }
 
   Exit run(const std::vector<std::string>& args) {
-    std::vector<std::string> strings = {CO_UP_BINARY};
-    strings.insert(strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    const std::string out = (dir_ / "out.txt").string(), err = (dir_ / "err.txt").string();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (o < 0 || e < 0) _exit(126);
-      dup2(o, 1);
-      dup2(e, 2);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Exit x;
-    x.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    x.out = slurp(out);
-    x.err = slurp(err);
-    return x;
+    return test::finish_process(test::spawn_process(CO_UP_BINARY, args, dir_), dir_);
   }
 
   fs::path write_profile(const planner::SyntheticSpec& spec) {

@@ -21,6 +21,8 @@ Best brute(const CostModel& model, const std::vector<int>& levels) {
   Best best;
   brute_force(model, Mode::kPipeline, levels, [&](const Mapping& m, const Prediction& p) {
     if (is_contiguous(m.order)) best.period = std::min(best.period, p.period_us);
+  });
+  brute_force(model, Mode::kSwitch, levels, [&](const Mapping&, const Prediction& p) {
     best.latency = std::min(best.latency, p.latency_ms);
   });
   return best;
@@ -37,6 +39,7 @@ std::vector<SyntheticSpec> small_specs() {
       s.shared_hosts = variant % 2 == 0;
       s.transfers = seed != 3;  // one seed without transfer costs
       s.levels = variant == 3 ? 2 : 0;
+      s.handoff_us = seed % 2 == 0 ? 150 : 0;  // hand-offs in the brute force too
       specs.push_back(s);
     }
   }
@@ -46,7 +49,7 @@ std::vector<SyntheticSpec> small_specs() {
 std::string describe(const SyntheticSpec& s) {
   return "seed " + std::to_string(s.seed) + ", " + std::to_string(s.processors) + " processors, " +
          std::to_string(s.layers) + " layers, shared " + std::to_string(s.shared_hosts) + ", levels " +
-         std::to_string(s.levels);
+         std::to_string(s.levels) + ", hand-off " + std::to_string(s.handoff_us);
 }
 
 TEST(Search, PipelineDpAndShortestPathEqualBruteForce) {
@@ -126,6 +129,77 @@ TEST(Search, RefinementFindsNonContiguousOrders) {
   EXPECT_DOUBLE_EQ(refined.prediction.period_us, 30);
   EXPECT_GT(dp.prediction.period_us, 30);
   EXPECT_EQ(refined.source, "refined");
+}
+
+// B is fast at layers 0-1 and 4, L at 2-3 (as above). Contiguous splits: BBLLL / BBBLL,
+// period 120 + h with hand-off h; BBLLB: 30 + 2h (B has both of its boundaries).
+LayerProfile sandwich_profile(double handoff_us) {
+  LayerProfile p;
+  p.network.graph = "t";
+  p.network.layer_count = 5;
+  p.processors = {{'B', "b", "cpu", "", 'B', {0}, "", {}, {}, {}}, {'L', "l", "cpu", "", 'L', {1}, "", {}, {}, {}}};
+  p.layer_times = {{'B', 0, {10, 10, 100, 100, 10}, {}}, {'L', 0, {100, 100, 10, 10, 100}, {}}};
+  if (handoff_us > 0) p.set_handoff('B', 'L', handoff_us);
+  return p;
+}
+
+// The best order over every order (brute force), by period then latency.
+std::string brute_best_pipeline(const CostModel& model) {
+  std::string best;
+  double period = std::numeric_limits<double>::infinity();
+  brute_force(model, Mode::kPipeline, {}, [&](const Mapping& m, const Prediction& p) {
+    if (p.period_us < period) {
+      period = p.period_us;
+      best = m.order;
+    }
+  });
+  return best;
+}
+
+TEST(Search, HandoffCostChangesTheChoiceToFewerSubgraphs) {
+  // No hand-off: the 3-sub-graph sandwich is 4x faster than any contiguous split.
+  const CostModel free(sandwich_profile(0));
+  EXPECT_EQ(brute_best_pipeline(free), "BBLLB");
+  EXPECT_EQ(plan(free, Objective::kThroughput, 1).ranked.at(0).mapping.order, "BBLLB");
+  // 95 us per boundary side: BBLLB 220 us, the contiguous splits 215 us (BBLLL, BBBLL; B only
+  // 230). Every search agrees with the brute force.
+  const CostModel costly(sandwich_profile(95));
+  const std::string best = brute_best_pipeline(costly);
+  EXPECT_TRUE(is_contiguous(best)) << best;
+  EXPECT_EQ(subgraph_count(best), 2u);
+  const Candidate dp = pipeline_dp(costly);
+  EXPECT_DOUBLE_EQ(dp.prediction.period_us, 215);
+  EXPECT_DOUBLE_EQ(refine_pipeline(costly, dp).prediction.period_us, 215);
+  const PlanResult planned = plan(costly, Objective::kThroughput, 3);
+  EXPECT_DOUBLE_EQ(planned.ranked.at(0).prediction.period_us, 215);
+  EXPECT_EQ(subgraph_count(planned.ranked.at(0).mapping.order), 2u);
+  EXPECT_EQ(planned.preference_note, "");  // the fastest is also the fewest
+}
+
+TEST(Search, MoreSubgraphsMustBeatTheErrorMargin) {
+  // 84 us: BBLLB 198 us, contiguous 204 us: the sandwich is predicted 3 % faster, inside the 5 %
+  // margin, so the refinement and the plan keep 2 sub-graphs; with margin 0 they take it.
+  const CostModel model(sandwich_profile(84));
+  EXPECT_EQ(brute_best_pipeline(model), "BBLLB");
+  const Candidate dp = pipeline_dp(model);
+  EXPECT_DOUBLE_EQ(dp.prediction.period_us, 204);
+  const Candidate kept = refine_pipeline(model, dp);
+  EXPECT_EQ(kept.mapping.order, dp.mapping.order);
+  EXPECT_EQ(kept.source, "dp");
+  EXPECT_EQ(refine_pipeline(model, dp, 100, 0.0).mapping.order, "BBLLB");
+  const PlanResult planned = plan(model, Objective::kThroughput, 3);
+  EXPECT_EQ(subgraph_count(planned.ranked.at(0).mapping.order), 2u);
+  EXPECT_THAT(planned.preference_note, testing::HasSubstr("BBLLB (3 sub-graphs, predicted 3.0 % faster)"));
+  // The sandwich still ranks, right after the mappings it did not beat by the margin.
+  const bool listed = std::any_of(planned.ranked.begin(), planned.ranked.end(),
+                                  [](const Candidate& c) { return c.mapping.order == "BBLLB"; });
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(plan(model, Objective::kThroughput, 1, 1, 0.0).ranked.at(0).mapping.order, "BBLLB");
+  // Far beyond the margin (no hand-off): the sandwich wins again, with no note.
+  EXPECT_EQ(plan(CostModel(sandwich_profile(0)), Objective::kThroughput, 1).preference_note, "");
+  EXPECT_EQ(subgraph_count("BBLLB"), 3u);
+  EXPECT_EQ(subgraph_count("B"), 1u);
+  EXPECT_EQ(subgraph_count(""), 0u);
 }
 
 TEST(Search, NonDominatedSortAndCrowding) {
@@ -236,9 +310,15 @@ TEST(Search, PlanRanksByTheObjective) {
   const CostModel model(make_synthetic_profile(spec));
   const PlanResult t = plan(model, Objective::kThroughput, 3);
   ASSERT_EQ(t.ranked.size(), 3u);
-  EXPECT_LE(t.ranked[0].prediction.period_us, pipeline_dp(model).prediction.period_us * (1 + 1e-12));
-  EXPECT_LE(t.ranked[0].prediction.period_us, t.ranked[1].prediction.period_us);
+  // Within the sub-graph margin of the best (planner/search.h), and never with more sub-graphs
+  // than a faster one unless beyond the margin.
+  const double margin = 1 + kSubgraphGainMargin;
+  EXPECT_LE(t.ranked[0].prediction.period_us, pipeline_dp(model).prediction.period_us * margin);
+  EXPECT_LE(t.ranked[0].prediction.period_us, t.ranked[1].prediction.period_us * margin);
   EXPECT_LE(t.ranked[0].prediction.period_us, t.single_processor.prediction.period_us);
+  const PlanResult exact = plan(model, Objective::kThroughput, 3, 1, 0.0);
+  EXPECT_LE(exact.ranked[0].prediction.period_us, pipeline_dp(model).prediction.period_us * (1 + 1e-12));
+  EXPECT_LE(exact.ranked[0].prediction.period_us, exact.ranked[1].prediction.period_us);
   const PlanResult l = plan(model, Objective::kLatency, 2);
   EXPECT_EQ(l.ranked[0].mapping.mode, Mode::kSwitch);
   EXPECT_NEAR(l.ranked[0].prediction.latency_ms, shortest_path_latency(model).prediction.latency_ms, 1e-12);

@@ -116,7 +116,7 @@ TEST(LayerProfiler, LayerMediansAndMads) {
   EXPECT_THROW(layer_times_from(missing, 'B', 0), RuntimeError);
 }
 
-TEST(ProfileSteps, LevelZeroFirstThenPairsThenDvfsLevels) {
+TEST(ProfileSteps, LevelZeroFirstThenPairsThenHandoffsThenDvfsLevels) {
   planner::LayerProfile p;
   p.network.layer_count = 4;
   planner::ProfileProcessor b, l, g;
@@ -129,11 +129,13 @@ TEST(ProfileSteps, LevelZeroFirstThenPairsThenDvfsLevels) {
   std::vector<std::string> ids;
   for (const ProfileStep& s : profile_steps(p, "BL")) ids.push_back(s.id());
   EXPECT_THAT(ids, ::testing::ElementsAre("layers:BLG:0", "transfers:B:L", "transfers:B:G",
-                                          "transfers:L:G", "layers:B:1", "layers:B:2", "layers:L:1",
+                                          "transfers:L:G", "handoff:B:L", "handoff:B:G",
+                                          "handoff:L:G", "layers:B:1", "layers:B:2", "layers:L:1",
                                           "layers:L:2", "layers:L:3"));
   ids.clear();
   for (const ProfileStep& s : profile_steps(p, "")) ids.push_back(s.id());
-  EXPECT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids.size(), 7u);
+  EXPECT_EQ((ProfileStep{ProfileStep::Kind::kHandoff, "BL", 0}.describe(p)), "hand-off B<->L");
   EXPECT_EQ((ProfileStep{ProfileStep::Kind::kLayers, "B", 2}.describe(p)),
             "layers on B at level 2 (800 MHz)");
   EXPECT_EQ((ProfileStep{ProfileStep::Kind::kLayers, "BLG", 0}.describe(p)),

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -62,8 +63,8 @@ void expect_all_positive(const std::vector<double>& values, const std::string& w
 TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   const fs::path out = dir_ / "squeezenet.json";
   const ProfileOutcome o = profile_network(job(out));
-  EXPECT_EQ(o.steps_total, 2u);
-  EXPECT_EQ(o.steps_run, 2u);
+  EXPECT_EQ(o.steps_total, 3u);
+  EXPECT_EQ(o.steps_run, 3u);
   EXPECT_FALSE(o.interrupted);
   const planner::LayerProfile p = planner::read_layer_profile(out);
   EXPECT_EQ(p.network.graph, "squeezenet");
@@ -76,7 +77,7 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   EXPECT_EQ(p.processors[0].backend, "cpu-reference");
   EXPECT_THAT(p.processors[1].host_cores, ElementsAre(1));
   EXPECT_EQ(p.repetitions, 2);
-  EXPECT_THAT(p.completed, ElementsAre("layers:BL:0", "transfers:B:L"));
+  EXPECT_THAT(p.completed, ElementsAre("layers:BL:0", "transfers:B:L", "handoff:B:L"));
   ASSERT_EQ(p.layer_times.size(), 2u);
   for (const planner::LayerTimes& t : p.layer_times) {
     EXPECT_EQ(t.level, 0);
@@ -92,10 +93,14 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
     expect_all_positive(t.receive_us, std::string("receive_us ") + t.from + "->" + t.to);
   }
   EXPECT_EQ(p.input_transfer_us.size(), 2u);
+  ASSERT_EQ(p.handoffs.size(), 1u);
+  EXPECT_GE(p.handoffs[0].us, 0);
+  EXPECT_TRUE(std::isfinite(p.handoffs[0].us));
   // The planner's cost model takes it as it is.
   EXPECT_GT(planner::predict(p, {"BBBBBLLLLL", planner::Mode::kPipeline, {}}).throughput_fps, 0);
-  EXPECT_THAT(log_.str(), HasSubstr("[1/2] layers on B, L at level 0 (as found)"));
-  EXPECT_THAT(log_.str(), HasSubstr("[2/2] transfers B<->L"));
+  EXPECT_THAT(log_.str(), HasSubstr("[1/3] layers on B, L at level 0 (as found)"));
+  EXPECT_THAT(log_.str(), HasSubstr("[2/3] transfers B<->L"));
+  EXPECT_THAT(log_.str(), HasSubstr("[3/3] hand-off B<->L"));
 }
 
 TEST_F(ProfileNetworkTest, ResumeSkipsCompletedStepsAndKeepsTheirEntriesByteForByte) {
@@ -117,9 +122,9 @@ TEST_F(ProfileNetworkTest, ResumeSkipsCompletedStepsAndKeepsTheirEntriesByteForB
   const std::string b_entry = before_text.substr(entry_begin, entry_end + 4 - entry_begin);
 
   const ProfileOutcome o = profile_network(job(out));
-  EXPECT_THAT(log_.str(), HasSubstr("resuming: 1 of 2 steps done"));
+  EXPECT_THAT(log_.str(), HasSubstr("resuming: 1 of 3 steps done"));
   EXPECT_EQ(o.steps_done_before, 1u);
-  EXPECT_EQ(o.steps_run, 1u);
+  EXPECT_EQ(o.steps_run, 2u);
   const std::string text = test::read_file(out);
   const auto after = nlohmann::ordered_json::parse(text);
   EXPECT_THAT(text, HasSubstr(b_entry));  // byte for byte
@@ -129,14 +134,37 @@ TEST_F(ProfileNetworkTest, ResumeSkipsCompletedStepsAndKeepsTheirEntriesByteForB
   EXPECT_EQ(after["layer_times"].size(), 2u);
   EXPECT_FALSE(after.contains("input_transfer_us"));  // the layers step was not rerun
   EXPECT_EQ(after["transfers"].size(), 2u);
-  EXPECT_THAT(after["completed"], ElementsAre("layers:BL:0", "transfers:B:L"));
+  EXPECT_THAT(after["completed"], ElementsAre("layers:BL:0", "transfers:B:L", "handoff:B:L"));
 
   // Everything done: nothing is measured, the file stays as it is.
   log_.str("");
   const ProfileOutcome again = profile_network(job(out));
   EXPECT_EQ(again.steps_run, 0u);
-  EXPECT_THAT(log_.str(), HasSubstr("resuming: 2 of 2 steps done"));
+  EXPECT_THAT(log_.str(), HasSubstr("resuming: 3 of 3 steps done"));
   EXPECT_EQ(test::read_file(out), text);
+}
+
+TEST_F(ProfileNetworkTest, AVersionOneProfileResumesWithOnlyTheHandoffStep) {
+  const fs::path out = dir_ / "v1.json";
+  ProfileJob j = job(out);
+  profile_network(j);
+  // The same file as the previous format wrote it: no hand-off, no such step done.
+  auto v1 = nlohmann::ordered_json::parse(test::read_file(out));
+  v1["version"] = 1;
+  v1.erase("handoff_us");
+  v1["completed"] = {"layers:BL:0", "transfers:B:L"};
+  dir_.write("v1.json", v1.dump(1));
+  EXPECT_TRUE(planner::read_layer_profile(out).handoffs.empty());  // readable as it is
+
+  log_.str("");
+  const ProfileOutcome o = profile_network(job(out));
+  EXPECT_THAT(log_.str(), HasSubstr("resuming: 2 of 3 steps done"));
+  EXPECT_EQ(o.steps_run, 1u);
+  const planner::LayerProfile p = planner::read_layer_profile(out);
+  ASSERT_NE(p.find_handoff('B', 'L'), nullptr);
+  const auto after = nlohmann::ordered_json::parse(test::read_file(out));
+  EXPECT_EQ(after["version"], 2);
+  EXPECT_EQ(after["layer_times"].dump(), v1["layer_times"].dump());  // kept as measured
 }
 
 TEST_F(ProfileNetworkTest, ADifferentOrBrokenFileIsAnInputErrorUnlessRestart) {
@@ -163,7 +191,7 @@ TEST_F(ProfileNetworkTest, ADifferentOrBrokenFileIsAnInputErrorUnlessRestart) {
   EXPECT_THROW(profile_network(job(out)), InputError);
   j = job(out);
   j.restart = true;
-  EXPECT_EQ(profile_network(j).steps_run, 2u);
+  EXPECT_EQ(profile_network(j).steps_run, 3u);
   EXPECT_EQ(planner::read_layer_profile(out).platform_name, "ref2");
 }
 
@@ -190,7 +218,7 @@ TEST_F(ProfileNetworkTest, DvfsLevelsWriteEachTableFrequencyAndRestoreTheGoverno
   j.repetitions = 1;
   const ProfileOutcome o = profile_network(j);
   EXPECT_EQ(o.dvfs_letters, "BL");
-  EXPECT_EQ(o.steps_total, 2u + 4u + 3u);
+  EXPECT_EQ(o.steps_total, 3u + 4u + 3u);
   EXPECT_EQ(o.steps_run, o.steps_total);
 
   std::map<std::string, std::vector<std::string>> written;  // file name -> values, in order

@@ -1,11 +1,8 @@
 // The real co_up binary against a simulated sysfs tree: --list-frequencies, DVFS writes restored
 // after a normal run, after SIGINT and after an error mid-run, and one clear message per bad input.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -13,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/plugins/spawn_process.h"
 #include "tests/power/sim_sysfs.h"
 
 namespace co_up {
@@ -23,10 +21,7 @@ using test::get;
 using test::SimSysfs;
 namespace fs = std::filesystem;
 
-struct Exit {
-  int code = -1;
-  std::string out, err;
-};
+using test::Exit;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -36,39 +31,10 @@ std::string slurp(const fs::path& p) {
 }
 
 pid_t spawn(const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<std::string> strings = {CO_UP_BINARY};
-  strings.insert(strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const std::string out = (dir / "out.txt").string(), err = (dir / "err.txt").string();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
+  return test::spawn_process(CO_UP_BINARY, args, dir);
 }
-
-Exit finish(pid_t pid, const fs::path& dir) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  Exit e;
-  e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
-  e.out = slurp(dir / "out.txt");
-  e.err = slurp(dir / "err.txt");
-  return e;
-}
-
+Exit finish(pid_t pid, const fs::path& dir) { return test::finish_process(pid, dir); }
 Exit run(const std::vector<std::string>& args, const fs::path& dir) { return finish(spawn(args, dir), dir); }
-
-std::ostream& operator<<(std::ostream& os, const Exit& e) {
-  return os << "exit " << e.code << "\n--- stdout ---\n" << e.out << "--- stderr ---\n" << e.err;
-}
 
 class PowerCliTest : public ::testing::Test {
  protected:

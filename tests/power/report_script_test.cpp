@@ -1,15 +1,14 @@
 // scripts/co_up-report on what a real co_up run wrote: a simulated board whose sensor file the
 // test fills (tests/power/sim_sysfs.h), --trace-out, --profile-out and --power-csv, then the PNGs.
 // Skips, saying so, when python3-matplotlib is not installed.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "tests/plugins/spawn_process.h"
 #include "tests/power/sim_sysfs.h"
 
 namespace co_up {
@@ -18,10 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct Exit {
-  int code = -1;
-  std::string out, err;
-};
+using test::Exit;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -30,28 +26,11 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-// Runs argv[0] (searched on PATH) with its output in files under `dir`.
+// Runs args[0] (searched on PATH) with its output in files under `dir`.
 Exit run(std::vector<std::string> args, const fs::path& dir) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string out = (dir / "out.txt").string(), err = (dir / "err.txt").string();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status), slurp(out), slurp(err)};
-}
-
-std::ostream& operator<<(std::ostream& os, const Exit& e) {
-  return os << "exit " << e.code << "\n--- stdout ---\n" << e.out << "--- stderr ---\n" << e.err;
+  const std::string program = args.front();
+  args.erase(args.begin());
+  return test::finish_process(test::spawn_process(program, args, dir), dir);
 }
 
 const std::string kScript = std::string(CO_UP_SOURCE_DIR) + "/scripts/co_up-report";
