@@ -115,6 +115,15 @@ void on_layer_end(void* user, uint32_t layer) {
   state->events->push_back(e);
 }
 
+void on_layer_device_time(void* user, uint32_t layer, uint64_t device_ns) {
+  auto* state = static_cast<HookState*>(user);
+  if (state->events == nullptr || state->events->empty()) return;
+  Event& e = state->events->back();  // the layer_end just before
+  if (e.kind == EventKind::kLayer && e.last_layer == layer && e.frame == state->frame) {
+    e.device_ns = static_cast<int64_t>(device_ns);
+  }
+}
+
 std::string subgraph_label(const SubGraph& sg) {
   return "sub-graph " + std::to_string(sg.index) + " (layers " + std::to_string(sg.first_layer) +
          "-" + std::to_string(sg.last_layer) + " on " + std::string(1, sg.processor) + ")";
@@ -428,6 +437,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
   hooks.user_data = &hook_state;
   hooks.layer_begin = on_layer_begin;
   hooks.layer_end = on_layer_end;
+  hooks.layer_device_time = on_layer_device_time;
   const bool want_hooks = level >= 2 || !observers.empty();
   for (LayerObserver* o : observers) o->on_subgraph_begin(p.letter, sg.index, frame);
   const int64_t run_begin = now_ns();

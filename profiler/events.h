@@ -35,6 +35,9 @@ struct Event {
   int64_t begin_ns = 0;
   int64_t end_ns = 0;
   uint64_t bytes = 0;  // kTransfer
+  // kLayer: the device's own time for the layer as its backend measured it (OpenCL event
+  // profiling; ABI 1.1 layer_device_time), -1 when the backend reports none (CPU backends).
+  int64_t device_ns = -1;
 };
 
 }  // namespace co_up::profiler

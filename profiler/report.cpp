@@ -16,6 +16,7 @@ constexpr double kNsPerMs = 1e6;
 struct PerFrameStats {
   double exec_ms = 0;      // median per frame
   double transfer_ms = 0;  // median per frame
+  double device_ms = -1;   // layers: median per frame of the backend's device time, -1 if none
 };
 
 // Median over frames of the per-frame sum of matching event durations. Frames with no matching
@@ -53,7 +54,24 @@ PerFrameStats layer_stats(const RunProfile& p, uint32_t layer) {
       p, [&](const Event& e) { return e.kind == EventKind::kLayer && e.layer == layer; }, false);
   s.transfer_ms = per_frame_median(
       p, [&](const Event& e) { return e.kind == EventKind::kTransfer && e.layer == layer; }, true);
+  std::map<uint64_t, double> device;  // per frame
+  for (const Event& e : p.events) {
+    if (e.kind == EventKind::kLayer && e.layer == layer && e.device_ns >= 0) {
+      device[e.frame] += static_cast<double>(e.device_ns) / kNsPerMs;
+    }
+  }
+  if (!device.empty()) {
+    std::vector<double> values;
+    for (const auto& [frame, ms] : device) values.push_back(ms);
+    s.device_ms = median(std::move(values));
+  }
   return s;
+}
+
+bool has_device_times(const RunProfile& p) {
+  return std::any_of(p.events.begin(), p.events.end(), [](const Event& e) {
+    return e.kind == EventKind::kLayer && e.device_ns >= 0;
+  });
 }
 
 std::string format(const char* fmt, double value) {
@@ -125,7 +143,10 @@ void print_report(std::ostream& out, const RunProfile& p) {
     }
   }
   if (p.level >= 2) {
-    out << "\n  layer  name                  proc  exec ms  transfer ms  MMACs     output\n";
+    // Backends that time their device (OpenCL event profiling) add its share of the exec time.
+    const bool device = has_device_times(p);
+    out << "\n  layer  name                  proc  exec ms  " << (device ? "device ms  " : "")
+        << "transfer ms  MMACs     output\n";
     // An accelerator runs its partition as one node: its event spans first..last layer, so the
     // first layer's row carries the whole partition and the others point at it.
     std::map<uint32_t, uint32_t> partition_first;  // covered layer -> first layer of its node
@@ -141,8 +162,9 @@ void print_report(std::ostream& out, const RunProfile& p) {
         exec = "(in " + std::to_string(in_node->second) + ")";
       }
       out << "  " << pad(std::to_string(l.index), 7) << pad(l.name, 22)
-          << pad(std::string(1, l.processor), 6) << pad(exec, 9)
-          << pad(format("%.3f", st.transfer_ms), 13)
+          << pad(std::string(1, l.processor), 6) << pad(exec, 9);
+      if (device) out << pad(st.device_ms >= 0 ? format("%.3f", st.device_ms) : "-", 11);
+      out << pad(format("%.3f", st.transfer_ms), 13)
           << pad(format("%.1f", static_cast<double>(l.macs) / 1e6), 10) << l.output_shape << "\n";
     }
   }
@@ -199,6 +221,7 @@ nlohmann::json to_json(const RunProfile& p) {
       const PerFrameStats st = layer_stats(p, l.index);
       entry["exec_ms_median"] = st.exec_ms;
       entry["transfer_ms_median"] = st.transfer_ms;
+      if (st.device_ms >= 0) entry["device_ms_median"] = st.device_ms;
     }
     layers.push_back(entry);
   }
@@ -225,6 +248,7 @@ nlohmann::json to_json(const RunProfile& p) {
                {"end_ns", e.end_ns}};
     if (e.kind != EventKind::kSubGraph) ev["layer"] = e.layer;
     if (e.kind == EventKind::kLayer && e.last_layer != e.layer) ev["last_layer"] = e.last_layer;
+    if (e.kind == EventKind::kLayer && e.device_ns >= 0) ev["device_ns"] = e.device_ns;
     if (e.kind == EventKind::kTransfer) {
       ev["to"] = e.peer == UINT32_MAX ? json("output") : json(e.peer);
       ev["bytes"] = e.bytes;

@@ -21,6 +21,10 @@ class LayerHooks {
     if (hooks->struct_size >= offsetof(co_up_run_hooks, layer_end) + sizeof(hooks->layer_end)) {
       end_ = hooks->layer_end;
     }
+    if (hooks->struct_size >=
+        offsetof(co_up_run_hooks, layer_device_time) + sizeof(hooks->layer_device_time)) {
+      device_time_ = hooks->layer_device_time;  // ABI 1.1 hosts
+    }
   }
 
   // Lets a backend skip work only the end hook needs (waiting for a device to finish).
@@ -31,11 +35,17 @@ class LayerHooks {
   void end(uint32_t layer) const {
     if (end_) end_(user_data_, layer);
   }
+  // Whether the host records device times (a backend may then time its device work).
+  bool has_device_time() const { return device_time_ != nullptr && end_ != nullptr; }
+  void device_time(uint32_t layer, uint64_t device_ns) const {
+    if (device_time_) device_time_(user_data_, layer, device_ns);
+  }
 
  private:
   void* user_data_ = nullptr;
   void (*begin_)(void*, uint32_t) = nullptr;
   void (*end_)(void*, uint32_t) = nullptr;
+  void (*device_time_)(void*, uint32_t, uint64_t) = nullptr;
 };
 
 // Steps run in order, each tagged with its node's layer; a layer's hooks wrap its run of steps.

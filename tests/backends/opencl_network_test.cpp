@@ -2,6 +2,7 @@
 // branch with --units=ops) in pipeline and switch mode: outputs equal the all-CPU run within the
 // tolerance of opencl_test_support.h, frame by frame, with the runtime's own map/unmap transfers.
 #include <map>
+#include <sstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "core/network.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
+#include "profiler/events.h"
+#include "profiler/report.h"
 #include "tests/backends/opencl_test_support.h"
 
 namespace co_up::opencl_test {
@@ -107,6 +110,45 @@ TEST(OpenclMappings, ResidualShortcutsAcrossGWithOpUnits) {
   std::string order;
   for (uint32_t i = 0; i < g.layer_count(); ++i) order += "BGL"[(i / 3) % 3];
   expect_near_all_cpu(g, order, ExecutionMode::kPipeline, 2);
+}
+
+// ABI 1.1 layer_device_time: G layers carry the device time that OpenCL event profiling measured
+// (between markers around the layer), within the host-side layer time; CPU layers carry none; the
+// report and its JSON show it.
+TEST(OpenclProfile, GLayersReportDeviceTimeFromEventProfiling) {
+  OPENCL_OR_SKIP();
+  const graph::Graph g = build_network({"mobilenet", "layers", kSmallImage, 3, ""});
+  const uint32_t n = g.layer_count();
+  const std::string order = std::string(n / 2, 'G') + std::string(n - n / 2, 'B');
+  ExecutorOptions options;
+  options.profile_level = 2;
+  Executor executor(g, Partition::create(g, order), detect_host_platform("/nonexistent-sysfs"),
+                    plugins(), options);
+  RunRequest request;
+  request.frames = 3;
+  request.input_sets = {seeded_inputs(g, 1)};
+  const RunResult result = executor.run(request);
+  int g_layers = 0, b_layers = 0;
+  for (const profiler::Event& e : result.profile.events) {
+    if (e.kind != profiler::EventKind::kLayer) continue;
+    if (order[e.layer] == 'G') {
+      ++g_layers;
+      EXPECT_GE(e.device_ns, 0) << "G layer " << e.layer << " frame " << e.frame;
+      // The device worked within the span the host saw (markers complete before clFinish returns).
+      EXPECT_LE(e.device_ns, e.end_ns - e.begin_ns) << "G layer " << e.layer;
+    } else {
+      ++b_layers;
+      EXPECT_EQ(e.device_ns, -1) << "B layer " << e.layer << " has a device time";
+    }
+  }
+  EXPECT_EQ(g_layers, static_cast<int>(n / 2) * 3);
+  EXPECT_EQ(b_layers, static_cast<int>(n - n / 2) * 3);
+  const nlohmann::json j = profiler::to_json(result.profile);
+  EXPECT_TRUE(j["layers"][0].contains("device_ms_median"));
+  EXPECT_FALSE(j["layers"][n - 1].contains("device_ms_median"));
+  std::ostringstream report;
+  profiler::print_report(report, result.profile);
+  EXPECT_NE(report.str().find("device ms"), std::string::npos) << report.str();
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ extern "C" {
 #endif
 
 #define CO_UP_ABI_VERSION_MAJOR 1u
-#define CO_UP_ABI_VERSION_MINOR 0u
+#define CO_UP_ABI_VERSION_MINOR 1u
+/* History: 1.0 first release; 1.1 appends co_up_run_hooks.layer_device_time. */
 
 /* Name of the one exported entry point, for dlsym. */
 #define CO_UP_PLUGIN_ENTRY_POINT "co_up_plugin_get_api"
@@ -192,6 +193,12 @@ typedef struct co_up_run_hooks {
   void* user_data;
   void (*layer_begin)(void* user_data, uint32_t layer);
   void (*layer_end)(void* user_data, uint32_t layer);
+  /* Since 1.1, optional (check struct_size; may be NULL): a backend with its own device timer
+   * (OpenCL event profiling, an accelerator's counters) reports, right after layer_end(layer),
+   * how long the device itself worked on that layer (or partition), in nanoseconds. The runtime
+   * records it next to the host-side layer time, so transfers, host overhead and device work
+   * can be told apart. */
+  void (*layer_device_time)(void* user_data, uint32_t layer, uint64_t device_ns);
 } co_up_run_hooks;
 
 /* ---------------------------------------------------------------------------------------------- */
