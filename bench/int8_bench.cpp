@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_text.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
@@ -31,9 +32,7 @@
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using co_up::bench::now_s;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_text.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/network.h"
@@ -95,16 +96,6 @@ const char* kUsage =
     "  --reps               repetitions, medians reported (default 5, quick 1)\n"
     "  --image-size         input height/width of every network (default: its own; quick 96)\n"
     "  --plugins            plugin directory (default: the build's plugins/)\n";
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 int parse_positive(const std::string& name, const std::string& value) {
   char* end = nullptr;
@@ -168,17 +159,6 @@ Options parse_options(int argc, char** argv) {
 // ---------------------------------------------------------------------------------------------
 // Output helpers
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-
-std::string pad(std::string s, size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
-  return s;
-}
-
 std::string size_label(uint64_t bytes) {
   if (bytes >= (1u << 20)) return fmt("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
   if (bytes >= 1024) return fmt("%.1f KiB", static_cast<double>(bytes) / 1024);
@@ -190,10 +170,6 @@ double load_average() {
   double one = -1;
   f >> one;
   return one;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double event_ms(const Event& e) { return static_cast<double>(e.end_ns - e.begin_ns) / kNsPerMs; }

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_text.h"
 #include "core/affinity.h"
 #include "core/error.h"
 #include "core/executor.h"
@@ -86,16 +87,6 @@ const char* kUsage =
     "  --candidates    predicted splits measured per granularity (default 4, quick 2)\n"
     "  --json          write every number as JSON\n"
     "  --plugins       plugin directory (default: the build's plugins/)\n";
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 uint64_t parse_positive(const std::string& name, const std::string& value) {
   char* end = nullptr;
@@ -579,17 +570,6 @@ SyncResult sync_cost(const Env& env, const std::string& order, uint64_t frames, 
 
 // ---------------------------------------------------------------------------------------------
 // Output
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-
-std::string pad(std::string s, size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
-  return s;
-}
 
 std::string size_label(uint64_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";

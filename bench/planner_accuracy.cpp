@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_text.h"
 #include "core/cli/profile_command.h"
 #include "core/cli/verify_mappings.h"
 #include "core/error.h"
@@ -210,12 +211,6 @@ struct Row {
   bool contended = false;  // accepted although other processes used the machine
   double error() const { return measured > 0 ? (predicted - measured) / measured : 0; }
 };
-
-std::string fmt(const char* spec, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), spec, value);
-  return buffer;
-}
 
 double median_abs(const std::vector<Row>& rows, planner::Mode mode) {
   std::vector<double> errors;

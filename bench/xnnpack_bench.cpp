@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_text.h"
 #include "avx512_conv.h"
 #include "core/executor.h"
 #include "core/network.h"
@@ -41,9 +42,7 @@
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using co_up::bench::now_s;
 
 // Best-of-several GFLOP/s of XNNPACK's f32 GEMM on one thread.
 double peak_gflops() {
