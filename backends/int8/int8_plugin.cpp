@@ -79,12 +79,7 @@ co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_
   return backends::guarded(kStatusOrigin, "factory_create", [&] {
     if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
     *out_factory = nullptr;
-    const xnn_status st = xnn_initialize(nullptr);
-    if (st != xnn_status_success) {
-      fail(CO_UP_STATUS_NO_DEVICE, std::string("xnn_initialize failed: ") + xnn_status_name(st) +
-                                       " (this CPU lacks the instructions XNNPACK needs; map N's "
-                                       "layers to a CPU)");
-    }
+    xnnpack::initialize_xnnpack("map N's layers to a CPU");
     *out_factory = std::make_unique<co_up_factory>().release();
   });
 }

@@ -17,6 +17,16 @@ const char* xnn_status_name(xnn_status status) {
   return "unknown status";
 }
 
+void initialize_xnnpack(const std::string& advice) {
+  const xnn_status st = xnn_initialize(nullptr);
+  if (st != xnn_status_success) {
+    backends::fail(CO_UP_STATUS_NO_DEVICE, std::string("xnn_initialize failed: ") +
+                                               xnn_status_name(st) +
+                                               " (this CPU lacks the instructions XNNPACK needs; " +
+                                               advice + ")");
+  }
+}
+
 void check_xnn(xnn_status status, const std::string& what) {
   if (status == xnn_status_success) return;
   backends::fail(

@@ -26,6 +26,11 @@ using XnnOperator = std::unique_ptr<xnn_operator, XnnOperatorDeleter>;
 
 const char* xnn_status_name(xnn_status status);
 
+// xnn_initialize: process-wide and idempotent, never undone (another factory may still use it).
+// Throws PluginError NO_DEVICE when this CPU cannot run XNNPACK, ending with `advice` (what the
+// user can map there instead).
+void initialize_xnnpack(const std::string& advice);
+
 // Throws PluginError (OUT_OF_MEMORY or RUNTIME_ERROR): "XNNPACK <what> failed: <status>".
 void check_xnn(xnn_status status, const std::string& what);
 
