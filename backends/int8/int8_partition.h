@@ -49,7 +49,6 @@ using xnnpack::internal_axis;
 using xnnpack::internal_dims;
 using xnnpack::needs_transpose;
 using xnnpack::split_at_axis;
-using xnnpack::xnn_status_name;
 using xnnpack::XnnOperator;
 
 struct PartitionOptions {
