@@ -606,7 +606,13 @@ std::vector<SplitCandidate> predict_splits(const graph::Graph& g, const std::vec
   std::vector<SplitCandidate> all;
   auto score = [&](std::string order) {
     double b = 0, gs = 0;
-    for (size_t i = 0; i < n; ++i) (order[i] == 'G' ? gs : b) += order[i] == 'G' ? g_ms[i] : b_ms[i];
+    for (size_t i = 0; i < n; ++i) {
+      if (order[i] == 'G') {
+        gs += g_ms[i];
+      } else {
+        b += b_ms[i];
+      }
+    }
     const Partition part = Partition::create(g, order);
     double bytes = 0;
     for (const Edge& e : part.edges()) {

@@ -14,8 +14,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -34,7 +32,6 @@
 #include "op_shapes.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
-#include "ref_kernels.h"
 #include "run_hooks.h"
 #include "subgraph_desc.h"
 #include "subgraph_plan.h"
@@ -45,14 +42,10 @@
 namespace co_up::xnnpack {
 namespace {
 
-using backends::Activation;
-using backends::Conv2dShape;
 using backends::element_at;
-using backends::element_count;
 using backends::fail;
 using backends::NodePlan;
 using backends::Op;
-using backends::Pool2dShape;
 
 constexpr const char* kBackendName = "cpu-xnnpack";
 constexpr const char* kBackendVersion = "1.0.0";
