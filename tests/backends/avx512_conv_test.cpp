@@ -97,6 +97,8 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
       {1, 96, 7, 6, 48, 5, 1, 2, 4, 1, -1.0f, 1.0f},    // 4 groups of 24 -> 12 (partial vector)
       {1, 64, 6, 5, 40, 3, 1, 1, 1, 1, 0.0f, 6.0f},     // depth 576: three reduction ranges
       {1, 200, 5, 5, 40, 3, 1, 1, 2, 1, 0.0f, kInf},    // depth 900: ranges end inside a tap
+      {1, 128, 30, 30, 72, 1, 1, 0, 1, 1, 0.0f, kInf},  // 720 KB of pixels: two L2 chunks, the last short
+      {1, 64, 40, 40, 64, 3, 1, 1, 2, 1, -kInf, kInf},  // two chunks of two groups
   };
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
