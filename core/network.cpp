@@ -1,5 +1,8 @@
 #include "core/network.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "core/error.h"
 #include "graph/builder.h"
 #include "graph/onnx/layer_units.h"
@@ -8,6 +11,38 @@
 #include "graph/zoo/zoo.h"
 
 namespace co_up {
+namespace {
+
+// "5:3,2:2" -> {{5, 3}, {2, 2}}, checked; applied from the highest unit down, so that every
+// index means the unit --list-layers shows without --split.
+void apply_splits(graph::Graph& g, const std::string& split) {
+  if (split.empty()) return;
+  std::vector<std::pair<uint32_t, int>> splits;
+  size_t at = 0;
+  while (at <= split.size()) {
+    const size_t comma = std::min(split.find(',', at), split.size());
+    const std::string item = split.substr(at, comma - at);
+    const size_t colon = item.find(':');
+    auto number = [&](const std::string& s) -> long {
+      if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) {
+        throw InputError("--split='" + split + "': '" + item + "' is not LAYER:PARTS (e.g. --split=5:3 splits layer 5 "
+                         "into 3 parts by output channel)");
+      }
+      return std::stol(s);
+    };
+    if (colon == std::string::npos) number("");
+    const long unit = number(item.substr(0, colon)), parts = number(item.substr(colon + 1));
+    for (const auto& [u, p] : splits) {
+      if (u == unit) throw InputError("--split='" + split + "' names layer " + std::to_string(unit) + " twice");
+    }
+    splits.emplace_back(static_cast<uint32_t>(unit), static_cast<int>(parts));
+    at = comma + 1;
+  }
+  std::sort(splits.begin(), splits.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [unit, parts] : splits) graph::split_output_channels(g, unit, parts);
+}
+
+}  // namespace
 
 graph::Graph build_network(const NetworkSpec& spec) {
   if (spec.units != "layers" && spec.units != "ops") {
@@ -30,6 +65,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
     } else {
       graph::assign_block_units(g);
     }
+    apply_splits(g, spec.split);
     g.validate();
     return g;
   }
@@ -48,6 +84,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
   }();
   graph::optimize_for_inference(g);
   if (spec.units == "ops") graph::assign_op_units(g);
+  apply_splits(g, spec.split);
   g.validate();
   return g;
 }

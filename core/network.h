@@ -27,6 +27,9 @@ struct NetworkSpec {
   // shape replacing the model's (needed for dynamic dimensions). `name` must then be empty.
   std::string model;
   std::vector<int64_t> input_shape;
+  // --split=UNIT:PARTS[,UNIT:PARTS...]: layer units (numbered as without the option) whose compute
+  // op is split by output channels into PARTS units (graph::split_output_channels). Empty: none.
+  std::string split;
 };
 
 // Throws InputError (unknown network, bad weights directory, unreadable or unsupported model, ...).

@@ -1,7 +1,12 @@
 #include "graph/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
 
 namespace co_up::graph {
 namespace {
@@ -107,6 +112,114 @@ void assign_op_units(Graph& graph) {
   for (size_t i = 0; i < names.size(); ++i) {
     graph.set_layer_name(static_cast<uint32_t>(i), names[i]);
   }
+}
+
+void split_output_channels(Graph& graph, uint32_t unit, int parts) {
+  const std::vector<LayerUnit> units = graph.layers();
+  const std::string where = "cannot split layer " + std::to_string(unit);
+  if (unit >= units.size()) {
+    throw InputError(where + ": the network has " + std::to_string(units.size()) + " layers (see --list-layers)");
+  }
+  if (parts < 2) throw InputError(where + " into " + std::to_string(parts) + " parts: give 2 or more");
+  NodeId op_id = kNoNode;
+  for (NodeId id : units[unit].nodes) {
+    if (!is_compute_op(graph.node(id).op)) continue;
+    if (op_id != kNoNode) {
+      throw InputError(where + " ('" + units[unit].name + "'): it holds several convolutions or fully connected "
+                       "ops; split one of them with --units=ops");
+    }
+    op_id = id;
+  }
+  if (op_id == kNoNode) {
+    throw InputError(where + " ('" + units[unit].name + "'): it has no convolution or fully connected op");
+  }
+  const Node& op = graph.node(op_id);
+  if (op.op == OpType::kConv && op.attrs.get_int("group") != 1) {
+    throw InputError(where + " ('" + op.name + "'): grouped and depthwise convolutions cannot be split by output "
+                     "channel (each slice would need its own input channels)");
+  }
+  const Tensor& weights = graph.tensor(op.inputs.at(1));
+  const int64_t channels = weights.desc.shape.at(0);
+  if (channels < parts) {
+    throw InputError(where + " ('" + op.name + "') into " + std::to_string(parts) + " parts: it has only " +
+                     std::to_string(channels) + " output channels");
+  }
+  // Slice boundaries: multiples of 16 channels (a vector) when there are enough, else of 1.
+  const int64_t align = channels >= 16 * parts ? 16 : 1;
+  std::vector<int64_t> bounds{0};
+  for (int i = 1; i < parts; ++i) {
+    bounds.push_back((channels * i / parts + align / 2) / align * align);
+  }
+  bounds.push_back(channels);
+
+  // Rebuilt in node order, with the op replaced by its slices and a Concat.
+  Graph out(graph.name());
+  const auto shift = static_cast<uint32_t>(parts - 1);
+  std::vector<TensorId> map(graph.tensors().size(), kNoTensor);
+  auto mapped = [&](TensorId t) {
+    if (t == kNoTensor) return kNoTensor;
+    if (map[t] == kNoTensor) {  // a constant, added where it is first read
+      const Tensor& c = graph.tensor(t);
+      map[t] = out.add_constant(c.name, c.desc, c.data);
+    }
+    return map[t];
+  };
+  auto new_layer = [&](const Node& n) {
+    if (n.layer < unit) return n.layer;
+    if (n.layer > unit) return n.layer + shift;
+    return n.id < op_id ? unit : unit + shift;  // the unit's tail follows the Concat
+  };
+  for (const Node& n : graph.nodes()) {
+    if (n.op == OpType::kInput) {
+      map[n.outputs[0]] = out.add_input(graph.tensor(n.outputs[0]).name, graph.tensor(n.outputs[0]).desc);
+      continue;
+    }
+    std::vector<TensorId> inputs;
+    for (TensorId t : n.inputs) inputs.push_back(mapped(t));
+    if (n.id != op_id) {
+      const TensorId t = out.add_node(n.name, n.op, inputs, n.attrs, new_layer(n));
+      out.mutable_tensor(t).name = graph.tensor(n.outputs[0]).name;
+      out.mutable_tensor(t).desc = graph.tensor(n.outputs[0]).desc;
+      map[n.outputs[0]] = t;
+      continue;
+    }
+    const int64_t per_channel = weights.desc.element_count() / channels;
+    const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
+    std::vector<TensorId> slices;
+    for (int i = 0; i < parts; ++i) {
+      const int64_t from = bounds[i], count = bounds[i + 1] - from;
+      const std::string suffix = "#" + std::to_string(i + 1);
+      TensorDesc wd = weights.desc;
+      wd.shape[0] = count;
+      std::vector<TensorId> slice_inputs = inputs;
+      slice_inputs[1] = out.add_constant(weights.name + suffix, wd,
+                                         {weights.data.begin() + from * per_channel,
+                                          weights.data.begin() + (from + count) * per_channel});
+      if (has_bias) {
+        const Tensor& bias = graph.tensor(n.inputs[2]);
+        TensorDesc bd = bias.desc;
+        bd.shape[0] = count;
+        slice_inputs[2] = out.add_constant(bias.name + suffix, bd, {bias.data.begin() + from, bias.data.begin() + from + count});
+      }
+      slices.push_back(out.add_node(n.name + suffix, n.op, slice_inputs, n.attrs, unit + static_cast<uint32_t>(i)));
+    }
+    Attributes concat;
+    concat.set("axis", int64_t{1});
+    const TensorId joined = out.add_node(n.name + "#concat", OpType::kConcat, slices, concat, unit + shift);
+    out.mutable_tensor(joined).name = graph.tensor(n.outputs[0]).name;
+    map[n.outputs[0]] = joined;
+  }
+  for (TensorId t : graph.outputs()) out.mark_output(map[t]);
+  for (size_t i = 0; i < units.size(); ++i) {
+    const auto index = static_cast<uint32_t>(i);
+    if (index != unit) {
+      out.set_layer_name(index < unit ? index : index + shift, units[i].name);
+      continue;
+    }
+    for (int p = 0; p < parts; ++p) out.set_layer_name(unit + static_cast<uint32_t>(p), units[i].name + "#" + std::to_string(p + 1));
+  }
+  out.validate();
+  graph = std::move(out);
 }
 
 void optimize_for_inference(Graph& graph) {

@@ -21,6 +21,16 @@ void fuse_activations(Graph& graph);
 // the unit of the compute op before them. Unit names become the compute op's node name.
 void assign_op_units(Graph& graph);
 
+// Data parallelism inside one layer (the task + data parallel paper, papers/task-data-parallel-
+// csdf.txt): the compute op of layer unit `unit` becomes `parts` ops over consecutive slices of
+// its output channels, each its own layer unit, so that an order string can give the slices to
+// different processors; a Concat in the last slice's unit joins them, followed by the rest of
+// the unit. Later units move up by parts - 1; slice units are named "<unit>#1", "#2", ...
+// Slices are multiples of 16 channels where the op has at least 16 per part.
+// Throws InputError when the unit does not exist, holds no or several compute ops (use
+// --units=ops), the op is a grouped convolution, or it has fewer output channels than parts.
+void split_output_channels(Graph& graph, uint32_t unit, int parts);
+
 // The standard pipeline: fold_batch_norm, eliminate_identity, fuse_activations.
 void optimize_for_inference(Graph& graph);
 

@@ -455,6 +455,7 @@ std::string command_line(const CostModel& model, const Mapping& mapping) {
   std::ostringstream s;
   s << "co_up " << (net.graph.empty() ? "--model=" + shell_quote(net.model) : "--graph=" + shell_quote(net.graph));
   if (net.units != "layers") s << " --units=" << net.units;
+  if (!net.split.empty()) s << " --split=" << net.split;
   if (net.image_size > 0) s << " --image-size=" << net.image_size;
   s << " --order=" << mapping.order << " --mode=" << mode_name(mapping.mode);
   bool best_effort = false;

@@ -116,6 +116,7 @@ ProfileNetwork read_network(const Reader& r, const Json& root) {
   if (n.graph.empty() && n.model.empty()) r.fail("network.graph", "and network.model are both empty");
   n.units = r.string(r.required(net, "network", "units"), "network.units");
   if (n.units != "layers" && n.units != "ops") r.fail("network.units", "is '" + n.units + "', must be layers or ops");
+  if (const Json* v = r.optional(net, "split")) n.split = r.string(*v, "network.split");
   if (const Json* v = r.optional(net, "image_size")) n.image_size = r.integer(*v, "network.image_size", 0, 1 << 20);
   n.layer_count = static_cast<uint32_t>(
       r.integer(r.required(net, "network", "layer_count"), "network.layer_count", 1, 1 << 20));
@@ -429,6 +430,7 @@ std::string layer_profile_json(const LayerProfile& profile) {
   net["graph"] = profile.network.graph;
   net["model"] = profile.network.model;
   net["units"] = profile.network.units;
+  if (!profile.network.split.empty()) net["split"] = profile.network.split;
   net["image_size"] = profile.network.image_size;
   net["layer_count"] = profile.network.layer_count;
   net["layers"] = Ordered::array();

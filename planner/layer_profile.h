@@ -28,6 +28,7 @@ struct ProfileNetwork {
   std::string graph;  // zoo name, "" for --model
   std::string model;  // ONNX path as given, "" for --graph
   std::string units = "layers";
+  std::string split;  // --split, "" for none
   int64_t image_size = 0;
   uint32_t layer_count = 0;
   std::vector<ProfileLayer> layers;  // layer_count entries (may be empty: names unknown)

@@ -145,7 +145,9 @@ void print_report(std::ostream& out, const RunProfile& p) {
   if (p.level >= 2) {
     // Backends that time their device (OpenCL event profiling) add its share of the exec time.
     const bool device = has_device_times(p);
-    out << "\n  layer  name                  proc  exec ms  " << (device ? "device ms  " : "")
+    size_t name_width = 22;  // wider when a name (an ONNX node path) would run into the next column
+    for (const LayerInfo& l : p.layers) name_width = std::max(name_width, l.name.size() + 2);
+    out << "\n  layer  " << pad("name", name_width) << "proc  exec ms  " << (device ? "device ms  " : "")
         << "transfer ms  MMACs     output\n";
     // An accelerator runs its partition as one node: its event spans first..last layer, so the
     // first layer's row carries the whole partition and the others point at it.
@@ -161,7 +163,7 @@ void print_report(std::ostream& out, const RunProfile& p) {
       if (in_node != partition_first.end() && in_node->second != l.index) {
         exec = "(in " + std::to_string(in_node->second) + ")";
       }
-      out << "  " << pad(std::to_string(l.index), 7) << pad(l.name, 22)
+      out << "  " << pad(std::to_string(l.index), 7) << pad(l.name, name_width)
           << pad(std::string(1, l.processor), 6) << pad(exec, 9);
       if (device) out << pad(st.device_ms >= 0 ? format("%.3f", st.device_ms) : "-", 11);
       out << pad(format("%.3f", st.transfer_ms), 13)

@@ -3,6 +3,7 @@
 //
 // Errors end as one line on stderr: exit 2 for bad usage or input, 1 for runtime failures,
 // 128+signal when interrupted (after writing the profile).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -51,8 +52,11 @@ void list_layers(const graph::Graph& g, bool constants) {
     return;
   }
   int64_t total = 0;
-  for (const graph::LayerSummary& l : graph::summarize_layers(g)) {
-    std::cout << std::setw(3) << l.index << "  " << std::left << std::setw(22) << l.name
+  const std::vector<graph::LayerSummary> layers = graph::summarize_layers(g);
+  int name_width = 22;  // wider when a name (an ONNX node path) would run into the ops
+  for (const graph::LayerSummary& l : layers) name_width = std::max(name_width, static_cast<int>(l.name.size()) + 2);
+  for (const graph::LayerSummary& l : layers) {
+    std::cout << std::setw(3) << l.index << "  " << std::left << std::setw(name_width) << l.name
               << std::setw(48) << l.ops << ' ' << std::setw(18) << l.output_shape << std::right
               << std::fixed << std::setprecision(1) << static_cast<double>(l.macs) / 1e6
               << " MMACs\n";
@@ -258,6 +262,7 @@ int run(const Options& o, StopSignal& stop) {
   }
 
   NetworkSpec spec{o.graph, o.units, o.image_size, o.seed, o.data};
+  spec.split = o.split;
   spec.model = o.model;
   spec.input_shape = o.input_shape;
   const graph::Graph g = build_network(spec);

@@ -49,6 +49,7 @@ Options parse_options(const std::vector<std::string>& args) {
          }
          o.units = v;
        }},
+      {"split", [&](const std::string& v) { o.split = v; }},
       {"image-size", [&](const std::string& v) { o.image_size = parse_int("image-size", v, 1, 4096); }},
       {"seed", [&](const std::string& v) { o.seed = static_cast<uint64_t>(parse_int("seed", v, 0, INT64_MAX)); }},
       {"buffers", [&](const std::string& v) { o.buffers = static_cast<uint32_t>(parse_int("buffers", v, 1, 64)); }},
@@ -177,6 +178,10 @@ network
                         found from its structure (a fan-in block is one unit)
   --input-shape=N,C,H,W the model's input shape (needed when the model's is dynamic)
   --units=layers|ops    layer units of --order: the paper's layers (default) or one per compute op
+  --split=L:P[,L:P]     data parallelism: layer L's convolution or fully connected op becomes P
+                        layers over slices of its output channels (joined by a Concat), so the
+                        order string can give them to different processors (L as --list-layers
+                        shows without --split; each split adds P-1 letters)
   --image-size=N        input height/width (default: the network's own; smaller runs faster)
   --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)
   --image=FILE          input image (PPM, PNG, JPEG), preprocessed as the network expects

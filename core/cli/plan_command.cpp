@@ -56,8 +56,14 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
   if (!o.graph.empty() && !o.model.empty()) throw InputError("--graph and --model both given; use one");
   const std::string units = o.units != "layers" ? o.units : "";  // "layers" is also the default
   planner::check_profile_matches(profile, o.graph, o.model, units, 0);
+  if (!o.split.empty() && o.split != profile.network.split) {
+    throw InputError("the profile was made with " +
+                     (profile.network.split.empty() ? std::string("no --split") : "--split=" + profile.network.split) +
+                     " but --split=" + o.split + " was asked; re-profile with the same --split");
+  }
   NetworkSpec spec{o.graph, profile.network.units,
                    o.image_size > 0 ? o.image_size : profile.network.image_size, o.seed, o.data};
+  spec.split = profile.network.split;
   spec.model = o.model;
   spec.input_shape = o.input_shape;
   const graph::Graph g = build_network(spec);

@@ -81,6 +81,7 @@ std::string identity(const planner::LayerProfile& p) {
   const planner::ProfileNetwork& n = p.network;
   std::string s = n.graph.empty() ? "--model=" + n.model : "--graph=" + n.graph;
   s += " --units=" + n.units;
+  if (!n.split.empty()) s += " --split=" + n.split;
   if (n.image_size != 0) s += " --image-size=" + std::to_string(n.image_size);
   s += " (" + std::to_string(n.layer_count) + " layers) on platform '" + p.platform_name +
        "', processors " + p.letters();
@@ -273,6 +274,7 @@ planner::LayerProfile profile_skeleton(const ProfileJob& job) {
   p.network.graph = job.graph_name;
   p.network.model = job.model;
   p.network.units = job.units;
+  p.network.split = job.split;
   p.network.image_size = job.image_size;
   p.network.layer_count = static_cast<uint32_t>(g.layer_count());
   const std::vector<graph::LayerSummary> summaries = graph::summarize_layers(g);
@@ -498,6 +500,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   check_cores_exist(platform);
 
   NetworkSpec spec{o.graph, o.units, o.image_size, o.seed, o.data};
+  spec.split = o.split;
   spec.model = o.model;
   spec.input_shape = o.input_shape;
   const graph::Graph g = build_network(spec);
@@ -514,6 +517,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   job.graph_name = o.graph;
   job.model = o.model;
   job.units = o.units;
+  job.split = o.split;
   job.image_size = o.image_size;
   job.processors = o.processors;
   job.repetitions = o.repetitions;

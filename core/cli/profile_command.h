@@ -72,7 +72,7 @@ struct ProfileJob {
   power::SysfsDvfs* dvfs = nullptr;
   std::vector<std::vector<float>> input;  // one tensor per graph input
   // Identity of the network as the user named it (stored in the profile, checked on resume).
-  std::string graph_name, model, units = "layers";
+  std::string graph_name, model, units = "layers", split;
   int64_t image_size = 0;
   std::string processors;      // letters to profile; empty: every processor whose plugin loaded
   int repetitions = 0;         // 0: kDefaultRepetitions (or the resumed file's)

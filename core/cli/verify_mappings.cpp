@@ -125,6 +125,7 @@ std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::Co
                                              std::ostream& out) {
   const planner::ProfileNetwork& net = model.profile().network;
   NetworkSpec spec{net.graph, net.units, net.image_size, o.seed, o.data};
+  spec.split = net.split;
   spec.model = net.model;
   spec.input_shape = o.input_shape;
   const graph::Graph graph = build_network(spec);

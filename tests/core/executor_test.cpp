@@ -1,6 +1,7 @@
 // Executor behaviour that matters: every mapping computes the same bits as one processor, in both
 // modes; frames are never lost, duplicated or reordered; skip edges never stall the first stage;
 // non-contiguous mappings (BLB, BLBLB) neither deadlock nor share a core.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -306,6 +307,71 @@ TEST(ExecutorTest, UnknownLetterAndMissingPluginAreInputErrors) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("no-such-npu"), std::string::npos) << e.what();
   }
+}
+
+// --split: a layer's op over slices of its output channels, the slices on different processors,
+// computes what the whole op computes (to rounding: a slice may pick another kernel than the
+// whole op), in both modes; the split graph keeps every MAC.
+TEST(ExecutorTest, SplitLayersAcrossProcessorsMatchTheWholeLayer) {
+  const graph::Graph whole = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  NetworkSpec spec{"alexnet", "layers", kSmallImage, 7, ""};
+  spec.split = "5:3,2:2";  // fc6 in three, conv3 in two
+  const graph::Graph split = build_network(spec);
+  ASSERT_EQ(split.layer_count(), whole.layer_count() + 3);
+  const auto summary = graph::summarize_layers(split);
+  EXPECT_EQ(summary[2].name, "conv3#1");
+  EXPECT_EQ(summary[3].name, "conv3#2");
+  EXPECT_EQ(summary[6].name, "fc6#1");
+  EXPECT_EQ(summary[8].name, "fc6#3");
+  EXPECT_EQ(summary[8].ops, "FullyConnected(relu)+Concat");
+  int64_t macs_whole = 0, macs_split = 0;
+  for (const auto& l : graph::summarize_layers(whole)) macs_whole += l.macs;
+  for (const auto& l : summary) macs_split += l.macs;
+  EXPECT_EQ(macs_split, macs_whole);
+
+  const auto inputs = input_sets(whole, 2);
+  const uint64_t frames = 3;
+  const Outputs reference =
+      run_graph(whole, std::string(whole.layer_count(), 'B'), ExecutionMode::kSwitch, frames, inputs);
+  // Slices of one layer on B and L (conv3#1 B, conv3#2 L; fc6 B, L, B), and the Concat's inputs
+  // arriving from both.
+  for (const std::string order : {"BBBLBBBLBBB", "LLBLBBLBLLL"}) {
+    for (ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+      const Outputs got = run_graph(split, order, mode, frames, inputs);
+      expect_in_order(got, frames);
+      for (const auto& [frame, values] : reference.by_frame) {
+        const std::vector<float>& v = got.by_frame.at(frame);
+        ASSERT_EQ(v.size(), values.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_NEAR(v[i], values[i], 1e-5f) << order << " " << mode_name(mode) << " frame " << frame << " output " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(ExecutorTest, SplitErrorsNameTheLayerAndWhatToDo) {
+  auto error_of = [](const std::string& graph, const std::string& units, const std::string& split) {
+    NetworkSpec spec{graph, units, kSmallImage, 7, ""};
+    spec.split = split;
+    try {
+      build_network(spec);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  using ::testing::HasSubstr;
+  EXPECT_THAT(error_of("alexnet", "layers", "1:2"), HasSubstr("grouped and depthwise"));
+  EXPECT_THAT(error_of("alexnet", "layers", "8:2"), HasSubstr("the network has 8 layers"));
+  EXPECT_THAT(error_of("alexnet", "layers", "5:1"), HasSubstr("give 2 or more"));
+  EXPECT_THAT(error_of("alexnet", "layers", "5"), HasSubstr("is not LAYER:PARTS"));
+  EXPECT_THAT(error_of("alexnet", "layers", "5:x"), HasSubstr("is not LAYER:PARTS"));
+  EXPECT_THAT(error_of("alexnet", "layers", "5:2,"), HasSubstr("is not LAYER:PARTS"));
+  EXPECT_THAT(error_of("alexnet", "layers", "5:2,5:3"), HasSubstr("names layer 5 twice"));
+  EXPECT_THAT(error_of("alexnet", "layers", "7:2000"), HasSubstr("it has only 1000 output channels"));
+  EXPECT_THAT(error_of("googlenet", "layers", "3:2"), HasSubstr("with --units=ops"));
+  EXPECT_EQ(error_of("googlenet", "ops", "3:2"), "no error");
 }
 
 TEST(ExecutorTest, WrongInputSizeIsAnInputError) {

@@ -152,6 +152,12 @@ TEST(CostModel, CommandLinesAreRunnable) {
             "co_up --graph=hand --order=BGGL --mode=switch --frequency='{1-[1,1]-1}' --dvfs=best-effort");
   EXPECT_EQ(frequency_argument(model, {"BBB", Mode::kPipeline, {2}}), "{2}");
   EXPECT_FALSE(needs_best_effort(model, {"BBB", Mode::kPipeline, {2}}));
+  // A profile of a --split network plans runs of the same split graph.
+  LayerProfile split = hand_profile();
+  split.network.units = "ops";
+  split.network.split = "1:2";
+  EXPECT_EQ(command_line(CostModel(split), {"BBL", Mode::kPipeline, {0}}),
+            "co_up --graph=hand --units=ops --split=1:2 --order=BBL --mode=pipeline");
 }
 
 }  // namespace

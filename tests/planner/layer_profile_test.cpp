@@ -57,6 +57,10 @@ TEST(LayerProfile, RoundTripsThroughJson) {
   EXPECT_EQ(b.find_transfer('B', 'N')->send_us.size(), 4u);
   EXPECT_TRUE(b.is_completed("layers:B:1"));
   EXPECT_EQ(b.find_power('L', 3)->busy_w, a.find_power('L', 3)->busy_w);
+  EXPECT_EQ(b.network.split, "");
+  LayerProfile split = a;
+  split.network.split = "2:3";
+  EXPECT_EQ(parse_layer_profile(layer_profile_json(split), "mem").network.split, "2:3");
 }
 
 TEST(LayerProfile, WritesAtomicallyAndReadsBack) {
