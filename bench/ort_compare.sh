@@ -12,16 +12,21 @@
 #
 # Per network, in one session:
 #   1. MACs and unit counts from `co_up --list-layers` (layers and --units=ops).
-#   2. Per-unit times from an all-B run at --profile=2, for --units=layers and --units=ops. Every
-#      contiguous split B^k L^(n-k) is scored as the slower of its two stages (boundary copies are
-#      under 1 % of a stage here, see bench/README.md; L is as fast as B on this host); the best
-#      CANDIDATES splits of each granularity are measured.
+#   2. Per-unit times from an all-B run at --profile=2, for three granularities: --units=layers,
+#      --units=ops, and "split": --units=ops plus --split=U:SPLIT_PARTS of the slowest op that can
+#      be split (not a grouped convolution), so that a pipeline stage boundary can fall inside
+#      that op (data parallelism; AlexNet's fc6 is 40 % of its time). Every contiguous split
+#      B^k L^(n-k) is scored as the slower of its two stages (boundary copies are under 1 % of a
+#      stage here, see bench/README.md; L is as fast as B on this host); the best CANDIDATES
+#      splits of each granularity are measured.
 #   3. REPS repetitions; in each, back to back: ORT intraOpNumThreads=1 on core 0 (taskset -c 0),
-#      ORT intraOpNumThreads=2 on cores 0-1, co_up all-B (B = core 0, one thread), and every
+#      co_up all-B (B = core 0, one thread), ORT intraOpNumThreads=2 on cores 0-1, and every
 #      pipeline candidate (B = core 0, L = core 1). co_up fps is the profile JSON's
 #      summary.throughput_fps (frames after the first / time between their completions); ORT fps is
-#      1000 / median ms of its timed runs after warm-up. The table shows medians over reps; the
-#      pipeline column is the candidate with the best median.
+#      1000 / median ms of its timed runs after warm-up. The fps columns are medians over reps;
+#      the pipeline column is the candidate with the best median. Each ratio is the median over
+#      reps of the ratio of two runs of the same rep: this VM's speed drifts by tens of percent
+#      over minutes, and runs seconds apart see the same speed.
 # Fraction of peak: 2 x MACs x fps / peak, where the peak is one core's f32 peak as
 # co_up_bench_xnnpack prints it (an AVX-512 FMA loop in registers where the CPU has AVX-512, else
 # XNNPACK's f32 GEMM 1024^3; median of 3 invocations); the pipeline and ORT-2 columns are
@@ -31,6 +36,7 @@
 # CPU time) is recorded as others_cores and shown in [brackets] per rep; ORT's own CPU/wall too.
 #
 # Environment: NETS=a,b (subset), REPS (default 3), CANDIDATES (per granularity, default 2),
+# SPLIT_PARTS (slices of the split op, default 4),
 # SECONDS_PER_RUN (target length of one timed run, default 2), OUT_DIR (kept results; default a
 # new directory under /tmp). Everything measured goes to OUT_DIR/results.json.
 set -euo pipefail
@@ -43,6 +49,7 @@ python=/usr/bin/python3
 ort_dir=${root}/bench/ort
 reps=${REPS:-3}
 candidates=${CANDIDATES:-2}
+split_parts=${SPLIT_PARTS:-4}
 seconds_per_run=${SECONDS_PER_RUN:-2}
 nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0)
 if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
@@ -110,10 +117,19 @@ measured() {
 
 repeat() { local s=""; for ((i = 0; i < $2; ++i)); do s+=$1; done; printf '%s' "${s}"; }
 
+# co_up's arguments for a granularity: layers, ops, or split (ops with the network's ${split_arg}).
+unit_args() {
+  case $1 in
+    split) printf '%s\n' --units=ops "--split=${split_arg}" ;;
+    *) printf '%s\n' "--units=$1" ;;
+  esac
+}
+
 # co_up run: sets ${fps} from the profile JSON. Args: model units order frames json cores.
 run_co_up() {
   local model=$1 units=$2 order=$3 frames=$4 json=$5 taskset_cores=$6
-  measured taskset -c "${taskset_cores}" "${co_up}" --model="${model}" --units="${units}" --order="${order}" \
+  local args; mapfile -t args < <(unit_args "${units}")
+  measured taskset -c "${taskset_cores}" "${co_up}" --model="${model}" "${args[@]}" --order="${order}" \
     --mode=pipeline --n="${frames}" --profile=1 --profile-out="${json}" >/dev/null
   fps=$("${python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["throughput_fps"])' "${json}")
 }
@@ -138,12 +154,31 @@ for net in "${nets[@]}"; do
     taskset -c 0 "${co_up}" --model="${model}" --units="${units}" --order="$(repeat B "${n}")" \
       --mode=pipeline --n=6 --profile=2 --profile-out="${out}/${net}.profile-${units}.json" >/dev/null
   done
+  # Data parallelism: the slowest op that --split accepts (not grouped), in SPLIT_PARTS slices,
+  # profiled as a third granularity "split".
+  split_arg=""
+  for unit in $("${python}" -c 'import json,sys
+t = [l["exec_ms_median"] for l in json.load(open(sys.argv[1]))["layers"]]
+print(*sorted(range(len(t)), key=lambda i: -t[i])[:3])' "${out}/${net}.profile-ops.json"); do
+    if "${co_up}" --model="${model}" --units=ops --split="${unit}:${split_parts}" --list-layers \
+         >"${out}/${net}.split.txt" 2>/dev/null; then
+      split_arg=${unit}:${split_parts}
+      break
+    fi
+  done
+  profiles=("${out}/${net}.profile-layers.json" "${out}/${net}.profile-ops.json")
+  if [[ -n ${split_arg} ]]; then
+    n_split=$(tail -1 "${out}/${net}.split.txt" | awk '{print $1}')
+    taskset -c 0 "${co_up}" --model="${model}" --units=ops --split="${split_arg}" \
+      --order="$(repeat B "${n_split}")" --mode=pipeline --n=6 --profile=2 \
+      --profile-out="${out}/${net}.profile-split.json" >/dev/null
+    profiles+=("${out}/${net}.profile-split.json")
+  fi
   # Candidate splits: "units order predicted_ms balance" lines, best CANDIDATES per granularity.
-  "${python}" - "${out}/${net}.profile-layers.json" "${out}/${net}.profile-ops.json" "${candidates}" \
-    >"${out}/${net}.candidates.txt" <<'PY'
+  "${python}" - "${candidates}" "${profiles[@]}" >"${out}/${net}.candidates.txt" <<'PY'
 import json, sys
-count = int(sys.argv[3])
-for units, path in (("layers", sys.argv[1]), ("ops", sys.argv[2])):
+count = int(sys.argv[1])
+for units, path in zip(("layers", "ops", "split"), sys.argv[2:]):
     layers = json.load(open(path))["layers"]
     t = [l["exec_ms_median"] for l in layers]
     n, total = len(t), sum(t)
@@ -161,10 +196,13 @@ PY
   total_ms=$(head -1 "${out}/${net}.candidates.txt" | awk '{print $5}')
   # Frames per run: about SECONDS_PER_RUN of all-B work, 8..40.
   frames=$(awk -v t="${total_ms}" -v s="${seconds_per_run}" 'BEGIN {f = int(s * 1000 / t) + 1; if (f < 8) f = 8; if (f > 40) f = 40; print f}')
-  echo "  ${n_layers} layers / ${n_ops} ops, ${gmacs} GMACs, all-B ${total_ms} ms/frame (profile), ${frames} frames per run"
+  echo "  ${n_layers} layers / ${n_ops} ops, ${gmacs} GMACs, all-B ${total_ms} ms/frame (profile), ${frames} frames per run" \
+       "${split_arg:+, split: op ${split_arg%:*} in ${split_parts}}"
 
   mapfile -t cand_lines <"${out}/${net}.candidates.txt"
   for ((rep = 1; rep <= reps; ++rep)); do
+    # ORT-1 and co_up-1 back to back, then ORT-2 and the pipelines: each ratio pairs runs
+    # seconds apart (this VM's speed drifts by tens of percent over minutes).
     for threads in 1 2; do
       cores=0; [[ ${threads} == 2 ]] && cores=0-1
       measured taskset -c "${cores}" node "${ort_dir}/ort_bench.js" "${model}" --threads="${threads}" \
@@ -173,9 +211,11 @@ PY
       fps=$(echo "${line}" | "${python}" -c 'import json,sys; print(json.load(sys.stdin)["fps"])')
       cpw=$(echo "${line}" | "${python}" -c 'import json,sys; print(json.load(sys.stdin)["cpu_per_wall"])')
       record "${net}" "ort-${threads}" "" "" "${rep}" "${fps}" ",\"cpu_per_wall\":${cpw}${contention}"
+      if [[ ${threads} == 1 ]]; then
+        run_co_up "${model}" layers "$(repeat B "${n_layers}")" "${frames}" "${out}/${net}.run.json" 0
+        record "${net}" "co_up-1" layers "all-B" "${rep}" "${fps}" "${contention}"
+      fi
     done
-    run_co_up "${model}" layers "$(repeat B "${n_layers}")" "${frames}" "${out}/${net}.run.json" 0
-    record "${net}" "co_up-1" layers "all-B" "${rep}" "${fps}" "${contention}"
     for c in "${cand_lines[@]}"; do
       read -r units order _ <<<"${c}"
       run_co_up "${model}" "${units}" "${order}" "${frames}" "${out}/${net}.run.json" 0-1
@@ -207,6 +247,12 @@ for net in nets:
         if r["net"] == net and r["config"] == "pipeline":
             cands.setdefault((r["units"], r["order"]), []).append(r["fps"])
     (units, order), best = max(((k, med(v)) for k, v in cands.items()), key=lambda kv: kv[1])
+    # Ratios of runs in the same rep (seconds apart), then their median over reps.
+    def per_rep(config, units_=None, order_=None):
+        return {r["rep"]: r["fps"] for r in runs if r["net"] == net and r["config"] == config
+                and (units_ is None or (r["units"], r["order"]) == (units_, order_))}
+    o1, o2, c1, pb = per_rep("ort-1"), per_rep("ort-2"), per_rep("co_up-1"), per_rep("pipeline", units, order)
+    paired = lambda a, b: med([a[k] / b[k] for k in a if k in b])
     flop = 2e9 * meta["gmacs"]  # FLOP per frame
     frac = lambda f, cores: (flop * f / (peak * 1e9 * cores)) if peak > 0 else None
     table.append({
@@ -215,7 +261,7 @@ for net in nets:
         "pipeline_fps": best, "pipeline_units": units, "pipeline_order": order,
         "k": order.count("B"), "n": len(order),
         "candidates": {f"{u}:{o}": med(v) for (u, o), v in cands.items()},
-        "co_up1_vs_ort1": one / ort1, "pipeline_vs_co_up1": best / one, "pipeline_vs_ort2": best / ort2,
+        "co_up1_vs_ort1": paired(c1, o1), "pipeline_vs_co_up1": paired(pb, c1), "pipeline_vs_ort2": paired(pb, o2),
         "peak_frac_ort1": frac(ort1, 1), "peak_frac_co_up1": frac(one, 1),
         "peak_frac_ort2": frac(ort2, 2), "peak_frac_pipeline": frac(best, 2),
         "others_cores_median": {c: med([r["others_cores"] for r in runs if r["net"] == net and r["config"] == c])
@@ -229,7 +275,7 @@ json.dump({"peak_gflops": peak, "load_before": sys.argv[3], "load_after": sys.ar
 pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"
 mark = lambda x, t: f"{x:.2f}x" + ("" if x >= t else " (miss)")
 print()
-print(f"medians over reps; fps; peak {peak} GFLOP/s per core; load average before {sys.argv[3]}, after {sys.argv[4]}")
+print(f"fps: medians over reps; ratios: medians over reps of the ratio within each rep; peak {peak} GFLOP/s per core; load average before {sys.argv[3]}, after {sys.argv[4]}")
 print("| network | GMACs | ORT-1 | ORT-2 | co_up-1 | co_up pipeline (order) | co_up-1/ORT-1 (>=1.0) "
       "| pipe/co_up-1 (>=1.9) | pipe/ORT-2 (>=1.0) | %peak ORT-1 / co_up-1 / ORT-2 / pipe |")
 print("|---|---|---|---|---|---|---|---|---|---|")
