@@ -232,7 +232,7 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 "${python}" - "${results}" "${peak}" "${load_before}" "${load_after}" "${out}/results.json" <<'PY'
-import json, statistics, sys
+import json, math, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 peak = float(sys.argv[2])
 nets = list(dict.fromkeys(r["net"] for r in runs))
@@ -273,7 +273,7 @@ json.dump({"peak_gflops": peak, "load_before": sys.argv[3], "load_after": sys.ar
            "rows": table, "runs": runs}, open(sys.argv[5], "w"), indent=1)
 
 pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"
-mark = lambda x, t: f"{x:.2f}x" + ("" if x >= t else " (miss)")
+mark = lambda x, t: f"{math.floor(x * 100) / 100:.2f}x" + ("" if x >= t else " (miss)")  # floor: 0.998 is not 1.00
 print()
 print(f"fps: medians over reps; ratios: medians over reps of the ratio within each rep; peak {peak} GFLOP/s per core; load average before {sys.argv[3]}, after {sys.argv[4]}")
 print("| network | GMACs | ORT-1 | ORT-2 | co_up-1 | co_up pipeline (order) | co_up-1/ORT-1 (>=1.0) "
