@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "conv_indirection.h"
+#include "line_aligned.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers start some intrinsics from an "undefined" vector it then reports as
@@ -39,10 +40,10 @@ struct VnniConvolution::State {
   int64_t taps = 0, group_in = 0, group_out = 0, quads = 0, col_blocks = 0, pixels = 0;
   // [group][col block][tap][quad][32 columns][4 bytes]: one quad of one tap for 32 columns is
   // two zmm loads.
-  std::vector<int8_t> packed;
+  backends::LineAlignedVector<int8_t> packed;
   // [group][col block * 32]: bias - (x_zero_point + 128) * sum(w) (the kernel feeds x + 128 to
   // the unsigned side of vpdpbusd), and the requantisation scales; zero past group_out.
-  std::vector<int32_t> bias;
+  backends::LineAlignedVector<int32_t> bias;
   std::vector<float> scales;
   std::vector<int8_t> zero_row;  // C + 64 bytes of x_zero_point: the padding's input
   std::vector<const int8_t*> indirection;  // [pixel][tap]
@@ -56,8 +57,8 @@ struct VnniDepthwise::State {
   // [block][quad][4 vectors][64 bytes]: vector j, lane L (128 bits), int32 element i holds the
   // quad's 4 tap weights of channel block*64 + 16L + 4j + i — the order in which unpacking four
   // taps' inputs leaves them (see run_depthwise_pixel).
-  std::vector<int8_t> packed;
-  std::vector<int32_t> bias;  // [block][4][16] in the same order, compensated as above
+  backends::LineAlignedVector<int8_t> packed;
+  backends::LineAlignedVector<int32_t> bias;  // [block][4][16] in the same order, compensated as above
   std::vector<float> scales;  // [block][4][16]
   std::vector<int8_t> zero_row;
   std::vector<const int8_t*> indirection;  // [pixel][quads * 4]

@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <new>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "conv_indirection.h"
+#include "line_aligned.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers start some intrinsics from an "undefined" vector it then reports as
@@ -52,20 +52,6 @@ struct Prefetch {
   int64_t period = 1;
 };
 
-// Cache-line aligned storage: a zmm load from a vector that malloc placed 16 bytes into a line
-// would touch two lines on every weight load.
-template <typename T>
-struct LineAligned {
-  using value_type = T;
-  static constexpr std::align_val_t kAlign{64};
-  LineAligned() = default;
-  template <typename U>
-  LineAligned(const LineAligned<U>&) {}  // NOLINT(google-explicit-constructor): allocator rebind
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t n) { ::operator delete(p, n * sizeof(T), kAlign); }
-  bool operator==(const LineAligned&) const { return true; }
-};
-using AlignedFloats = std::vector<float, LineAligned<float>>;
 
 }  // namespace
 
@@ -74,14 +60,14 @@ struct Avx512Convolution::State {
   int64_t taps = 0, group_in = 0, group_out = 0, col_blocks = 0, pixels = 0;
   // [group][col block][tap][input channel][32 columns]: one input channel of one tap for 32
   // output channels is two zmm loads; columns past group_out are zero.
-  AlignedFloats packed;
-  AlignedFloats bias;         // [group][col block * 32], zero past group_out
-  AlignedFloats zero_row;     // C zeros: the padding's input
+  backends::LineAlignedVector<float> packed;
+  backends::LineAlignedVector<float> bias;         // [group][col block * 32], zero past group_out
+  backends::LineAlignedVector<float> zero_row;     // C zeros: the padding's input
   // Row mode (few input channels, e.g. a network's first RGB layer): the input is copied into a
   // zero-padded NHWC image each run, so the kW taps of one kernel row are kW*C contiguous floats
   // and the GEMM runs over kH "taps" of kW*C "channels" (same packed weight order) instead of
   // kH*kW taps of C: far fewer row-pointer loads per FMA. Empty otherwise.
-  AlignedFloats padded;
+  backends::LineAlignedVector<float> padded;
   const float* x = nullptr;
   int64_t padded_height = 0, padded_width = 0;
   std::vector<const float*> indirection;  // [pixel][tap]
