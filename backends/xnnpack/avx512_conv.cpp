@@ -96,17 +96,19 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   const int64_t out_channels = st.shape.out_channels;
   const int64_t col0 = block * kCols;
   const int64_t column = group * st.group_out + col0;
-  // The epilogue's residual and output lines, requested now: in a layer larger than L2 they
-  // come from L3 or memory, and a short reduction (64 input channels) would otherwise wait for
-  // them after its FMAs instead of during them.
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kVectors; ++v) {
-      if (st.residual) {
-        _mm_prefetch(reinterpret_cast<const char*>(st.residual + (first_pixel + r) * out_channels + column + 16 * v),
-                     _MM_HINT_T0);
+  // The epilogue's residual and output lines, requested two tiles ahead into L2: in a layer
+  // larger than L2 they come from L3 or memory, and a short reduction (64 input channels) would
+  // otherwise wait for them after its FMAs instead of during them.
+  const int64_t ahead = first_pixel + 2 * kMaxRows;
+  if (ahead + kRows <= st.pixels) {
+    for (int r = 0; r < kRows; ++r) {
+      for (int v = 0; v < kVectors; ++v) {
+        if (st.residual) {
+          _mm_prefetch(reinterpret_cast<const char*>(st.residual + (ahead + r) * out_channels + column + 16 * v),
+                       _MM_HINT_T1);
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(st.y + (ahead + r) * st.y_stride + column + 16 * v), _MM_HINT_ET1);
       }
-      _mm_prefetch(reinterpret_cast<const char*>(st.y + (first_pixel + r) * st.y_stride + column + 16 * v),
-                   _MM_HINT_ET0);
     }
   }
   const float* w = st.packed.data() + at * st.taps * st.group_in;
