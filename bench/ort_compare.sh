@@ -13,9 +13,10 @@
 # Per network, in one session:
 #   1. MACs and unit counts from `co_up --list-layers` (layers and --units=ops).
 #   2. Per-unit times from an all-B run at --profile=2, for three granularities: --units=layers,
-#      --units=ops, and "split": --units=ops plus --split=U:SPLIT_PARTS of the slowest op that can
-#      be split (not a grouped convolution), so that a pipeline stage boundary can fall inside
-#      that op (data parallelism; AlexNet's fc6 is 40 % of its time). Every contiguous split
+#      --units=ops, and "split": --units=ops plus --split=U:P of the op whose split balances a
+#      2-stage boundary best (P = SPLIT_PARTS but slices of at least 64 output channels; a
+#      grouped convolution cannot be split, the next best op is taken), so that the boundary can
+#      fall inside that op (data parallelism; AlexNet's fc6 is 40 % of its time). Every contiguous split
 #      B^k L^(n-k) is scored as the slower of its two stages (boundary copies are under 1 % of a
 #      stage here, see bench/README.md; L is as fast as B on this host); the best CANDIDATES
 #      splits of each granularity are measured.
@@ -36,7 +37,7 @@
 # CPU time) is recorded as others_cores and shown in [brackets] per rep; ORT's own CPU/wall too.
 #
 # Environment: NETS=a,b (subset), REPS (default 3), CANDIDATES (per granularity, default 2),
-# SPLIT_PARTS (slices of the split op, default 4),
+# SPLIT_PARTS (at most this many slices of the split op, default 4),
 # SECONDS_PER_RUN (target length of one timed run, default 2), OUT_DIR (kept results; default a
 # new directory under /tmp). Everything measured goes to OUT_DIR/results.json.
 set -euo pipefail
@@ -154,15 +155,28 @@ for net in "${nets[@]}"; do
     taskset -c 0 "${co_up}" --model="${model}" --units="${units}" --order="$(repeat B "${n}")" \
       --mode=pipeline --n=6 --profile=2 --profile-out="${out}/${net}.profile-${units}.json" >/dev/null
   done
-  # Data parallelism: the slowest op that --split accepts (not grouped), in SPLIT_PARTS slices,
-  # profiled as a third granularity "split".
+  # Data parallelism: the op whose split gives the best-balanced 2-stage boundary (the all-B
+  # profile's op times, slices of equal time), or failing that (a grouped convolution) the next
+  # best, in up to SPLIT_PARTS slices of at least 64 output channels (narrower slices would leave
+  # co_up's AVX-512 convolution for XNNPACK's); profiled as a third granularity "split".
   split_arg=""
-  for unit in $("${python}" -c 'import json,sys
+  for choice in $("${python}" - "${out}/${net}.profile-ops.json" "${out}/${net}.ops.txt" "${split_parts}" <<'PY'
+import json, re, sys
 t = [l["exec_ms_median"] for l in json.load(open(sys.argv[1]))["layers"]]
-print(*sorted(range(len(t)), key=lambda i: -t[i])[:3])' "${out}/${net}.profile-ops.json"); do
-    if "${co_up}" --model="${model}" --units=ops --split="${unit}:${split_parts}" --list-layers \
+shapes = [re.search(r"\[([0-9,]+)\]", l) for l in open(sys.argv[2]) if re.match(r"^\s*\d+\s", l)]
+channels = [int(m.group(1).split(",")[1]) if m and "," in m.group(1) else 0 for m in shapes]
+parts = lambda i: max(2, min(int(sys.argv[3]), channels[i] // 64 if i < len(channels) else 2))
+def best_balance(i):  # of a 2-stage split with op i in parts(i) slices of equal time
+    u = t[:i] + [t[i] / parts(i)] * parts(i) + t[i + 1:]
+    total = sum(u)
+    return max(min(a, total - a) / max(a, total - a) for a in (sum(u[:k]) for k in range(1, len(u))))
+for i in sorted(range(len(t)), key=lambda i: -best_balance(i))[:3]:
+    print(f"{i}:{parts(i)}")
+PY
+  ); do
+    if "${co_up}" --model="${model}" --units=ops --split="${choice}" --list-layers \
          >"${out}/${net}.split.txt" 2>/dev/null; then
-      split_arg=${unit}:${split_parts}
+      split_arg=${choice}
       break
     fi
   done
@@ -197,7 +211,7 @@ PY
   # Frames per run: about SECONDS_PER_RUN of all-B work, 8..40.
   frames=$(awk -v t="${total_ms}" -v s="${seconds_per_run}" 'BEGIN {f = int(s * 1000 / t) + 1; if (f < 8) f = 8; if (f > 40) f = 40; print f}')
   echo "  ${n_layers} layers / ${n_ops} ops, ${gmacs} GMACs, all-B ${total_ms} ms/frame (profile), ${frames} frames per run" \
-       "${split_arg:+, split: op ${split_arg%:*} in ${split_parts}}"
+       "${split_arg:+, split: op ${split_arg%:*} in ${split_arg#*:}}"
 
   mapfile -t cand_lines <"${out}/${net}.candidates.txt"
   for ((rep = 1; rep <= reps; ++rep)); do
