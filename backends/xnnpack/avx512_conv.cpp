@@ -99,7 +99,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   // The epilogue's residual and output lines, requested two tiles ahead into L2: in a layer
   // larger than L2 they come from L3 or memory, and a short reduction (64 input channels) would
   // otherwise wait for them after its FMAs instead of during them.
-  const int64_t ahead = first_pixel + 2 * kMaxRows;
+  const int64_t ahead = first_pixel + 2 * kRows;
   if (ahead + kRows <= st.pixels) {
     for (int r = 0; r < kRows; ++r) {
       for (int v = 0; v < kVectors; ++v) {
@@ -112,6 +112,8 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
     }
   }
   const float* w = st.packed.data() + at * st.taps * st.group_in;
+  // Vectors 2 and 3 (a tile of two blocks) read the next block's panel.
+  const int64_t panel = kCols * st.taps * st.group_in;
   const int64_t offset = group * st.group_in;
   const float* const* rows = st.indirection.data() + first_pixel * st.taps;
   const int64_t channels = st.group_in;
@@ -124,7 +126,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
     for (int r = 0; r < kRows; ++r) a[r] = rows[r * st.taps + t] + offset;
     for (int64_t c = 0; c < channels; ++c) {
       __m512 wv[kVectors];
-      for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v);
+      for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + v / 2 * panel + 16 * (v % 2));
       if (--countdown == 0) {
         const float* line = next.panel + row * kCols;
         _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
@@ -141,7 +143,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   }
   const __m512 lo = _mm512_set1_ps(st.out_min);
   const __m512 hi = _mm512_set1_ps(st.out_max);
-  const int64_t cols = std::min(kCols, st.group_out - col0);
+  const int64_t cols = std::min<int64_t>(16 * kVectors, st.group_out - col0);
   __mmask16 masks[kVectors];
   for (int v = 0; v < kVectors; ++v) {
     const int64_t live = std::clamp<int64_t>(cols - 16 * v, 0, 16);
@@ -172,14 +174,18 @@ template <int kVectors, int... kRows>
 constexpr auto make_tiles(std::integer_sequence<int, kRows...>) {
   return std::array<TileFn, sizeof...(kRows)>{&gemm_tile<kRows + 1, kVectors>...};
 }
-// kTiles[v - 1][r - 1] computes r rows of v vectors: a short last tile (or a batch-1 fully
-// connected layer) does not pay for 12.
-template <int... kVectors>
+// Tile tables: [v - 1][r - 1] computes r rows of v vectors, so a short last tile (or a batch-1
+// fully connected layer) does not pay for a full one.
+template <int kRowCount, int... kVectors>
 constexpr auto make_all_tiles(std::integer_sequence<int, kVectors...>) {
-  return std::array<std::array<TileFn, kMaxRows>, sizeof...(kVectors)>{
-      make_tiles<kVectors + 1>(std::make_integer_sequence<int, kMaxRows>{})...};
+  return std::array<std::array<TileFn, kRowCount>, sizeof...(kVectors)>{
+      make_tiles<kVectors + 1>(std::make_integer_sequence<int, kRowCount>{})...};
 }
-constexpr auto kTiles = make_all_tiles(std::make_integer_sequence<int, kMaxVectors>{});
+constexpr auto kTiles = make_all_tiles<kMaxRows>(std::make_integer_sequence<int, kMaxVectors>{});
+// Two blocks at once, kPairRows x 64 (24 accumulators): where the reduction is short, each
+// broadcast then feeds four FMAs and a tile's epilogue is amortised over more of them.
+constexpr int kPairRows = 6;
+constexpr auto kPairTiles = make_all_tiles<kPairRows>(std::make_integer_sequence<int, 2 * kMaxVectors>{});
 
 }  // namespace
 
@@ -286,14 +292,21 @@ void Avx512Convolution::run(const CpuPool& pool) const {
       }
     }
   }
-  const int64_t row_tiles = ceil_div(st.pixels, kMaxRows);
-  const int64_t blocks = st.shape.group * st.col_blocks;
+  // Short reductions (row mode, or depth <= 128) with two or more blocks run tiles of two blocks
+  // (kPairTiles): ResNet50's conv1 +6 %, its 64 -> 64 1x1 +10 %; deeper layers lose by it (two
+  // weight panels at once crowd L2).
+  const bool pairs = st.col_blocks >= 2 && (!st.padded.empty() || st.taps * st.group_in <= 128);
+  const int64_t tile_rows = pairs ? kPairRows : kMaxRows;
+  const int64_t row_tiles = ceil_div(st.pixels, tile_rows);
+  const int64_t step = pairs ? 2 : 1;  // blocks per tile
+  const int64_t group_steps = ceil_div(st.col_blocks, step);
+  const int64_t blocks = st.shape.group * group_steps;
   const int64_t panel = kCols * st.taps * st.group_in;  // floats of one block's packed weights
   // Pixels run in chunks whose input and output stay in L2 while every block of output channels
   // passes over them; inside a chunk items run block-major, so consecutive tiles of a thread
   // reuse one block of packed weights.
   const int64_t pixel_bytes = static_cast<int64_t>(sizeof(float)) * (st.shape.in_channels + st.shape.out_channels);
-  const int64_t max_chunk_tiles = std::max<int64_t>(1, kChunkBytes / (pixel_bytes * kMaxRows));
+  const int64_t max_chunk_tiles = std::max<int64_t>(1, kChunkBytes / (pixel_bytes * tile_rows));
   const int64_t chunks = ceil_div(row_tiles, max_chunk_tiles);
   const int64_t chunk_tiles = ceil_div(row_tiles, chunks);
   pool.parallel_for(chunks * blocks * chunk_tiles, 1, 2, [&](int64_t begin, int64_t end) {
@@ -303,10 +316,15 @@ void Avx512Convolution::run(const CpuPool& pool) const {
       const int64_t tile_in_chunk = item % chunk_tiles;
       const int64_t tile = chunk * chunk_tiles + tile_in_chunk;
       if (tile >= row_tiles) continue;
-      const int64_t block = gb % st.col_blocks;
-      const int64_t first = tile * kMaxRows;
-      const int64_t rows = std::min<int64_t>(kMaxRows, st.pixels - first);
-      const int64_t vectors = std::min<int64_t>(kMaxVectors, ceil_div(st.group_out - block * kCols, 16));
+      const int64_t group = gb / group_steps;
+      const int64_t block = gb % group_steps * step;
+      const int64_t first = tile * tile_rows;
+      const int64_t rows = std::min(tile_rows, st.pixels - first);
+      const int64_t vectors = std::min(step * kMaxVectors, ceil_div(st.group_out - block * kCols, 16));
+      if (pairs) {
+        kPairTiles[static_cast<size_t>(vectors - 1)][static_cast<size_t>(rows - 1)](st, group, block, first, Prefetch{});
+        continue;
+      }
       // Tiles 1..T-1 of a block fetch the next block's weights into L2 while they compute
       // (streaming from memory would otherwise stall the next block's first tile).
       const int64_t next_gb = gb + 1 < blocks ? gb + 1 : (chunk + 1 < chunks ? 0 : -1);
@@ -314,8 +332,7 @@ void Avx512Convolution::run(const CpuPool& pool) const {
       const Prefetch next = tile_in_chunk > 0 && next_gb >= 0 && tile_in_chunk < live_tiles
                                 ? Prefetch{st.packed.data() + next_gb * panel, tile_in_chunk - 1, live_tiles - 1}
                                 : Prefetch{};
-      kTiles[static_cast<size_t>(vectors - 1)][static_cast<size_t>(rows - 1)](
-          st, gb / st.col_blocks, block, first, next);
+      kTiles[static_cast<size_t>(vectors - 1)][static_cast<size_t>(rows - 1)](st, group, block, first, next);
     }
   });
 #else
