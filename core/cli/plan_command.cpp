@@ -85,7 +85,8 @@ int run_plan_command(const Options& o) {
   std::ostream& out = std::cout;
   const planner::ProfileNetwork& net = profile.network;
   out << "plan for " << (net.graph.empty() ? "--model=" + net.model : "--graph=" + net.graph) << " ("
-      << net.layer_count << " layer units, --units=" << net.units << ") from profile " << o.profile_file
+      << net.layer_count << " layer units, --units=" << net.units
+      << (net.split.empty() ? "" : " --split=" + net.split) << ") from profile " << o.profile_file
       << " (platform '" << profile.platform_name << "', processors " << model.letters() << ")\n";
   const char* what = objective == planner::Objective::kThroughput ? "maximum throughput, pipeline mode"
                      : objective == planner::Objective::kLatency  ? "minimum latency, switch mode"
