@@ -5,7 +5,9 @@
 //   - the best balanced two-stage B/L split: per-unit times profiled once on B (profile level 2),
 //     every contiguous split point k predicted (B^k L^(n-k) and L^k B^(n-k): the slower stage plus
 //     the boundary copy), the best few candidates *measured*, for --units=layers and, where it
-//     gives more split points, --units=ops; the fastest measured candidate wins.
+//     gives more split points, --units=ops, and "split": the finest of those with one op cut by
+//     output channels (--split, data parallelism) where that balances better; the fastest
+//     measured candidate wins.
 //   B-only and candidates run back to back inside each repetition, so machine noise hits both;
 //   every number is a median over repetitions.
 // Part 2: Sender/Receiver transfer time per frame (kTransfer events of a two-stage pipeline of a
@@ -30,6 +32,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -432,8 +435,44 @@ std::vector<Candidate> predict(const Granularity& gr, double copy_ns_per_byte, i
   return all;
 }
 
+// Data parallelism: the unit of `gr` whose compute op, cut by output channels into up to 4
+// slices of >= 64 channels (--split), would give the best-balanced two-stage split, as
+// "UNIT:PARTS"; empty when that is no better than the best split at unit boundaries.
+std::string best_split(const Granularity& gr) {
+  const graph::Graph& g = *gr.graph;
+  const std::vector<graph::LayerUnit> units = g.layers();
+  auto balance = [](const std::vector<double>& t) {
+    const double total = std::accumulate(t.begin(), t.end(), 0.0);
+    double best = 0, prefix = 0;
+    for (size_t k = 0; k + 1 < t.size(); ++k) {
+      prefix += t[k];
+      best = std::max(best, std::min(prefix, total - prefix) / std::max(prefix, total - prefix));
+    }
+    return best;
+  };
+  double best = balance(gr.unit_ms) + 0.02;
+  std::string split;
+  for (size_t i = 0; i < units.size(); ++i) {
+    int64_t channels = 0;
+    for (const graph::NodeId id : units[i].nodes) {
+      const graph::Node& n = g.node(id);
+      if (graph::is_compute_op(n.op)) channels = g.tensor(n.inputs.at(1)).desc.shape.at(0);
+    }
+    const int parts = static_cast<int>(std::clamp<int64_t>(channels / 64, 2, 4));
+    std::vector<double> t(gr.unit_ms.begin(), gr.unit_ms.begin() + static_cast<std::ptrdiff_t>(i));
+    t.insert(t.end(), static_cast<size_t>(parts), gr.unit_ms[i] / parts);
+    t.insert(t.end(), gr.unit_ms.begin() + static_cast<std::ptrdiff_t>(i) + 1, gr.unit_ms.end());
+    if (channels > 0 && balance(t) > best) {
+      best = balance(t);
+      split = std::to_string(i) + ":" + std::to_string(parts);
+    }
+  }
+  return split;
+}
+
 struct NetworkResult {
   std::string name;
+  std::string split;  // the "split" granularity: --units=... --split=..., "" when not tried
   std::vector<double> b_only_fps;
   RunStat b_only_last;
   double b_only_profile_ms = 0;  // sum of per-unit medians
@@ -462,6 +501,23 @@ NetworkResult bench_network(const Env& env, const Options& o, const std::string&
     gr.unit_ms = profile_units(env, *gr.graph, profile_frames);
     nr.unit_ms[units] = gr.unit_ms;
     grains.push_back(std::move(gr));
+  }
+  // Data parallelism: the finest granularity with one op cut into slices, where that balances
+  // better (AlexNet: fc6 is 40 % of the frame). A grouped convolution cannot be split: skipped.
+  if (const std::string split = best_split(grains.back()); !split.empty()) {
+    NetworkSpec spec{name, grains.back().units, 0, 1, ""};
+    spec.split = split;
+    try {
+      Granularity gr;
+      gr.units = "split";
+      gr.graph = std::make_unique<graph::Graph>(build_network(spec));
+      nr.split = "--units=" + grains.back().units + " --split=" + split;
+      nr.unit_counts["split"] = gr.graph->layer_count();
+      gr.unit_ms = profile_units(env, *gr.graph, profile_frames);
+      nr.unit_ms["split"] = gr.unit_ms;
+      grains.push_back(std::move(gr));
+    } catch (const InputError&) {
+    }
   }
   for (double ms : grains[0].unit_ms) nr.b_only_profile_ms += ms;
   // Frames per measured run: --frames, else about 1.5 s of B-only work (8..30 frames; quick: 6).
@@ -638,7 +694,8 @@ int run(const Options& o) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const NetworkResult& nr = results.back();
       std::cout << "  " << name << ": " << nr.candidates.size() << " candidates measured in "
-                << fmt("%.1f", s) << " s, " << nr.frames << " frames per run\n";
+                << fmt("%.1f", s) << " s, " << nr.frames << " frames per run"
+                << (nr.split.empty() ? "" : "; split = " + nr.split) << "\n";
       for (const Candidate& c : nr.candidates) {
         std::cout << "    " << pad(c.units, 7) << pad(c.order, 60) << " predicted "
                   << fmt("%7.2f", c.predicted_ms) << " ms (" << fmt("%5.1f", 1000 / c.predicted_ms)
@@ -683,6 +740,7 @@ int run(const Options& o) {
       json j;
       j["network"] = nr.name;
       j["unit_counts"] = nr.unit_counts;
+      if (!nr.split.empty()) j["split"] = nr.split;
       j["frames"] = nr.frames;
       j["unit_ms_on_B"] = nr.unit_ms;
       j["b_only"] = {{"order", "all B"},
