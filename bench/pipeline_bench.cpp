@@ -458,12 +458,13 @@ std::string best_split(const Granularity& gr) {
       const graph::Node& n = g.node(id);
       if (graph::is_compute_op(n.op)) channels = g.tensor(n.inputs.at(1)).desc.shape.at(0);
     }
+    if (channels == 0) continue;  // no convolution or fully connected op to cut
     const int parts = static_cast<int>(std::clamp<int64_t>(channels / 64, 2, 4));
     std::vector<double> t(gr.unit_ms.begin(), gr.unit_ms.begin() + static_cast<std::ptrdiff_t>(i));
     t.insert(t.end(), static_cast<size_t>(parts), gr.unit_ms[i] / parts);
     t.insert(t.end(), gr.unit_ms.begin() + static_cast<std::ptrdiff_t>(i) + 1, gr.unit_ms.end());
-    if (channels > 0 && balance(t) > best) {
-      best = balance(t);
+    if (const double b = balance(t); b > best) {
+      best = b;
       split = std::to_string(i) + ":" + std::to_string(parts);
     }
   }
