@@ -4,10 +4,12 @@
 // Why cpu-xnnpack has its own: Debian 12's XNNPACK (a February 2022 snapshot) reaches about half
 // of an AVX-512 core's FMA peak on convolutions (its f32 GEMM 1024^3 runs at ~78 GFLOP/s where
 // the core's peak is ~147), so on such a host co_up on one core was 0.47-0.91x ONNX Runtime's
-// MLAS (bench/README.md). These kernels keep 16 accumulators in flight (8 pixels x 32 output
-// channels), enough to cover an FMA latency of 4 cycles on two ports, and run each block of
-// output channels over all pixel tiles before the next (XNNPACK does the opposite and re-reads
-// every weight per pixel tile: costly where weights do not stay cached, ResNet50's last stage).
+// MLAS (bench/README.md). These kernels keep 16 or 24 accumulators in flight (8 pixels x 32
+// output channels, or 6 x 64 on short reductions and large images), enough to cover an FMA
+// latency of 4 cycles on two ports, and run each block of output channels over all pixel tiles
+// before the next (XNNPACK does the opposite and re-reads every weight per pixel tile: costly
+// where weights do not stay cached, ResNet50's last stage); very deep reductions run in parts
+// that accumulate in the output, so that a part's weights stay cached across the tiles.
 // On ARM and on x86 without AVX-512, XNNPACK's own kernels run (avx512_gemm_available() false).
 //
 // Numerics: every output is bias + sum over (tap, input channel) in that fixed order, in f32 FMA,
@@ -67,6 +69,7 @@ class Avx512Convolution {
   void run(const CpuPool& pool) const;
 
   struct State;  // packed weights, indirection buffer, parameters (the .cpp's kernels read it)
+  struct Part;   // a slice of the reduction (deep layers run in several)
 
  private:
   std::unique_ptr<State> state_;

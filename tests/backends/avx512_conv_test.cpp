@@ -96,8 +96,11 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
       {1, 3, 23, 25, 80, 7, 2, 3, 1, 1, 0.0f, 6.0f},    // row mode, 3 blocks: a 4- and a 1-vector pair tile
       {1, 5, 9, 10, 40, 3, 1, 2, 1, 2, -kInf, kInf},    // dilation 2: not row mode
       {1, 96, 7, 6, 48, 5, 1, 2, 4, 1, -1.0f, 1.0f},    // 4 groups of 24 -> 12 (partial vector)
-      {1, 64, 6, 5, 40, 3, 1, 1, 1, 1, 0.0f, 6.0f},     // depth 576: three reduction ranges
-      {1, 200, 5, 5, 40, 3, 1, 1, 2, 1, 0.0f, kInf},    // depth 900: ranges end inside a tap
+      {1, 64, 6, 5, 40, 3, 1, 1, 1, 1, 0.0f, 6.0f},     // depth 576
+      {1, 200, 5, 5, 40, 3, 1, 1, 2, 1, 0.0f, kInf},    // depth 900, 2 groups
+      {1, 512, 4, 4, 40, 3, 1, 1, 1, 1, 0.0f, kInf},    // depth 4608: 9 parts of one tap each
+      {1, 4200, 3, 3, 40, 1, 1, 0, 1, 1, -kInf, kInf},  // 1x1 depth 4200: 9 channel slices, the last short
+      {1, 160, 13, 12, 80, 3, 1, 1, 1, 1, 0.0f, 6.0f},  // 156 pixels: pair tiles on a deep reduction, 3 blocks
       {1, 128, 30, 30, 72, 1, 1, 0, 1, 1, 0.0f, kInf},  // 720 KB of pixels: two L2 chunks, the last short
       {1, 64, 40, 40, 64, 3, 1, 1, 2, 1, -kInf, kInf},  // two chunks of two groups
   };
@@ -133,21 +136,26 @@ TEST(Avx512Convolution, FusedResidualIsAddedBeforeTheClamp) {
     GTEST_SKIP() << "this CPU has no AVX-512F (or CO_UP_NO_AVX512_GEMM is set)";
   }
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const Case relu{1, 64, 5, 5, 40, 1, 1, 0, 1, 1, 0.0f, kInf};  // ResNet's conv3 + Add(relu)
-  const Case plain{1, 64, 5, 5, 40, 1, 1, 0, 1, 1, -kInf, kInf};
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> x(64 * 25), w(40 * 64), b(40), residual(25 * 40);
-  for (auto* v : {&x, &w, &b, &residual}) {
-    for (float& e : *v) e = dist(rng);
-  }
-  const std::vector<float> conv = run_nchw(plain, x, w, b, 1);
-  const std::vector<float> fused = run_nchw(relu, x, w, b, 1, residual);
-  for (int64_t m = 0; m < 40; ++m) {
-    for (int64_t q = 0; q < 25; ++q) {
-      const size_t nchw = static_cast<size_t>(m * 25 + q);
-      const float want = std::max(conv[nchw] + residual[static_cast<size_t>(q * 40 + m)], 0.0f);
-      ASSERT_EQ(fused[nchw], want) << "channel " << m << " pixel " << q;
+  // ResNet's conv3 + Add(relu), and a reduction deep enough to run in parts (the residual and
+  // the clamp belong to the last part only).
+  for (const int64_t channels : {64, 4200}) {
+    const Case relu{1, channels, 5, 5, 40, 1, 1, 0, 1, 1, 0.0f, kInf};
+    const Case plain{1, channels, 5, 5, 40, 1, 1, 0, 1, 1, -kInf, kInf};
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(channels * 25)), w(static_cast<size_t>(40 * channels));
+    std::vector<float> b(40), residual(25 * 40);
+    for (auto* v : {&x, &w, &b, &residual}) {
+      for (float& e : *v) e = dist(rng);
+    }
+    const std::vector<float> conv = run_nchw(plain, x, w, b, 1);
+    const std::vector<float> fused = run_nchw(relu, x, w, b, 1, residual);
+    for (int64_t m = 0; m < 40; ++m) {
+      for (int64_t q = 0; q < 25; ++q) {
+        const size_t nchw = static_cast<size_t>(m * 25 + q);
+        const float want = std::max(conv[nchw] + residual[static_cast<size_t>(q * 40 + m)], 0.0f);
+        ASSERT_EQ(fused[nchw], want) << channels << " channels: channel " << m << " pixel " << q;
+      }
     }
   }
 }
