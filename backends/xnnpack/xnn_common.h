@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "line_aligned.h"
 #include "op_shapes.h"
 
 namespace co_up::xnnpack {
@@ -34,8 +35,9 @@ void initialize_xnnpack(const std::string& advice);
 // Throws PluginError (OUT_OF_MEMORY or RUNTIME_ERROR): "XNNPACK <what> failed: <status>".
 void check_xnn(xnn_status status, const std::string& what);
 
-// A 64-byte-aligned, zero-filled array of T with 64 + XNN_EXTRA_BYTES bytes of slack: XNNPACK
-// kernels and the VNNI kernels may read (never use) a few bytes past the end of a tensor.
+// A zero-filled array of T with 64 + XNN_EXTRA_BYTES bytes of slack (XNNPACK kernels and the
+// VNNI kernels may read, never use, a few bytes past the end of a tensor), aligned as
+// backends::allocate_lines says (64 bytes; huge pages from 2 MiB).
 template <typename T>
 class Buffer {
  public:
@@ -43,8 +45,7 @@ class Buffer {
   explicit Buffer(int64_t count) : count_(count) {
     const size_t bytes =
         (static_cast<size_t>(count) * sizeof(T) + XNN_EXTRA_BYTES + 64 + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
+    void* p = backends::allocate_lines(bytes);
     std::memset(p, 0, bytes);
     data_.reset(static_cast<T*>(p));
   }
