@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "core/affinity.h"
@@ -165,6 +166,9 @@ struct Executor::Impl {
   void set_up(const PluginRegistry& plugins);
   void create_processors(const PluginRegistry& plugins);
   void compile_all();
+  std::set<graph::TensorId> nhwc_boundary_tensors() const;
+  std::set<graph::TensorId> nhwc_tensors;  // edges passed in NHWC (set by compile_all)
+  std::vector<std::string> receiver_layouts;  // per receiver, for the profile (set by connect)
   void connect();
 
   bool inputs_ready(const SubGraphRuntime& s) const;
@@ -245,17 +249,41 @@ void Executor::Impl::create_processors(const PluginRegistry& plugins) {
   }
 }
 
+// Edges passed in NHWC: 4-D f32 tensors from a sub-graph to sub-graphs whose backends all hold
+// activations channels-last. The graph's own inputs and outputs stay NCHW (the user writes and
+// reads those), as does every edge touching a backend that does not declare NHWC.
+std::set<graph::TensorId> Executor::Impl::nhwc_boundary_tensors() const {
+  std::set<graph::TensorId> tensors;
+  if (!options.nhwc_boundaries) return tensors;
+  auto holds_nhwc = [&](uint32_t subgraph) {
+    const Plugin& plugin = subgraphs[subgraph]->processor->device->plugin();
+    return (plugin.boundary_layouts() & (1u << CO_UP_LAYOUT_NHWC)) != 0;
+  };
+  for (const Edge& edge : partition.edges()) {
+    if (edge.source == kGraphInput || edge.is_graph_output || edge.destinations.empty()) continue;
+    const graph::TensorDesc& desc = graph.tensor(edge.tensor).desc;
+    if (desc.shape.size() != 4 || desc.dtype != graph::DataType::kF32) continue;
+    if (holds_nhwc(edge.source) &&
+        std::all_of(edge.destinations.begin(), edge.destinations.end(), holds_nhwc)) {
+      tensors.insert(edge.tensor);
+    }
+  }
+  return tensors;
+}
+
 void Executor::Impl::compile_all() {
   // Sub-graphs are compiled in parallel (weight packing dominates setup), each on a thread pinned
   // to its processor's host cores so first-touch memory lands near the processor that uses it.
+  nhwc_tensors = nhwc_boundary_tensors();
+  const std::set<graph::TensorId>& nhwc = nhwc_tensors;
   std::vector<std::exception_ptr> errors(subgraphs.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < subgraphs.size(); ++i) {
-    threads.emplace_back([this, i, &errors] {
+    threads.emplace_back([this, i, &errors, &nhwc] {
       SubGraphRuntime& s = *subgraphs[i];
       try {
         pin_current_thread(s.processor->host_cores);
-        SubGraphDesc desc(graph, *s.subgraph);
+        SubGraphDesc desc(graph, *s.subgraph, nhwc);
         const co_up_plugin_api& api = s.processor->device->plugin().api();
         if (api.device_query_node != nullptr) {
           for (uint32_t n = 0; n < desc.get().node_count; ++n) {
@@ -299,6 +327,10 @@ void Executor::Impl::connect() {
       receivers.push_back(std::make_unique<Receiver>(t.name, t.desc.byte_size(), capacities[e][k],
                                                      edge.source, edge.destinations[k]));
       receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
+      static constexpr const char* kLayoutNames[] = {"ANY", "NCHW", "NHWC"};  // graph::Layout
+      receiver_layouts.push_back(nhwc_tensors.count(edge.tensor) != 0
+                                     ? "NHWC"
+                                     : kLayoutNames[static_cast<size_t>(t.desc.layout)]);
     }
   }
   const auto& graph_inputs = graph.inputs();
@@ -598,10 +630,11 @@ profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
     profile.subgraphs.push_back({s->subgraph->index, s->subgraph->processor, s->processor->backend,
                                  s->subgraph->first_layer, s->subgraph->last_layer});
   }
-  for (const auto& r : receivers) {
-    profile.receivers.push_back({r->tensor_name(), r->source(), r->destination(), r->bytes(),
-                                 r->capacity(), r->max_occupancy(), r->transfers(),
-                                 r->full_stalls()});
+  for (size_t i = 0; i < receivers.size(); ++i) {
+    const Receiver& r = *receivers[i];
+    profile.receivers.push_back({r.tensor_name(), r.source(), r.destination(), r.bytes(),
+                                 r.capacity(), r.max_occupancy(), r.transfers(), r.full_stalls(),
+                                 receiver_layouts[i]});
   }
   return profile;
 }

@@ -50,6 +50,10 @@ struct ExecutorOptions {
   // the development host (the idle core comes back slow: cold caches, or another physical core
   // under a hypervisor); spinning costs power while waiting. 0 sleeps at once.
   uint32_t spin_wait_us = 1000;
+  // Pass 4-D f32 tensors between two sub-graphs whose backends both hold activations in NHWC
+  // (co_up_plugin_api.boundary_layouts) in that layout, so neither side transposes. False: NCHW
+  // at every boundary (to measure what the negotiation saves).
+  bool nhwc_boundaries = true;
   // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
   // owned; they must outlive the Executor.
   std::vector<LayerObserver*> observers;

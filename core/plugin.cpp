@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
+
 #include "core/error.h"
 
 namespace co_up {
@@ -31,6 +33,12 @@ void check_status(const co_up_plugin_api& api, co_up_status* status, const std::
 Plugin::Plugin(std::string path, void* dl_handle, const co_up_plugin_api* api,
                co_up_factory* factory)
     : path_(std::move(path)), dl_handle_(dl_handle), api_(api), factory_(factory) {}
+
+uint32_t Plugin::boundary_layouts() const {
+  // Tables of ABI 1.0 and 1.1 end before the member (struct_size says how far this one goes).
+  constexpr size_t kEnd = offsetof(co_up_plugin_api, boundary_layouts) + sizeof(uint32_t);
+  return api_->struct_size >= kEnd ? api_->boundary_layouts : 0;
+}
 
 Plugin::~Plugin() {
   if (factory_ != nullptr) api_->factory_release(factory_);

@@ -33,6 +33,8 @@ class Plugin {
   co_up_factory* factory() const { return factory_; }
   const std::string& path() const { return path_; }
   std::string name() const { return api_->name; }
+  // co_up_plugin_api.boundary_layouts where the plugin's table has it (ABI >= 1.2), else 0.
+  uint32_t boundary_layouts() const;
 
  private:
   std::string path_;

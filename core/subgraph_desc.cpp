@@ -4,7 +4,8 @@
 
 namespace co_up {
 
-uint32_t SubGraphDesc::local_index(const graph::Graph& graph, graph::TensorId tensor) {
+uint32_t SubGraphDesc::local_index(const graph::Graph& graph, graph::TensorId tensor,
+                                   const std::set<graph::TensorId>& nhwc) {
   auto [it, inserted] = local_.try_emplace(tensor, static_cast<uint32_t>(tensors_.size()));
   if (inserted) {
     const graph::Tensor& t = graph.tensor(tensor);
@@ -12,7 +13,7 @@ uint32_t SubGraphDesc::local_index(const graph::Graph& graph, graph::TensorId te
     d.struct_size = sizeof(co_up_tensor_desc);
     d.name = t.name.c_str();
     d.dtype = static_cast<int32_t>(t.desc.dtype);
-    d.layout = static_cast<int32_t>(t.desc.layout);
+    d.layout = nhwc.count(tensor) != 0 ? CO_UP_LAYOUT_NHWC : static_cast<int32_t>(t.desc.layout);
     d.rank = static_cast<uint32_t>(t.desc.shape.size());
     d.dims = t.desc.shape.data();
     if (!t.desc.quant.scales.empty()) {
@@ -30,15 +31,16 @@ uint32_t SubGraphDesc::local_index(const graph::Graph& graph, graph::TensorId te
   return it->second;
 }
 
-SubGraphDesc::SubGraphDesc(const graph::Graph& graph, const SubGraph& subgraph) {
-  for (graph::TensorId t : subgraph.inputs) inputs_.push_back(local_index(graph, t));
+SubGraphDesc::SubGraphDesc(const graph::Graph& graph, const SubGraph& subgraph,
+                           const std::set<graph::TensorId>& nhwc) {
+  for (graph::TensorId t : subgraph.inputs) inputs_.push_back(local_index(graph, t, nhwc));
   for (graph::NodeId id : subgraph.nodes) {
     const graph::Node& node = graph.node(id);
     std::vector<uint32_t>& io = node_io_.emplace_back();
     for (graph::TensorId t : node.inputs) {
-      io.push_back(t == graph::kNoTensor ? CO_UP_NO_TENSOR : local_index(graph, t));
+      io.push_back(t == graph::kNoTensor ? CO_UP_NO_TENSOR : local_index(graph, t, nhwc));
     }
-    for (graph::TensorId t : node.outputs) io.push_back(local_index(graph, t));
+    for (graph::TensorId t : node.outputs) io.push_back(local_index(graph, t, nhwc));
 
     std::vector<co_up_attr>& attrs = node_attrs_.emplace_back();
     for (const auto& [name, value] : node.attrs.values()) {
@@ -78,7 +80,7 @@ SubGraphDesc::SubGraphDesc(const graph::Graph& graph, const SubGraph& subgraph) 
     n.attr_count = static_cast<uint32_t>(attrs.size());
     nodes_.push_back(n);
   }
-  for (graph::TensorId t : subgraph.outputs) outputs_.push_back(local_index(graph, t));
+  for (graph::TensorId t : subgraph.outputs) outputs_.push_back(local_index(graph, t, nhwc));
 
   desc_.struct_size = sizeof(co_up_subgraph_desc);
   desc_.graph_name = graph.name().c_str();

@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "co_up/plugin_abi.h"
@@ -16,14 +17,18 @@ namespace co_up {
 
 class SubGraphDesc {
  public:
-  SubGraphDesc(const graph::Graph& graph, const SubGraph& subgraph);
+  // Tensors in `nhwc` are described with CO_UP_LAYOUT_NHWC (the runtime's choice for boundaries
+  // between two NHWC backends, see ExecutorOptions::nhwc_boundaries); all others keep the graph's.
+  SubGraphDesc(const graph::Graph& graph, const SubGraph& subgraph,
+               const std::set<graph::TensorId>& nhwc = {});
   SubGraphDesc(const SubGraphDesc&) = delete;
   SubGraphDesc& operator=(const SubGraphDesc&) = delete;
 
   const co_up_subgraph_desc& get() const { return desc_; }
 
  private:
-  uint32_t local_index(const graph::Graph& graph, graph::TensorId tensor);
+  uint32_t local_index(const graph::Graph& graph, graph::TensorId tensor,
+                       const std::set<graph::TensorId>& nhwc);
 
   std::map<graph::TensorId, uint32_t> local_;
   std::vector<co_up_tensor_desc> tensors_;

@@ -237,7 +237,8 @@ nlohmann::json to_json(const RunProfile& p) {
                          {"capacity", r.capacity},
                          {"max_occupancy", r.max_occupancy},
                          {"transfers", r.transfers},
-                         {"full_stalls", r.full_stalls}});
+                         {"full_stalls", r.full_stalls},
+                         {"layout", r.layout}});
   }
   j["receivers"] = receivers;
   json events = json::array();

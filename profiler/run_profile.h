@@ -38,6 +38,10 @@ struct ReceiverInfo {
   uint32_t max_occupancy = 0;
   uint64_t transfers = 0;
   uint64_t full_stalls = 0;
+  // The tensor's memory order on this edge: "NHWC" where both backends hold activations
+  // channels-last and the runtime passed it so (ExecutorOptions::nhwc_boundaries), else the
+  // graph's ("NCHW", or "ANY" for tensors without spatial meaning).
+  std::string layout;
 };
 
 struct ProcessorInfo {

@@ -151,6 +151,16 @@ class NodeReader {
   }
 
  private:
+  bool is_boundary(uint32_t index) const {
+    for (uint32_t i = 0; i < graph_.input_count; ++i) {
+      if (graph_.inputs[i] == index) return true;
+    }
+    for (uint32_t i = 0; i < graph_.output_count; ++i) {
+      if (graph_.outputs[i] == index) return true;
+    }
+    return false;
+  }
+
   uint32_t checked_tensor(uint32_t index, const char* role) const {
     if (index >= graph_.tensor_count) {
       fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string(role) + " refers to tensor " +
@@ -163,11 +173,12 @@ class NodeReader {
                 "dtype " + std::string(dtype_name(t.dtype)) + " not supported (f32 only) on " +
                     role + " '" + tensor_name(index) + "'");
     }
-    if (t.layout == CO_UP_LAYOUT_NHWC) {
-      fail_node(CO_UP_STATUS_UNSUPPORTED, std::string("layout NHWC not supported (NCHW only) on ") +
-                                              role + " '" + tensor_name(index) + "'");
+    if (t.layout == CO_UP_LAYOUT_NHWC && !(rules_.nhwc_boundaries && t.rank == 4 && is_boundary(index))) {
+      fail_node(CO_UP_STATUS_UNSUPPORTED,
+                std::string("layout NHWC not supported on ") + role + " '" + tensor_name(index) + "' (" +
+                    (rules_.nhwc_boundaries ? "only on 4-D sub-graph inputs and outputs" : "NCHW only") + ")");
     }
-    if (t.layout != CO_UP_LAYOUT_NCHW && t.layout != CO_UP_LAYOUT_ANY) {
+    if (t.layout != CO_UP_LAYOUT_NCHW && t.layout != CO_UP_LAYOUT_ANY && t.layout != CO_UP_LAYOUT_NHWC) {
       fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "unknown layout " + std::to_string(t.layout));
     }
     if (t.rank == 0 || !t.dims) {

@@ -4,8 +4,9 @@
 // "node 'conv1' (Conv): attribute 'pads' has 2 entries, expected 4".
 //
 // Every backend decodes with these rules, so they accept the same graphs with the same messages;
-// DecodeRules carries what legitimately differs between them. Today all backends take f32
-// tensors in NCHW (or layout-free) form at the ABI, whatever they use inside.
+// DecodeRules carries what legitimately differs between them. All backends take f32 tensors in
+// NCHW (or layout-free) form at the ABI, whatever they use inside; a backend that holds
+// activations in NHWC also takes NHWC on its sub-graph's inputs and outputs.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,9 @@ struct DecodeRules {
   // work: "weights W tensor 'w' is not constant (<backend_name> <constant_use> at compile
   // time; ...)", e.g. "packs it", "uploads it".
   const char* constant_use;
+  // The backend takes 4-D sub-graph inputs and outputs in NHWC memory order too (it declares
+  // CO_UP_LAYOUT_NHWC in boundary_layouts); NHWC anywhere else is refused.
+  bool nhwc_boundaries = false;
 };
 
 // Throws PluginError (UNSUPPORTED or INVALID_ARGUMENT) naming the node. `graph` has passed

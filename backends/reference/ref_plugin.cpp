@@ -448,6 +448,7 @@ constexpr co_up_plugin_api kApi = {
     &compiled_unmap,
     &compiled_bind_input,
     &compiled_run,
+    0,  // boundary_layouts: NCHW, the layout it computes in
 };
 
 }  // namespace

@@ -493,6 +493,7 @@ constexpr co_up_plugin_api kApi = {
     &compiled_unmap,
     &compiled_bind_input,
     &compiled_run,
+    0,  // boundary_layouts: NCHW only
 };
 
 }  // namespace

@@ -3,7 +3,9 @@
 // weights packed by XNNPACK at compile, one NHWC buffer per activation).
 //
 // Layout: the ABI speaks NCHW; inside a sub-graph every 4-D activation is NHWC, the layout
-// XNNPACK's kernels want. Conversions happen only at the sub-graph boundary: outputs in
+// XNNPACK's kernels want. The plugin declares NHWC in boundary_layouts, so between two such
+// sub-graphs (B and L, both cpu-xnnpack) the runtime passes NHWC and nothing is transposed;
+// elsewhere conversions happen only at the sub-graph boundary: outputs in
 // compiled_map (timed by the runtime as transfer), inputs in compiled_bind_input (the runtime's
 // usual path; not timed by the runtime today) or, after map + copy, in compiled_unmap. The only
 // other layout change is a Flatten/Reshape of a 4-D tensor with H*W > 1 (AlexNet's pool5 -> fc6):
@@ -56,7 +58,7 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-xnnpack: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it"};
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true};
 
 // Online CPUs (/sys/devices/system/cpu/online), or 0..nprocs-1 when that file is unreadable.
 std::vector<int> online_cpus() {
@@ -120,7 +122,8 @@ struct co_up_compiled {
     uint32_t layer = 0;
     co_up::xnnpack::F32Step work;
   };
-  // A sub-graph input or output as the runtime sees it (NCHW) and as the kernels hold it.
+  // A sub-graph input or output as the runtime sees it (NCHW, or NHWC on an NHWC boundary) and
+  // as the kernels hold it.
   struct Port {
     uint32_t tensor = 0;
     bool convert = false;                // 4-D: NCHW staging <-> NHWC tensor
@@ -147,7 +150,8 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
     co_up_compiled::Port port;
     port.tensor = t;
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    if (d.rank == 4 && d.dims[2] * d.dims[3] > 1 && d.dims[1] > 1) {
+    // An NHWC boundary (between two NHWC backends) is already in the internal layout.
+    if (d.rank == 4 && d.layout != CO_UP_LAYOUT_NHWC && d.dims[2] * d.dims[3] > 1 && d.dims[1] > 1) {
       port.convert = true;
       port.batch = d.dims[0];
       port.channels = d.dims[1];
@@ -433,6 +437,7 @@ constexpr co_up_plugin_api kApi = {
     &compiled_unmap,
     &compiled_bind_input,
     &compiled_run,
+    1u << CO_UP_LAYOUT_NHWC,  // boundary_layouts: NHWC inside, so NHWC boundaries skip the transposes
 };
 
 }  // namespace

@@ -47,6 +47,9 @@ class GraphBuilder {
     return uint32_t(tensors_.size() - 1);
   }
 
+  // Changes tensor `t`'s layout (e.g. to describe an NHWC boundary).
+  void set_layout(uint32_t t, int32_t layout) { tensors_.at(t).layout = layout; }
+
   // Attribute makers. ints() stores the list in the builder (the attr points into it).
   co_up_attr ints(const char* name, std::vector<int64_t> v) {
     ints_.push_back(std::move(v));

@@ -101,6 +101,7 @@ class Desc {
   }
   void input(uint32_t t) { inputs_.push_back(t); }
   void output(uint32_t t) { outputs_.push_back(t); }
+  void set_layout(uint32_t t, int32_t layout) { b_.set_layout(t, layout); }
   void attr_int(const char* name, int64_t v) { pending_.push_back(GraphBuilder::integer(name, v)); }
   void attr_float(const char* name, double v) { pending_.push_back(GraphBuilder::real(name, v)); }
   void attr_ints(const char* name, std::vector<int64_t> v) {
@@ -584,6 +585,64 @@ TEST(XnnpackDevice, ReportsLayersThroughHooks) {
   EXPECT_EQ(seen, (std::vector<std::pair<char, uint32_t>>{{'b', 0}, {'e', 0}, {'b', 1}, {'e', 1}}));
   // An unsupported op is answered per node, with the reason.
   p.api()->compiled_release(c);
+  p.api()->device_release(device);
+}
+
+// Between two NHWC backends the runtime describes boundary tensors as NHWC (ABI 1.2): the plugin
+// declares it, takes such inputs and outputs without transposing (the data is the NCHW run's,
+// channels innermost), and refuses NHWC anywhere but the sub-graph's inputs and outputs.
+TEST(XnnpackDevice, NhwcBoundariesAreTheSameDataChannelsLast) {
+  const Plugin& p = xnn();
+  EXPECT_NE(p.api()->boundary_layouts & (1u << CO_UP_LAYOUT_NHWC), 0u);
+  EXPECT_EQ(ref().api()->boundary_layouts, 0u);
+  constexpr int64_t kC = 8, kM = 24, kH = 5, kW = 6;
+  auto build = [](Desc& d, bool nhwc_io, bool nhwc_inside) {
+    const uint32_t x = d.tensor({1, kC, kH, kW});
+    const uint32_t w = d.tensor({kM, kC, 3, 3}, true, 1, 0.3f);
+    const uint32_t y = d.tensor({1, kM, kH, kW});
+    const uint32_t z = d.tensor({1, kM, kH, kW});
+    d.attr_ints("strides", {1, 1});
+    d.attr_ints("pads", {1, 1, 1, 1});
+    d.attr_ints("dilations", {1, 1});
+    d.attr_int("group", 1);
+    d.attr_string("activation", "none");
+    d.node("Conv", {x, w, CO_UP_NO_TENSOR}, y);
+    d.node("Relu", {y}, z);
+    d.input(x);
+    d.output(z);
+    if (nhwc_io) {
+      d.set_layout(x, CO_UP_LAYOUT_NHWC);
+      d.set_layout(z, CO_UP_LAYOUT_NHWC);
+    }
+    if (nhwc_inside) d.set_layout(y, CO_UP_LAYOUT_NHWC);
+  };
+  auto to_nhwc = [](const std::vector<float>& nchw, int64_t c) {
+    std::vector<float> out(nchw.size());
+    const int64_t plane = int64_t(nchw.size()) / c;
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t q = 0; q < plane; ++q) out[size_t(q * c + ch)] = nchw[size_t(ch * plane + q)];
+    return out;
+  };
+  Desc nchw;
+  build(nchw, false, false);
+  const std::vector<float> want = run_desc(p, nchw);
+  Desc nhwc;
+  build(nhwc, true, false);
+  nhwc.mutable_data(0) = to_nhwc(nchw.data(0), kC);  // the same input, channels-last
+  EXPECT_EQ(run_desc(p, nhwc), to_nhwc(want, kM));
+
+  Desc inside;
+  build(inside, true, true);
+  co_up_device* device = nullptr;
+  ASSERT_EQ(p.make_device({{"processor", "B"}}, &device).first, CO_UP_STATUS_OK);
+  co_up_compiled* c = nullptr;
+  const auto& g = inside.get();
+  co_up_status* status = p.api()->compiled_create(device, &g, &c);
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(status->code, CO_UP_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(status->message).find("only on 4-D sub-graph inputs and outputs"), std::string::npos)
+      << status->message;
+  p.api()->status_release(status);
   p.api()->device_release(device);
 }
 

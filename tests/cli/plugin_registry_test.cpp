@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
+#include "core/plugin.h"
 #include "core/platform.h"
 #include "tests/cli/scratch_dir.h"
 
@@ -137,6 +139,17 @@ TEST_F(PluginRegistryTest, ANewerAbiMinorLoadsBecauseMinorsOnlyAppend) {
   const co_up_plugin_api& api = registry_->find("newer-minor")->api();
   EXPECT_EQ(api.abi_minor, CO_UP_ABI_VERSION_MINOR + 1);
   EXPECT_GT(api.struct_size, sizeof(co_up_plugin_api));
+}
+
+// boundary_layouts came with ABI 1.2: a 1.0 or 1.1 table ends before it, whatever lies there.
+TEST(PluginTable, BoundaryLayoutsAreReadOnlyFromTablesThatHaveThem) {
+  co_up_plugin_api api{};
+  api.struct_size = static_cast<uint32_t>(offsetof(co_up_plugin_api, boundary_layouts));
+  api.boundary_layouts = 1u << CO_UP_LAYOUT_NHWC;
+  const co_up::Plugin plugin("older.so", nullptr, &api, nullptr);
+  EXPECT_EQ(plugin.boundary_layouts(), 0u);
+  api.struct_size = sizeof(api);
+  EXPECT_EQ(plugin.boundary_layouts(), 1u << CO_UP_LAYOUT_NHWC);
 }
 
 TEST_F(PluginRegistryTest, ANullEntryInTheTableIsRefusedNamingIt) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -288,6 +289,43 @@ TEST(ExecutorTest, StopRequestEndsRunEarlyWithConsistentProfile) {
   request.frames = 3;
   request.on_output = nullptr;
   EXPECT_EQ(executor.run(request).profile.frames_completed, 3u);
+}
+
+// Between two backends that hold activations channels-last (cpu-xnnpack on B and L) 4-D edges
+// travel in NHWC, with the same results bit for bit as NCHW edges; an edge touching a backend
+// without NHWC (cpu-reference) stays NCHW. The profile's receivers say which.
+TEST(ExecutorTest, EdgesBetweenNhwcBackendsTravelInNhwc) {
+  const graph::Graph g = skip_graph();  // edges: stage0 -> stage1, stage2; stage1 -> stage2
+  const auto inputs = input_sets(g, 2);
+  const Outputs single = run_graph(g, "BBB", ExecutionMode::kPipeline, 4, inputs);
+  auto run = [&](const Platform& platform, bool nhwc, Outputs* outputs) {
+    ExecutorOptions options;
+    options.profile_level = 1;
+    options.nhwc_boundaries = nhwc;
+    Executor executor(g, Partition::create(g, "BLB"), platform, build_plugins(), options);
+    RunRequest request;
+    request.frames = 4;
+    request.input_sets = inputs;
+    std::mutex mutex;
+    request.on_output = [&](uint64_t frame, uint32_t, std::span<const float> values) {
+      std::lock_guard lock(mutex);
+      outputs->arrival.push_back(frame);
+      outputs->by_frame[frame].assign(values.begin(), values.end());
+    };
+    std::vector<std::string> layouts;
+    for (const auto& r : executor.run(request).profile.receivers) layouts.push_back(r.layout);
+    return layouts;
+  };
+  const std::vector<std::string> three_nhwc(3, "NHWC"), three_nchw(3, "NCHW");
+  Outputs negotiated, plain, mixed;
+  EXPECT_EQ(run(host_platform(), true, &negotiated), three_nhwc);
+  expect_bit_equal(single, negotiated, "NHWC edges");
+  EXPECT_EQ(run(host_platform(), false, &plain), three_nchw);
+  expect_bit_equal(single, plain, "NCHW edges");
+  Platform reference_l = host_platform();
+  reference_l.find('L')->backends = {"cpu-reference"};
+  EXPECT_EQ(run(reference_l, true, &mixed), three_nchw);
+  EXPECT_EQ(mixed.arrival.size(), 4u);
 }
 
 TEST(ExecutorTest, UnknownLetterAndMissingPluginAreInputErrors) {

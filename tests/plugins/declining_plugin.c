@@ -100,6 +100,7 @@ static const co_up_plugin_api kApi = {
     compiled_unmap,
     NULL, /* compiled_bind_input: optional */
     compiled_run,
+    0,
 };
 
 CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(uint32_t host_abi_major,

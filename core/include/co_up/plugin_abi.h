@@ -43,7 +43,7 @@ extern "C" {
 #endif
 
 #define CO_UP_ABI_VERSION_MAJOR 1u
-#define CO_UP_ABI_VERSION_MINOR 1u
+#define CO_UP_ABI_VERSION_MINOR 2u
 /* History: 1.0 first release; 1.1 appends co_up_run_hooks.layer_device_time. */
 
 /* Name of the one exported entry point, for dlsym. */
@@ -94,6 +94,10 @@ typedef enum co_up_dtype {
   CO_UP_DTYPE_I64 = 5
 } co_up_dtype;
 
+/* The memory order of a tensor's elements. `dims` are the logical (N, C, H, W) of a 4-D tensor
+ * whatever the layout; NHWC stores channels innermost (PyTorch's "channels_last"). The runtime
+ * uses NHWC only on 4-D f32 sub-graph inputs and outputs passed between two backends that both
+ * declare it in co_up_plugin_api.boundary_layouts (since 1.2); everything else is NCHW or ANY. */
 typedef enum co_up_layout {
   CO_UP_LAYOUT_ANY = 0, /* no spatial meaning (vectors, weights of fully connected layers) */
   CO_UP_LAYOUT_NCHW = 1,
@@ -272,6 +276,13 @@ typedef struct co_up_plugin_api {
   /* Runs the sub-graph once, synchronously: inputs must be written (or bound) before, outputs
    * are complete when it returns. `hooks` may be NULL. */
   co_up_status* (*compiled_run)(co_up_compiled* compiled, const co_up_run_hooks* hooks);
+
+  /* Since 1.2 (check struct_size; absent means NCHW only): bit (1u << CO_UP_LAYOUT_NHWC) set
+   * when compiled sub-graphs accept 4-D f32 inputs and outputs in NHWC memory order, i.e. the
+   * backend holds activations channels-last anyway. Between two such backends the runtime then
+   * passes boundary tensors in NHWC and neither side transposes (a Sender/Receiver transfer
+   * becomes a copy). NCHW must always be accepted. */
+  uint32_t boundary_layouts;
 } co_up_plugin_api;
 
 typedef const co_up_plugin_api* (*co_up_plugin_get_api_fn)(uint32_t host_abi_major,
