@@ -142,6 +142,8 @@ struct Executor::Impl {
   // Destruction order matters: sub-graphs (compiled objects) before processors (devices);
   // receivers outlive both users. Members are destroyed in reverse order of declaration.
   std::vector<std::unique_ptr<Receiver>> receivers;
+  std::vector<std::string> receiver_layouts;  // per receiver, for the profile (set by connect)
+  std::set<graph::TensorId> nhwc_tensors;     // edges passed in NHWC (set by compile_all)
   std::vector<std::unique_ptr<Processor>> processors;
   std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
 
@@ -167,8 +169,6 @@ struct Executor::Impl {
   void create_processors(const PluginRegistry& plugins);
   void compile_all();
   std::set<graph::TensorId> nhwc_boundary_tensors() const;
-  std::set<graph::TensorId> nhwc_tensors;  // edges passed in NHWC (set by compile_all)
-  std::vector<std::string> receiver_layouts;  // per receiver, for the profile (set by connect)
   void connect();
 
   bool inputs_ready(const SubGraphRuntime& s) const;

@@ -44,7 +44,8 @@ extern "C" {
 
 #define CO_UP_ABI_VERSION_MAJOR 1u
 #define CO_UP_ABI_VERSION_MINOR 2u
-/* History: 1.0 first release; 1.1 appends co_up_run_hooks.layer_device_time. */
+/* History: 1.0 first release; 1.1 appends co_up_run_hooks.layer_device_time; 1.2 appends
+ * co_up_plugin_api.boundary_layouts. */
 
 /* Name of the one exported entry point, for dlsym. */
 #define CO_UP_PLUGIN_ENTRY_POINT "co_up_plugin_get_api"
