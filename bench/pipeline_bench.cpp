@@ -435,7 +435,7 @@ std::vector<Candidate> predict(const Granularity& gr, double copy_ns_per_byte, i
   return all;
 }
 
-// Data parallelism: the unit of `gr` whose compute op, cut by output channels into up to 4
+// Data parallelism: the unit of `gr` whose compute op, cut by output channels into up to 8
 // slices of >= 64 channels (--split), would give the best-balanced two-stage split, as
 // "UNIT:PARTS"; empty when that is no better than the best split at unit boundaries.
 std::string best_split(const Granularity& gr) {

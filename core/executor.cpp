@@ -327,10 +327,8 @@ void Executor::Impl::connect() {
       receivers.push_back(std::make_unique<Receiver>(t.name, t.desc.byte_size(), capacities[e][k],
                                                      edge.source, edge.destinations[k]));
       receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
-      static constexpr const char* kLayoutNames[] = {"ANY", "NCHW", "NHWC"};  // graph::Layout
-      receiver_layouts.push_back(nhwc_tensors.count(edge.tensor) != 0
-                                     ? "NHWC"
-                                     : kLayoutNames[static_cast<size_t>(t.desc.layout)]);
+      receiver_layouts.push_back(graph::layout_name(
+          nhwc_tensors.count(edge.tensor) != 0 ? graph::Layout::kNhwc : t.desc.layout));
     }
   }
   const auto& graph_inputs = graph.inputs();
