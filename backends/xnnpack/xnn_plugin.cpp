@@ -1,6 +1,7 @@
 // ABI glue of the cpu-xnnpack backend: factory (XNNPACK initialised) -> device (options, pinned
 // pthreadpool) -> compiled sub-graph (validated nodes, XNNPACK operators created and set up once,
-// weights packed by XNNPACK at compile, one NHWC buffer per activation).
+// weights packed by XNNPACK at compile, NHWC activations in one arena where tensors not alive
+// together share memory).
 //
 // Layout: the ABI speaks NCHW; inside a sub-graph every 4-D activation is NHWC, the layout
 // XNNPACK's kernels want. The plugin declares NHWC in boundary_layouts, so between two such
@@ -16,6 +17,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -29,6 +31,7 @@
 
 #include <xnnpack.h>
 
+#include "arena_plan.h"
 #include "co_up/plugin_abi.h"
 #include "node_decode.h"
 #include "op_shapes.h"
@@ -133,7 +136,11 @@ struct co_up_compiled {
   };
 
   co_up_device* device = nullptr;
-  std::vector<co_up::xnnpack::Buffer<float>> storage;  // per tensor: internal layout (NHWC when 4-D)
+  // Activations in the internal layout (NHWC when 4-D): inputs, outputs and constants in their
+  // own storage (per tensor, else empty), the others in the arena, where tensors that are not
+  // alive at the same step share memory.
+  std::vector<co_up::xnnpack::Buffer<float>> storage;
+  co_up::xnnpack::Buffer<float> arena;
   std::vector<Port> inputs;
   std::vector<Port> outputs;
   std::vector<Step> steps;
@@ -165,23 +172,49 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   const std::vector<NodePlan>& plans = subgraph.nodes;
   const std::vector<bool>& is_input = subgraph.is_input;
 
+  const StepFusions fusions = plan_step_fusions(graph, subgraph);
+
   // Activation buffers (internal layout). Constants are not stored: XNNPACK packs the weights
-  // it needs at operator creation, and the own kernels keep what they fold.
-  std::vector<bool> needed(tensor_count, false);
-  for (uint32_t i = 0; i < graph.input_count; ++i) needed[graph.inputs[i]] = true;
-  for (const NodePlan& plan : plans) {
-    needed[plan.output] = true;
+  // it needs at operator creation, and the own kernels keep what they fold. Step n writes
+  // fusions.writes[n] and reads its activation inputs (a convolution's, fully connected or batch
+  // normalisation's first only: it packs the others); a tensor lives from its first to its last
+  // step and shares the arena with tensors that are not alive then (arena_plan.h). The sub-graph's
+  // inputs and outputs, which the runtime fills and reads between runs, and constants read as
+  // activations keep memory of their own.
+  constexpr uint32_t kUnused = std::numeric_limits<uint32_t>::max();
+  std::vector<backends::TensorLifetime> lifetimes(tensor_count, {0, kUnused, 0});
+  auto use = [&](uint32_t t, uint32_t step) {
+    lifetimes[t].first_step = std::min(lifetimes[t].first_step, step);
+    lifetimes[t].last_step = std::max(lifetimes[t].last_step, step);
+  };
+  for (uint32_t n = 0; n < plans.size(); ++n) {
+    const NodePlan& plan = plans[n];
+    if (fusions.writes[n] == CO_UP_NO_TENSOR) continue;  // an empty step
+    use(fusions.writes[n], n);
     const bool packs = plan.op == Op::kConv || plan.op == Op::kFullyConnected ||
                        plan.op == Op::kBatchNormalization;
-    for (size_t i = 0; i < (packs ? 1 : plan.inputs.size()); ++i) needed[plan.inputs[i]] = true;
+    for (size_t i = 0; i < (packs ? 1 : plan.inputs.size()); ++i) use(plan.inputs[i], n);
+    if (fusions.fused[n] && fusions.fused[n]->residual != CO_UP_NO_TENSOR) use(fusions.fused[n]->residual, n);
   }
   c->storage.resize(tensor_count);
+  std::vector<float*> buffers(tensor_count, nullptr);
   for (uint32_t t = 0; t < tensor_count; ++t) {
-    if (!needed[t]) continue;
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
+    const bool used = lifetimes[t].first_step != kUnused;
+    const bool own = is_input[t] || subgraph.is_output[t] || (used && d.data);
     int64_t count = 1;
     for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
+    if (!own) {
+      if (used) {
+        lifetimes[t].bytes = count * static_cast<int64_t>(sizeof(float));
+      } else {
+        lifetimes[t] = {};  // no step reads or writes it (e.g. a convolution's result fused away)
+      }
+      continue;
+    }
+    lifetimes[t] = {};  // not in the arena
     c->storage[t] = Buffer<float>(count);
+    buffers[t] = c->storage[t].data();
     if (d.data && !is_input[t]) {
       // A constant read as an activation (e.g. Add with a constant): copy in internal layout.
       if (d.rank == 4) {
@@ -193,11 +226,16 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
       }
     }
   }
+  const backends::ArenaPlan arena = backends::plan_arena(lifetimes, 64);
+  if (arena.bytes > 0) {
+    c->arena = Buffer<float>(arena.bytes / static_cast<int64_t>(sizeof(float)));
+    for (uint32_t t = 0; t < tensor_count; ++t) {
+      if (arena.offsets[t] >= 0) buffers[t] = c->arena.data() + arena.offsets[t] / static_cast<int64_t>(sizeof(float));
+    }
+  }
   for (uint32_t i = 0; i < graph.input_count; ++i) c->inputs.push_back(port(graph.inputs[i]));
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));
-  std::vector<float*> buffers(tensor_count, nullptr);
-  for (uint32_t t = 0; t < tensor_count; ++t) buffers[t] = c->storage[t].data();
-  std::vector<F32Step> work = build_f32_steps(graph, subgraph, buffers, *device->pool);
+  std::vector<F32Step> work = build_f32_steps(graph, subgraph, fusions, buffers, *device->pool);
   for (uint32_t n = 0; n < graph.node_count; ++n) {
     c->steps.push_back({element_at(graph.nodes, n).layer, std::move(work[n])});
   }

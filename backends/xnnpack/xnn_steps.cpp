@@ -311,13 +311,11 @@ uint32_t residual_operand(const NodePlan& conv, const NodePlan& add) {
 
 }  // namespace
 
-std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
-                                     const backends::SubgraphPlan& plan,
-                                     const std::vector<float*>& buffers, const CpuPool& pool) {
+StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::SubgraphPlan& plan) {
   const std::vector<NodePlan>& nodes = plan.nodes;
   const auto node_count = static_cast<uint32_t>(nodes.size());
-  std::vector<int> uses(buffers.size(), 0);
-  std::vector<uint32_t> producer(buffers.size(), node_count);
+  std::vector<int> uses(graph.tensor_count, 0);
+  std::vector<uint32_t> producer(graph.tensor_count, node_count);
   for (uint32_t n = 0; n < node_count; ++n) {
     for (uint32_t t : nodes[n].inputs) {
       if (t != CO_UP_NO_TENSOR) ++uses[t];
@@ -328,26 +326,19 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
   auto private_result = [&](uint32_t t) {
     return uses[t] == 1 && !plan.is_output[t] && !plan.is_input[t] && producer[t] < node_count;
   };
-  auto name = [&](uint32_t n) {
-    const char* text = element_at(graph.nodes, n).name;
-    return "node '" + std::string(text ? text : "?") + "'";
-  };
-  auto weights = [&](const NodePlan& p, size_t input) -> const float* {
-    const uint32_t t = p.inputs[input];
-    return t == CO_UP_NO_TENSOR ? nullptr
-                                : static_cast<const float*>(element_at(graph.tensors, t).data);
-  };
+  StepFusions f;
+  f.writes.resize(node_count);
+  f.fused.resize(node_count);
+  for (uint32_t n = 0; n < node_count; ++n) f.writes[n] = nodes[n].output;
 
   // Concat elision: a channel Concat whose inputs are all private convolution results gets them
   // written straight into its output, each convolution at its channel offset with the Concat's
   // channel count as pixel stride (GoogLeNet's inception and SqueezeNet's fire modules then copy
-  // nothing). conv_target[n] is where node n writes instead of its own buffer.
-  std::vector<std::optional<ConvTarget>> conv_target(node_count);
-  std::vector<bool> elided(node_count, false);
+  // nothing).
   for (uint32_t n = 0; n < node_count; ++n) {
     const NodePlan& p = nodes[n];
     if (p.op != Op::kConcat || p.out_dims.size() != 4 || p.inputs.size() < 2 ||
-        p.in_dims[1] == p.out_dims[1] || !buffers[p.output]) {
+        p.in_dims[1] == p.out_dims[1]) {
       continue;  // not a concatenation over channels
     }
     const bool all_convolutions = std::all_of(p.inputs.begin(), p.inputs.end(), [&](uint32_t t) {
@@ -357,45 +348,60 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
     if (!all_convolutions) continue;
     int64_t offset = 0;
     for (size_t i = 0; i < p.inputs.size(); ++i) {
-      const NodePlan& conv = nodes[producer[p.inputs[i]]];
-      conv_target[producer[p.inputs[i]]] =
-          ConvTarget{buffers[p.output] + offset, p.out_dims[1], nullptr, conv.conv.activation};
+      const uint32_t conv = producer[p.inputs[i]];
+      f.fused[conv] = StepFusions::Write{p.output, offset, p.out_dims[1], CO_UP_NO_TENSOR,
+                                         nodes[conv].conv.activation};
+      f.writes[conv] = p.output;
       offset += p.concat_axis[i];
     }
-    elided[n] = true;
+    f.writes[n] = CO_UP_NO_TENSOR;
   }
-
-  std::vector<F32Step> steps;
-  steps.reserve(node_count);
-  for (uint32_t n = 0; n < node_count; ++n) {
+  // Residual fusion: a convolution without activation whose only consumer is the next node, an
+  // Add in the same layer, adds the other operand in its epilogue (AVX-512 convolutions only).
+  for (uint32_t n = 0; n + 1 < node_count; ++n) {
     const NodePlan& p = nodes[n];
-    if (elided[n]) {
-      steps.emplace_back();  // the Concat: its inputs were written in place
+    if (f.fused[n] || f.writes[n] == CO_UP_NO_TENSOR || p.op != Op::kConv ||
+        p.conv.activation != Activation::kNone || !avx512_conv_wins(p.conv, /*fuses_add=*/true) ||
+        !private_result(p.output) ||
+        element_at(graph.nodes, n).layer != element_at(graph.nodes, n + 1).layer) {
       continue;
     }
-    if (conv_target[n]) {
-      steps.push_back(build_conv_step(p, weights(p, 1), weights(p, 2), buffers[p.inputs[0]],
-                                      *conv_target[n], pool, name(n)));
-      continue;
+    const NodePlan& add = nodes[n + 1];
+    const uint32_t residual = residual_operand(p, add);
+    if (residual == CO_UP_NO_TENSOR || add.out_dims != p.out_dims) continue;
+    f.fused[n] = StepFusions::Write{add.output, 0, p.conv.out_channels, residual, add.activation};
+    f.writes[n] = add.output;
+    f.writes[n + 1] = CO_UP_NO_TENSOR;  // the Add: done by the convolution
+    ++n;
+  }
+  return f;
+}
+
+std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
+                                     const backends::SubgraphPlan& plan, const StepFusions& fusions,
+                                     const std::vector<float*>& buffers, const CpuPool& pool) {
+  const std::vector<NodePlan>& nodes = plan.nodes;
+  std::vector<F32Step> steps;
+  steps.reserve(nodes.size());
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    const NodePlan& p = nodes[n];
+    if (fusions.writes[n] == CO_UP_NO_TENSOR) {
+      steps.emplace_back();  // done by other nodes' steps
+    } else if (const auto& w = fusions.fused[n]) {
+      auto constant = [&](size_t input) -> const float* {
+        const uint32_t t = p.inputs[input];
+        return t == CO_UP_NO_TENSOR ? nullptr
+                                    : static_cast<const float*>(element_at(graph.tensors, t).data);
+      };
+      const char* text = element_at(graph.nodes, n).name;
+      const ConvTarget target{buffers[w->tensor] + w->channel_offset, w->pixel_stride,
+                              w->residual == CO_UP_NO_TENSOR ? nullptr : buffers[w->residual],
+                              w->activation};
+      steps.push_back(build_conv_step(p, constant(1), constant(2), buffers[p.inputs[0]], target,
+                                      pool, "node '" + std::string(text ? text : "?") + "'"));
+    } else {
+      steps.push_back(build_f32_step(graph, n, p, buffers, pool));
     }
-    // Residual fusion: a convolution without activation whose only consumer is the next node, an
-    // Add in the same layer, adds the other operand in its epilogue (AVX-512 convolutions only).
-    if (n + 1 < node_count && p.op == Op::kConv && p.conv.activation == Activation::kNone &&
-        avx512_conv_wins(p.conv, /*fuses_add=*/true) && private_result(p.output) &&
-        element_at(graph.nodes, n).layer == element_at(graph.nodes, n + 1).layer) {
-      const NodePlan& add = nodes[n + 1];
-      const uint32_t residual = residual_operand(p, add);
-      if (residual != CO_UP_NO_TENSOR && buffers[residual] && add.out_dims == p.out_dims) {
-        steps.push_back(build_conv_step(
-            p, weights(p, 1), weights(p, 2), buffers[p.inputs[0]],
-            {buffers[add.output], p.conv.out_channels, buffers[residual], add.activation}, pool,
-            name(n)));
-        steps.emplace_back();  // the Add: done by the convolution
-        ++n;
-        continue;
-      }
-    }
-    steps.push_back(build_f32_step(graph, n, p, buffers, pool));
   }
   return steps;
 }

@@ -9,6 +9,7 @@
 #include <xnnpack.h>
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "co_up/plugin_abi.h"
@@ -34,15 +35,33 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index,
                        const backends::NodePlan& plan, const std::vector<float*>& buffers,
                        const CpuPool& pool);
 
-// Every node's step of a sub-graph, in order, as build_f32_step makes them, with two fusions that
-// save passes over memory (their nodes' steps are then empty; per-layer hooks still run):
+// Two fusions that save passes over memory, decided from the graph alone (before any buffer
+// exists, so that the memory plan knows which node writes which tensor):
 //  - a channel Concat whose inputs are all convolution results nothing else reads gets them
 //    written straight into its output (each convolution at its channel offset);
 //  - a convolution without activation whose only consumer is the next node, an Add in the same
 //    layer, adds the other operand in its epilogue (AVX-512 convolutions only, avx512_conv.h).
 // Results equal the unfused steps' up to the rounding of that one addition.
+struct StepFusions {
+  // A convolution writing elsewhere than its own output.
+  struct Write {
+    uint32_t tensor = CO_UP_NO_TENSOR;  // whose buffer it writes (the Concat's or the Add's output)
+    int64_t channel_offset = 0;         // its first channel there
+    int64_t pixel_stride = 0;           // floats between pixels there
+    uint32_t residual = CO_UP_NO_TENSOR;  // the tensor it adds before the activation, if any
+    backends::Activation activation = backends::Activation::kNone;
+  };
+  std::vector<std::optional<Write>> fused;  // per node
+  // Per node, the tensor its step writes: its output, a fused target, or CO_UP_NO_TENSOR when its
+  // step is empty (a Concat written in place, an Add done by the convolution before it).
+  std::vector<uint32_t> writes;
+};
+StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::SubgraphPlan& plan);
+
+// Every node's step of a sub-graph, in order, as build_f32_step makes them, with `fusions`
+// applied (nodes whose work another step does get an empty step; per-layer hooks still run).
 std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
-                                     const backends::SubgraphPlan& plan,
+                                     const backends::SubgraphPlan& plan, const StepFusions& fusions,
                                      const std::vector<float*>& buffers, const CpuPool& pool);
 
 }  // namespace co_up::xnnpack
