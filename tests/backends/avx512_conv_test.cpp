@@ -160,6 +160,38 @@ TEST(Avx512Convolution, FusedResidualIsAddedBeforeTheClamp) {
   }
 }
 
+// cpu-xnnpack writes a fused convolution's result over its residual where the convolution is
+// the residual's last reader (xnn_plugin.cpp): each tile must read its residual lines before it
+// stores them, for any thread count and with two-block tiles over several L2 chunks.
+TEST(Avx512Convolution, InPlaceResidualGivesTheSameResultAsSeparateBuffers) {
+  if (!co_up::xnnpack::avx512_gemm_available()) {
+    GTEST_SKIP() << "this CPU has no AVX-512F (or CO_UP_NO_AVX512_GEMM is set)";
+  }
+  Conv2dShape s;  // ResNet's 64 -> 256 + Add, 36x36 pixels: pair tiles, three chunks, a short last tile
+  s.in_channels = 64;
+  s.in_height = s.in_width = 36;
+  s.out_channels = 256;
+  const int64_t pixels = 36 * 36;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(pixels * 64)), w(256 * 64), b(256), residual(static_cast<size_t>(pixels * 256));
+  for (auto* v : {&x, &w, &b, &residual}) {
+    for (float& e : *v) e = dist(rng);
+  }
+  const float kInf = std::numeric_limits<float>::infinity();
+  std::vector<float> separate(residual.size());
+  {
+    Avx512Convolution conv(s, F32ConvParams{w.data(), b.data(), 0.0f, kInf, residual.data()}, x.data(), separate.data());
+    conv.run(CpuPool(1, {}, Schedule::kDynamic));
+  }
+  for (const int threads : {1, 2}) {
+    std::vector<float> y = residual;
+    Avx512Convolution conv(s, F32ConvParams{w.data(), b.data(), 0.0f, kInf, y.data()}, x.data(), y.data());
+    conv.run(CpuPool(threads, {}, Schedule::kDynamic));
+    EXPECT_EQ(y, separate) << threads << " threads";
+  }
+}
+
 TEST(Avx512Convolution, IsChosenOnlyWhereItWins) {
   Conv2dShape deep;  // ResNet50 3x3 256 -> 256
   deep.in_channels = deep.out_channels = 256;
