@@ -74,6 +74,11 @@ struct Prefetch {
   bool input = false;
 };
 
+// Kernel variants (bits): prefetch the input two tiles ahead (Prefetch::input); every column
+// of the block live.
+constexpr int kInputAheadVariant = 1;
+constexpr int kFullBlockVariant = 2;
+
 }  // namespace
 
 // A slice of the reduction: taps [tap_begin, tap_end) x input channels [channel_begin,
@@ -135,13 +140,32 @@ struct Avx512Convolution::State {
 
 namespace {
 
+// 16 columns of a block: all of them (kFull), or the live ones of `mask`.
+template <bool kFull>
+CO_UP_AVX512_TARGET inline __m512 load_columns(const float* p, __mmask16 mask) {
+  if constexpr (kFull) {
+    return _mm512_loadu_ps(p);
+  } else {
+    return _mm512_maskz_loadu_ps(mask, p);
+  }
+}
+template <bool kFull>
+CO_UP_AVX512_TARGET inline void store_columns(float* p, __mmask16 mask, __m512 value) {
+  if constexpr (kFull) {
+    _mm512_storeu_ps(p, value);
+  } else {
+    _mm512_mask_storeu_ps(p, mask, value);
+  }
+}
+
 // `tiles` consecutive tiles, each kRows pixels (from `first_pixel` on) x one block of 32 columns
 // of one group, over one part of the reduction. kVectors = 1 when the block has at most 16 live
 // columns (e.g. a 16-channel 1x1 reduce): half the FMAs. Everything is indexed by template
 // constants, so the accumulators never leave registers. Looping over tiles here rather than in
 // the caller keeps a tile's set-up (masks, pointers) out of the loop: at 64 input channels a
 // tile is ~800 cycles of FMAs, and a call per tile cost 5-10 % of such layers.
-template <int kRows, int kVectors, bool kInputAhead>
+// kVariant: kInputAhead and/or kFullBlock (below).
+template <int kRows, int kVectors, int kVariant>
 CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t group,
                                    int64_t block, int64_t first_pixel, int64_t tiles,
                                    const Avx512Convolution::Part& part, const Prefetch& next) {
@@ -150,6 +174,11 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   const int64_t col0 = block * kCols;
   const int64_t column = group * st.group_out + col0;
   const int64_t cols = std::min<int64_t>(16 * kVectors, st.group_out - col0);
+  constexpr bool kInputAhead = (kVariant & kInputAheadVariant) != 0;
+  // A full block (every column live: all but a layer's last block when M is not a multiple of
+  // 64) loads and stores without masks. With masks, the compiler re-materialises them in k
+  // registers (kmovw, a port-5 uop, the FMA port) at every masked access: 51 per 6x64 tile.
+  constexpr bool kFull = (kVariant & kFullBlockVariant) != 0;
   __mmask16 masks[kVectors];
   for (int v = 0; v < kVectors; ++v) {
     const int64_t live = std::clamp<int64_t>(cols - 16 * v, 0, 16);
@@ -165,7 +194,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
       }
     } else {
       for (int r = 0; r < kRows; ++r) {
-        for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_maskz_loadu_ps(masks[v], out + r * st.y_stride + 16 * v);
+        for (int v = 0; v < kVectors; ++v) acc[r][v] = load_columns<kFull>(out + r * st.y_stride + 16 * v, masks[v]);
       }
     }
     // The epilogue's residual and output lines, requested two tiles ahead into L2: in a layer
@@ -234,7 +263,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
         const float* residual = st.residual + first_pixel * out_channels + column;
         for (int r = 0; r < kRows; ++r) {
           for (int v = 0; v < kVectors; ++v) {
-            acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(masks[v], residual + 16 * v));
+            acc[r][v] = _mm512_add_ps(acc[r][v], load_columns<kFull>(residual + 16 * v, masks[v]));
           }
           residual += out_channels;
         }
@@ -244,7 +273,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
       }
     }
     for (int r = 0; r < kRows; ++r) {
-      for (int v = 0; v < kVectors; ++v) _mm512_mask_storeu_ps(out + r * st.y_stride + 16 * v, masks[v], acc[r][v]);
+      for (int v = 0; v < kVectors; ++v) store_columns<kFull>(out + r * st.y_stride + 16 * v, masks[v], acc[r][v]);
     }
   }
 }
@@ -252,26 +281,25 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
 using TileFn = void (*)(const Avx512Convolution::State&, int64_t, int64_t, int64_t, int64_t,
                        const Avx512Convolution::Part&, const Prefetch&);
 
-template <bool kInputAhead, int kVectors, int... kRows>
+template <int kVariant, int kVectors, int... kRows>
 constexpr auto make_tiles(std::integer_sequence<int, kRows...>) {
-  return std::array<TileFn, sizeof...(kRows)>{&gemm_tile<kRows + 1, kVectors, kInputAhead>...};
+  return std::array<TileFn, sizeof...(kRows)>{&gemm_tile<kRows + 1, kVectors, kVariant>...};
 }
 // Tile tables: [v - 1][r - 1] computes r rows of v vectors, so a short last tile (or a batch-1
 // fully connected layer) does not pay for a full one.
-template <int kRowCount, bool kInputAhead, int... kVectors>
+template <int kRowCount, int kVariant, int... kVectors>
 constexpr auto make_all_tiles(std::integer_sequence<int, kVectors...>) {
   return std::array<std::array<TileFn, kRowCount>, sizeof...(kVectors)>{
-      make_tiles<kInputAhead, kVectors + 1>(std::make_integer_sequence<int, kRowCount>{})...};
+      make_tiles<kVariant, kVectors + 1>(std::make_integer_sequence<int, kRowCount>{})...};
 }
-// [input prefetch][vectors - 1][rows - 1]: the prefetching variant only where it is needed (its
-// extra pointers cost the FMA loop registers).
-template <int kRowCount, int kVectorCount>
-constexpr auto make_tile_table() {
-  return std::array{make_all_tiles<kRowCount, false>(std::make_integer_sequence<int, kVectorCount>{}),
-                    make_all_tiles<kRowCount, true>(std::make_integer_sequence<int, kVectorCount>{})};
+// [variant][vectors - 1][rows - 1]: the prefetching variant only where it is needed (its extra
+// pointers cost the FMA loop registers), the unmasked one wherever it can be.
+template <int kRowCount, int kVectorCount, int... kVariants>
+constexpr auto make_tile_table(std::integer_sequence<int, kVariants...>) {
+  return std::array{make_all_tiles<kRowCount, kVariants>(std::make_integer_sequence<int, kVectorCount>{})...};
 }
-constexpr auto kTiles = make_tile_table<kMaxRows, kMaxVectors>();
-constexpr auto kPairTiles = make_tile_table<kPairRows, 2 * kMaxVectors>();
+constexpr auto kTiles = make_tile_table<kMaxRows, kMaxVectors>(std::make_integer_sequence<int, 4>{});
+constexpr auto kPairTiles = make_tile_table<kPairRows, 2 * kMaxVectors>(std::make_integer_sequence<int, 4>{});
 
 }  // namespace
 
@@ -451,7 +479,9 @@ void Avx512Convolution::run(const CpuPool& pool) const {
             next.period = pass_tiles - 1;
           }
           const auto v = static_cast<size_t>(vectors - 1), r = static_cast<size_t>(rows - 1);
-          const TileFn kernel = pairs ? kPairTiles[next.input][v][r] : kTiles[next.input][v][r];
+          const int variant = (next.input ? kInputAheadVariant : 0) |
+                              (st.group_out - block * kCols >= 16 * vectors ? kFullBlockVariant : 0);
+          const TileFn kernel = pairs ? kPairTiles[variant][v][r] : kTiles[variant][v][r];
           kernel(st, group, block, first, count, part, next);
           tile += count;
         }
