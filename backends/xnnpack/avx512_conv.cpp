@@ -134,6 +134,7 @@ struct Avx512Convolution::State {
   int64_t y_stride = 0;  // floats between output pixels of y
   const float* residual = nullptr;
   float out_min = 0, out_max = 0;
+  bool clamp_low = false, clamp_high = false;  // out_min > -inf, out_max < inf
 };
 
 #if defined(__x86_64__)
@@ -268,8 +269,17 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
           residual += out_channels;
         }
       }
-      for (int r = 0; r < kRows; ++r) {
-        for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_min_ps(_mm512_max_ps(acc[r][v], lo), hi);
+      // Only the bounds there are (ReLU has no upper one): each is a uop per vector on the FMA
+      // ports.
+      if (st.clamp_low) {
+        for (int r = 0; r < kRows; ++r) {
+          for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_max_ps(acc[r][v], lo);
+        }
+      }
+      if (st.clamp_high) {
+        for (int r = 0; r < kRows; ++r) {
+          for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_min_ps(acc[r][v], hi);
+        }
       }
     }
     for (int r = 0; r < kRows; ++r) {
@@ -343,6 +353,8 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.residual = params.residual;
   st.out_min = params.output_min;
   st.out_max = params.output_max;
+  st.clamp_low = st.out_min > -std::numeric_limits<float>::infinity();
+  st.clamp_high = st.out_max < std::numeric_limits<float>::infinity();
 
   const int64_t padded_cols = st.col_blocks * kCols;
   st.packed.assign(static_cast<size_t>(s.group * padded_cols * st.taps * st.group_in), 0.0f);
