@@ -313,10 +313,11 @@ constexpr auto kPairTiles = make_tile_table<kPairRows, 2 * kMaxVectors>(std::mak
 
 }  // namespace
 
-bool avx512_conv_wins(const Conv2dShape& s, bool fuses_add) {
-  return avx512_gemm_available() && !s.is_depthwise() &&
-         s.kernel_h * s.kernel_w * (s.in_channels / s.group) >= (fuses_add ? 64 : 96) &&
-         s.out_channels / s.group >= 64 && s.batch * s.out_height() * s.out_width() >= kMaxRows;
+bool avx512_conv_wins(const Conv2dShape& s) {
+  const int64_t depth = s.kernel_h * s.kernel_w * (s.in_channels / s.group);
+  const int64_t out = s.out_channels / s.group;
+  return avx512_gemm_available() && !s.is_depthwise() && s.batch * s.out_height() * s.out_width() >= kMaxRows &&
+         ((out >= 64 && depth >= 64) || (out >= 32 && depth >= 96 && depth <= 448));
 }
 
 bool avx512_gemm_available() {
@@ -328,7 +329,7 @@ bool avx512_gemm_available() {
 #else
 
 bool avx512_gemm_available() { return false; }
-bool avx512_conv_wins(const Conv2dShape&, bool) { return false; }
+bool avx512_conv_wins(const Conv2dShape&) { return false; }
 
 #endif  // __x86_64__
 

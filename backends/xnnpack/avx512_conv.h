@@ -34,14 +34,14 @@ namespace co_up::xnnpack {
 bool avx512_gemm_available();
 
 // The shapes where these kernels beat XNNPACK's on this class of CPU (`co_up_bench_xnnpack
-// --convs`, bench/README.md): reduction depth kH*kW*C/group >= 96, >= 64 output channels per
-// group and at least one full tile of 8 output pixels. Shallower reductions (MobileNetV2's
-// 24->144 1x1) pay the tile's fixed cost on too few FMAs; 16-48 output channels leave blocks half
-// empty; a single pixel is a matrix-vector product. Depthwise convolutions are memory-bound and
-// stay on XNNPACK. With `fuses_add` (a residual Add folded into the epilogue, which XNNPACK's
-// operator cannot do) a depth of 64 suffices: the saved pass over memory outweighs the tile cost
-// (ResNet50's 64 -> 256 1x1 + shortcut). False wherever avx512_gemm_available() is.
-bool avx512_conv_wins(const backends::Conv2dShape& shape, bool fuses_add = false);
+// --convs`, bench/README.md, and per layer in the networks): at least one full tile of 8 output
+// pixels, and either >= 64 output channels per group over a reduction depth kH*kW*C/group >= 64,
+// or 32-63 output channels over a depth of 96-448 (SqueezeNet's 128 -> 32 1x1: 1.24x XNNPACK).
+// Shallower reductions (MobileNetV2's 24 -> 144 1x1) pay the tile's fixed cost on too few FMAs;
+// 16 output channels leave blocks half empty, and 32-48 over deep reductions lose (GoogLeNet's
+// 832 -> 48: 0.76x); a single pixel is a matrix-vector product. Depthwise convolutions are
+// memory-bound and stay on XNNPACK. False wherever avx512_gemm_available() is.
+bool avx512_conv_wins(const backends::Conv2dShape& shape);
 
 struct F32ConvParams {
   const float* weights = nullptr;  // [M, C/group, kH, kW] (the ABI's OIHW)

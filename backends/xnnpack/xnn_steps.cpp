@@ -46,7 +46,7 @@ F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bi
   const Conv2dShape& s = p.conv;
   const auto [lo, hi] = activation_range(out.activation);
   F32Step step;
-  if (avx512_conv_wins(s, out.residual != nullptr)) {
+  if (avx512_conv_wins(s)) {
     auto conv = std::make_shared<Avx512Convolution>(
         s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride}, x, out.y);
     const CpuPool* pool_ptr = &pool;
@@ -361,7 +361,7 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
   for (uint32_t n = 0; n + 1 < node_count; ++n) {
     const NodePlan& p = nodes[n];
     if (f.fused[n] || f.writes[n] == CO_UP_NO_TENSOR || p.op != Op::kConv ||
-        p.conv.activation != Activation::kNone || !avx512_conv_wins(p.conv, /*fuses_add=*/true) ||
+        p.conv.activation != Activation::kNone || !avx512_conv_wins(p.conv) ||
         !private_result(p.output) ||
         element_at(graph.nodes, n).layer != element_at(graph.nodes, n + 1).layer) {
       continue;

@@ -206,8 +206,22 @@ TEST(Avx512Convolution, IsChosenOnlyWhereItWins) {
   narrow.out_channels = 16;
   Conv2dShape depthwise = deep;
   depthwise.group = 256;
+  Conv2dShape squeeze = deep;  // SqueezeNet 1x1 128 -> 32 at 54x54: 32 columns, depth 128
+  squeeze.in_channels = 128;
+  squeeze.out_channels = 32;
+  squeeze.kernel_h = squeeze.kernel_w = 1;
+  squeeze.in_height = squeeze.in_width = 54;
+  Conv2dShape deep_narrow = squeeze;  // GoogLeNet 1x1 832 -> 48 at 7x7: narrow and deep
+  deep_narrow.in_channels = 832;
+  deep_narrow.out_channels = 48;
+  deep_narrow.in_height = deep_narrow.in_width = 7;
+  Conv2dShape reduce = squeeze;  // GoogLeNet 1x1 64 -> 64 at 56x56: depth 64
+  reduce.in_channels = reduce.out_channels = 64;
   const bool avx512 = co_up::xnnpack::avx512_gemm_available();
   EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(deep), avx512);
+  EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(squeeze), avx512);
+  EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(reduce), avx512);
+  EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(deep_narrow));
   EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(short_k));
   EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(narrow));
   EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(depthwise));
