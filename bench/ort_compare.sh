@@ -14,7 +14,7 @@
 #   1. MACs and unit counts from `co_up --list-layers` (layers and --units=ops).
 #   2. Per-unit times from an all-B run at --profile=2, for three granularities: --units=layers,
 #      --units=ops, and "split": --units=ops plus --split=U:P of the op whose split balances a
-#      2-stage boundary best (P = SPLIT_PARTS but slices of at least 64 output channels; a
+#      2-stage boundary best (P = SPLIT_PARTS but slices of at least 32 output channels; a
 #      grouped convolution cannot be split, the next best op is taken), so that the boundary can
 #      fall inside that op (data parallelism; AlexNet's fc6 is 40 % of its time). Every contiguous split
 #      B^k L^(n-k) is scored as the slower of its two stages (boundary copies are under 1 % of a
@@ -166,15 +166,16 @@ for net in "${nets[@]}"; do
   done
   # Data parallelism: the op whose split gives the best-balanced 2-stage boundary (the all-B
   # profile's op times, slices of equal time), or failing that (a grouped convolution) the next
-  # best, in up to SPLIT_PARTS slices of at least 64 output channels (narrower slices would leave
-  # co_up's AVX-512 convolution for XNNPACK's); profiled as a third granularity "split".
+  # best, in up to SPLIT_PARTS slices of at least 32 output channels (narrower slices would leave
+  # co_up's AVX-512 convolution for XNNPACK's; 32 instead of 64 since 2026-11-23: GoogLeNet's
+  # inception3b 3x3 in 6 instead of 3); profiled as a third granularity "split".
   split_arg=""
   for choice in $("${python}" - "${out}/${net}.profile-ops.json" "${out}/${net}.ops.txt" "${split_parts}" <<'PY'
 import json, re, sys
 t = [l["exec_ms_median"] for l in json.load(open(sys.argv[1]))["layers"]]
 shapes = [re.search(r"\[([0-9,]+)\]", l) for l in open(sys.argv[2]) if re.match(r"^\s*\d+\s", l)]
 channels = [int(m.group(1).split(",")[1]) if m and "," in m.group(1) else 0 for m in shapes]
-parts = lambda i: max(2, min(int(sys.argv[3]), channels[i] // 64 if i < len(channels) else 2))
+parts = lambda i: max(2, min(int(sys.argv[3]), channels[i] // 32 if i < len(channels) else 2))
 def best_balance(i):  # of a 2-stage split with op i in parts(i) slices of equal time
     u = t[:i] + [t[i] / parts(i)] * parts(i) + t[i + 1:]
     total = sum(u)

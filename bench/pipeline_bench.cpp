@@ -436,7 +436,7 @@ std::vector<Candidate> predict(const Granularity& gr, double copy_ns_per_byte, i
 }
 
 // Data parallelism: the unit of `gr` whose compute op, cut by output channels into up to 8
-// slices of >= 64 channels (--split), would give the best-balanced two-stage split, as
+// slices of >= 32 channels (--split), would give the best-balanced two-stage split, as
 // "UNIT:PARTS"; empty when that is no better than the best split at unit boundaries.
 std::string best_split(const Granularity& gr) {
   const graph::Graph& g = *gr.graph;
@@ -459,9 +459,10 @@ std::string best_split(const Granularity& gr) {
       if (graph::is_compute_op(n.op)) channels = g.tensor(n.inputs.at(1)).desc.shape.at(0);
     }
     if (channels == 0) continue;  // no convolution or fully connected op to cut
-    // Up to 8 slices of >= 64 channels: with 4, AlexNet's boundary inside fc6 (40 % of a frame)
-    // could only fall at quarters, a 0.87 balance; eighths reach 0.92.
-    const int parts = static_cast<int>(std::clamp<int64_t>(channels / 64, 2, 8));
+    // Up to 8 slices of >= 32 channels: with 4, AlexNet's boundary inside fc6 (40 % of a frame)
+    // could only fall at quarters, a 0.87 balance; eighths reach 0.92. 32-channel slices keep
+    // co_up's AVX-512 convolution (avx512_conv_wins) on 28x28 and larger images.
+    const int parts = static_cast<int>(std::clamp<int64_t>(channels / 32, 2, 8));
     std::vector<double> t(gr.unit_ms.begin(), gr.unit_ms.begin() + static_cast<std::ptrdiff_t>(i));
     t.insert(t.end(), static_cast<size_t>(parts), gr.unit_ms[i] / parts);
     t.insert(t.end(), gr.unit_ms.begin() + static_cast<std::ptrdiff_t>(i) + 1, gr.unit_ms.end());

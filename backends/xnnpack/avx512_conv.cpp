@@ -316,8 +316,9 @@ constexpr auto kPairTiles = make_tile_table<kPairRows, 2 * kMaxVectors>(std::mak
 bool avx512_conv_wins(const Conv2dShape& s) {
   const int64_t depth = s.kernel_h * s.kernel_w * (s.in_channels / s.group);
   const int64_t out = s.out_channels / s.group;
-  return avx512_gemm_available() && !s.is_depthwise() && s.batch * s.out_height() * s.out_width() >= kMaxRows &&
-         ((out >= 64 && depth >= 64) || (out >= 32 && depth >= 96 && depth <= 448));
+  const int64_t pixels = s.batch * s.out_height() * s.out_width();
+  return avx512_gemm_available() && !s.is_depthwise() && pixels >= kMaxRows &&
+         ((out >= 64 && depth >= 64) || (out >= 32 && depth >= 96 && (depth <= 448 || pixels >= 28 * 28)));
 }
 
 bool avx512_gemm_available() {

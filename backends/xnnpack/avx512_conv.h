@@ -36,11 +36,13 @@ bool avx512_gemm_available();
 // The shapes where these kernels beat XNNPACK's on this class of CPU (`co_up_bench_xnnpack
 // --convs`, bench/README.md, and per layer in the networks): at least one full tile of 8 output
 // pixels, and either >= 64 output channels per group over a reduction depth kH*kW*C/group >= 64,
-// or 32-63 output channels over a depth of 96-448 (SqueezeNet's 128 -> 32 1x1: 1.24x XNNPACK).
-// Shallower reductions (MobileNetV2's 24 -> 144 1x1) pay the tile's fixed cost on too few FMAs;
-// 16 output channels leave blocks half empty, and 32-48 over deep reductions lose (GoogLeNet's
-// 832 -> 48: 0.76x); a single pixel is a matrix-vector product. Depthwise convolutions are
-// memory-bound and stay on XNNPACK. False wherever avx512_gemm_available() is.
+// or 32-63 output channels over a depth of at least 96 — up to 448 (SqueezeNet's 128 -> 32 1x1:
+// 1.24x XNNPACK), deeper only on images of 28x28 and more (a 32-channel slice of GoogLeNet's
+// 128 -> 192 3x3 at 28x28, as `--split` cuts it: 0.35 vs 0.44 ms). Shallower reductions
+// (MobileNetV2's 24 -> 144 1x1) pay the tile's fixed cost on too few FMAs; 16 output channels
+// leave blocks half empty, and 32-48 over deep reductions on few pixels lose (GoogLeNet's
+// 832 -> 48 at 7x7: 0.76x); a single pixel is a matrix-vector product. Depthwise convolutions
+// are memory-bound and stay on XNNPACK. False wherever avx512_gemm_available() is.
 bool avx512_conv_wins(const backends::Conv2dShape& shape);
 
 struct F32ConvParams {

@@ -217,10 +217,16 @@ TEST(Avx512Convolution, IsChosenOnlyWhereItWins) {
   deep_narrow.in_height = deep_narrow.in_width = 7;
   Conv2dShape reduce = squeeze;  // GoogLeNet 1x1 64 -> 64 at 56x56: depth 64
   reduce.in_channels = reduce.out_channels = 64;
+  Conv2dShape slice = deep;  // a 32-channel slice of GoogLeNet's 3x3 128 -> 192 at 28x28
+  slice.in_channels = 128;
+  slice.out_channels = 32;
+  slice.in_height = slice.in_width = 28;
+  slice.pad_top = slice.pad_bottom = slice.pad_left = slice.pad_right = 1;
   const bool avx512 = co_up::xnnpack::avx512_gemm_available();
   EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(deep), avx512);
   EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(squeeze), avx512);
   EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(reduce), avx512);
+  EXPECT_EQ(co_up::xnnpack::avx512_conv_wins(slice), avx512);
   EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(deep_narrow));
   EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(short_k));
   EXPECT_FALSE(co_up::xnnpack::avx512_conv_wins(narrow));
