@@ -165,7 +165,7 @@ CO_UP_AVX512_TARGET inline void store_columns(float* p, __mmask16 mask, __m512 v
 // constants, so the accumulators never leave registers. Looping over tiles here rather than in
 // the caller keeps a tile's set-up (masks, pointers) out of the loop: at 64 input channels a
 // tile is ~800 cycles of FMAs, and a call per tile cost 5-10 % of such layers.
-// kVariant: kInputAhead and/or kFullBlock (below).
+// kVariant: kInputAheadVariant and/or kFullBlockVariant.
 template <int kRows, int kVectors, int kVariant>
 CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t group,
                                    int64_t block, int64_t first_pixel, int64_t tiles,
@@ -177,7 +177,7 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   const int64_t cols = std::min<int64_t>(16 * kVectors, st.group_out - col0);
   constexpr bool kInputAhead = (kVariant & kInputAheadVariant) != 0;
   // A full block (every column live: all but a layer's last block when M is not a multiple of
-  // 64) loads and stores without masks. With masks, the compiler re-materialises them in k
+  // the block's width) loads and stores without masks. With masks, the compiler re-materialises them in k
   // registers (kmovw, a port-5 uop, the FMA port) at every masked access: 51 per 6x64 tile.
   constexpr bool kFull = (kVariant & kFullBlockVariant) != 0;
   __mmask16 masks[kVectors];
@@ -441,10 +441,10 @@ void Avx512Convolution::run(const CpuPool& pool) const {
   const int64_t chunks = ceil_div(row_tiles, max_chunk_tiles);
   const int64_t chunk_tiles = ceil_div(row_tiles, chunks);
   // An item is a run of a chunk's tiles for one block, all parts of the reduction in turn (one
-  // thread owns a tile's partial sums). With one part, runs are a chunk's share of four per
-  // thread (dynamic scheduling balances them; one thread takes whole chunks): each run's full
-  // tiles go to the kernel in one call, which costs a tenth of a 1x1 layer's time per tile of
-  // 64 input channels when made per tile (ResNet50's 64 -> 256 at 56x56 -5 %, 28x28 -8 %).
+  // thread owns a tile's partial sums). With one part, a run is a quarter of a thread's share of
+  // the chunk (dynamic scheduling balances them; one thread takes whole chunks), and its full
+  // tiles go to the kernel in one call: a call per tile cost 5-10 % of a 1x1 layer with 64
+  // input channels (ResNet50's 64 -> 256 at 56x56 and 28x28).
   const auto parts = static_cast<int64_t>(st.parts.size());
   const int64_t threads = pool.thread_count();
   const int64_t run_tiles = ceil_div(chunk_tiles, parts > 1 ? threads : threads == 1 ? 1 : 4 * threads);
@@ -469,8 +469,9 @@ void Avx512Convolution::run(const CpuPool& pool) const {
         // The pass after this one: the next part, else the next block's first part.
         const int64_t next_block = p + 1 < parts ? gb : next_gb;
         const Part& next_part = st.parts[static_cast<size_t>(p + 1 < parts ? p + 1 : 0)];
-        // The run's tiles in as few calls as possible: one for the consecutive full tiles (a
-        // pass's first tile alone, since it prefetches nothing), one for a short last tile.
+        // The run's tiles in as few calls as possible: one for the consecutive full tiles (with
+        // one-block tiles, a pass's first tile alone: it prefetches nothing), one for a short
+        // last tile.
         for (int64_t tile = tile_begin; tile < tile_end;) {
           const int64_t first = tile * tile_rows;
           const int64_t rows = std::min(tile_rows, st.pixels - first);

@@ -229,16 +229,21 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   // In place: a convolution with a fused residual that is the residual's last reader writes its
   // result over it (the kernel reads each residual line of a tile before it stores that line).
   // The layer then streams one tensor less through memory: ResNet50's 64 -> 256 + Add at 56x56
-  // -12 %, 128 -> 512 + Add at 28x28 -7 %. `same_as[o] = r`: o lives in r's memory, whose
-  // lifetime grows by o's.
+  // -12 %, 128 -> 512 + Add at 28x28 -7 %. Not when the residual is also the convolution's
+  // input (Add(Conv(a), a)): tiles would read input pixels that other tiles already overwrote.
+  // `same_as[o] = r`: o lives in r's memory, whose lifetime grows by o's.
   std::vector<uint32_t> same_as(tensor_count, CO_UP_NO_TENSOR);
+  auto root = [&](uint32_t t) {
+    while (same_as[t] != CO_UP_NO_TENSOR) t = same_as[t];
+    return t;
+  };
   for (uint32_t n = 0; n < plans.size(); ++n) {
     const auto& write = fusions.fused[n];
     if (!write || write->residual == CO_UP_NO_TENSOR) continue;
-    uint32_t r = write->residual;
-    while (same_as[r] != CO_UP_NO_TENSOR) r = same_as[r];
+    const uint32_t r = root(write->residual);
     const uint32_t o = write->tensor;
-    if (lifetimes[r].bytes > 0 && lifetimes[r].bytes == lifetimes[o].bytes && lifetimes[r].last_step == n &&
+    if (r != root(plans[n].inputs[0]) && lifetimes[r].bytes > 0 &&
+        lifetimes[r].bytes == lifetimes[o].bytes && lifetimes[r].last_step == n &&
         lifetimes[o].first_step == n) {
       lifetimes[r].last_step = lifetimes[o].last_step;
       lifetimes[o] = {};
@@ -251,11 +256,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
     for (uint32_t t = 0; t < tensor_count; ++t) {
       if (arena.offsets[t] >= 0) buffers[t] = c->arena.data() + arena.offsets[t] / static_cast<int64_t>(sizeof(float));
     }
-    for (uint32_t t = 0; t < tensor_count; ++t) {
-      uint32_t root = t;
-      while (same_as[root] != CO_UP_NO_TENSOR) root = same_as[root];
-      if (root != t) buffers[t] = buffers[root];
-    }
+    for (uint32_t t = 0; t < tensor_count; ++t) buffers[t] = buffers[root(t)];
   }
   for (uint32_t i = 0; i < graph.input_count; ++i) c->inputs.push_back(port(graph.inputs[i]));
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));

@@ -110,9 +110,11 @@ class Desc {
   void attr_string(const char* name, const char* v) {
     pending_.push_back(GraphBuilder::str(name, v));
   }
-  // Adds a node using the attributes added since the last node; its layer is its index.
-  void node(const char* op, std::vector<uint32_t> in, uint32_t out) {
-    b_.node(op, op, uint32_t(b_.node_count()), std::move(in), out, std::move(pending_));
+  // Adds a node using the attributes added since the last node; its layer is its index unless
+  // `layer` says otherwise (fusions act only within a layer).
+  void node(const char* op, std::vector<uint32_t> in, uint32_t out, int64_t layer = -1) {
+    b_.node(op, op, uint32_t(layer >= 0 ? layer : int64_t(b_.node_count())), std::move(in), out,
+            std::move(pending_));
     pending_.clear();
   }
   const co_up_subgraph_desc& get() {
@@ -332,6 +334,46 @@ TEST(XnnpackConformance, Elementwise) {
     d.output(y);
     conform(d, std::string("Add ") + act);
   }
+}
+
+// Residual blocks as ResNet's, through the fusions and the activation arena: a convolution with
+// its Add in one layer adds the shortcut in its epilogue and, as the shortcut's last reader,
+// writes over it — but not when the shortcut is also the convolution's own input (Add(Conv(a),
+// a)): writing over its input while reading it would corrupt the result.
+TEST(XnnpackConformance, ResidualBlocksInPlaceAndNot) {
+  Desc d;
+  const std::vector<int64_t> dims = {1, 64, 9, 8};
+  const uint32_t in = d.tensor(dims);
+  const uint32_t a = d.tensor(dims);
+  d.node("Relu", {in}, a, 0);
+  auto conv = [&](int64_t k, uint32_t x, const char* act, uint64_t seed, int64_t layer) {
+    const uint32_t w = d.tensor({64, 64, k, k}, true, seed, 0.2f / float(k));
+    const uint32_t b = d.tensor({64}, true, seed + 1);
+    const uint32_t y = d.tensor(dims);
+    d.attr_ints("strides", {1, 1});
+    d.attr_ints("pads", {k / 2, k / 2, k / 2, k / 2});
+    d.attr_ints("dilations", {1, 1});
+    d.attr_int("group", 1);
+    d.attr_string("activation", act);
+    d.node("Conv", {x, w, b}, y, layer);
+    return y;
+  };
+  auto add = [&](uint32_t x, uint32_t y, int64_t layer) {
+    const uint32_t z = d.tensor(dims);
+    d.attr_string("activation", "relu");
+    d.node("Add", {x, y}, z, layer);
+    return z;
+  };
+  // A 3x3 convolution reads each pixel's neighbours after their tiles are written.
+  const uint32_t c = add(conv(3, a, "none", 10, 1), a, 1);  // shortcut = convolution input
+  const uint32_t e = conv(1, conv(1, c, "relu", 20, 2), "none", 30, 3);
+  const uint32_t f = add(e, c, 3);                          // c's last reader: in place
+  const uint32_t g = add(conv(3, f, "none", 40, 4), f, 4);  // again its own input
+  const uint32_t out = d.tensor(dims);
+  d.node("Relu", {g}, out, 5);
+  d.input(in);
+  d.output(out);
+  conform(d, "residual blocks");
 }
 
 TEST(XnnpackConformance, Normalisation) {
