@@ -149,6 +149,79 @@ struct co_up_compiled {
 namespace co_up::xnnpack {
 namespace {
 
+// Where a compiled sub-graph's activations live (internal layout; constants are not stored:
+// XNNPACK packs the weights it needs at operator creation, and the own kernels keep what they
+// fold).
+struct ActivationPlan {
+  // Memory of its own: the sub-graph's inputs and outputs, which the runtime fills and reads
+  // between runs, and constants read as activations.
+  std::vector<bool> own;
+  // Everything else that a step reads or writes shares one arena with the tensors that are not
+  // alive at the same step (arena_plan.h); bytes 0 for the rest.
+  std::vector<backends::TensorLifetime> lifetimes;
+  // A tensor written over another one (in place), whose memory it then uses; else NO_TENSOR.
+  std::vector<uint32_t> same_as;
+};
+
+ActivationPlan plan_activations(const co_up_subgraph_desc& graph, const backends::SubgraphPlan& subgraph,
+                                const StepFusions& fusions) {
+  const uint32_t tensor_count = graph.tensor_count;
+  const std::vector<NodePlan>& plans = subgraph.nodes;
+  // Step n writes fusions.writes[n] and reads its activation inputs (a convolution's, fully
+  // connected or batch normalisation's first only: it packs the others) and a fused residual; a
+  // tensor lives from its first to its last step.
+  constexpr uint32_t kUnused = std::numeric_limits<uint32_t>::max();
+  ActivationPlan plan{std::vector<bool>(tensor_count, false),
+                      std::vector<backends::TensorLifetime>(tensor_count, {0, kUnused, 0}),
+                      std::vector<uint32_t>(tensor_count, CO_UP_NO_TENSOR)};
+  auto& lifetimes = plan.lifetimes;
+  auto use = [&](uint32_t t, uint32_t step) {
+    lifetimes[t].first_step = std::min(lifetimes[t].first_step, step);
+    lifetimes[t].last_step = std::max(lifetimes[t].last_step, step);
+  };
+  for (uint32_t n = 0; n < plans.size(); ++n) {
+    const NodePlan& p = plans[n];
+    if (fusions.writes[n] == CO_UP_NO_TENSOR) continue;  // an empty step
+    use(fusions.writes[n], n);
+    const bool packs = p.op == Op::kConv || p.op == Op::kFullyConnected || p.op == Op::kBatchNormalization;
+    for (size_t i = 0; i < (packs ? 1 : p.inputs.size()); ++i) use(p.inputs[i], n);
+    if (fusions.fused[n] && fusions.fused[n]->residual != CO_UP_NO_TENSOR) use(fusions.fused[n]->residual, n);
+  }
+  for (uint32_t t = 0; t < tensor_count; ++t) {
+    const co_up_tensor_desc& d = element_at(graph.tensors, t);
+    const bool used = lifetimes[t].first_step != kUnused;
+    plan.own[t] = subgraph.is_input[t] || subgraph.is_output[t] || (used && d.data);
+    if (plan.own[t] || !used) {
+      lifetimes[t] = {};  // not in the arena (e.g. a convolution's result fused away)
+      continue;
+    }
+    int64_t count = 1;
+    for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
+    lifetimes[t].bytes = count * static_cast<int64_t>(sizeof(float));
+  }
+  // In place: a convolution with a fused residual that is the residual's last reader writes its
+  // result over it (the kernel reads each residual line of a tile before it stores that line).
+  // The layer then streams one tensor less through memory: ResNet50's 64 -> 256 + Add at 56x56
+  // -12 %, 128 -> 512 + Add at 28x28 -7 %. Not when the residual is also the convolution's
+  // input (Add(Conv(a), a)): tiles would read input pixels that other tiles already overwrote.
+  // The residual's lifetime grows by its successor's.
+  auto root = [&](uint32_t t) { return plan.same_as[t] == CO_UP_NO_TENSOR ? t : plan.same_as[t]; };
+  for (uint32_t n = 0; n < plans.size(); ++n) {
+    const auto& write = fusions.fused[n];
+    if (!write || write->residual == CO_UP_NO_TENSOR) continue;
+    const uint32_t r = root(write->residual);
+    const uint32_t o = write->tensor;
+    if (r != root(plans[n].inputs[0]) && lifetimes[r].bytes > 0 &&
+        lifetimes[r].bytes == lifetimes[o].bytes && lifetimes[r].last_step == n &&
+        lifetimes[o].first_step == n) {
+      lifetimes[r].last_step = lifetimes[o].last_step;
+      lifetimes[o] = {};
+      plan.same_as[o] = r;  // r is a root, so same_as always names one
+    }
+  }
+  return plan;
+}
+
 std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgraph_desc& graph) {
   auto c = std::make_unique<co_up_compiled>();
   c->device = device;
@@ -169,50 +242,16 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   };
 
   const backends::SubgraphPlan subgraph = backends::plan_subgraph(kDecodeRules, graph);
-  const std::vector<NodePlan>& plans = subgraph.nodes;
   const std::vector<bool>& is_input = subgraph.is_input;
-
   const StepFusions fusions = plan_step_fusions(graph, subgraph);
-
-  // Activation buffers (internal layout). Constants are not stored: XNNPACK packs the weights
-  // it needs at operator creation, and the own kernels keep what they fold. Step n writes
-  // fusions.writes[n] and reads its activation inputs (a convolution's, fully connected or batch
-  // normalisation's first only: it packs the others); a tensor lives from its first to its last
-  // step and shares the arena with tensors that are not alive then (arena_plan.h). The sub-graph's
-  // inputs and outputs, which the runtime fills and reads between runs, and constants read as
-  // activations keep memory of their own.
-  constexpr uint32_t kUnused = std::numeric_limits<uint32_t>::max();
-  std::vector<backends::TensorLifetime> lifetimes(tensor_count, {0, kUnused, 0});
-  auto use = [&](uint32_t t, uint32_t step) {
-    lifetimes[t].first_step = std::min(lifetimes[t].first_step, step);
-    lifetimes[t].last_step = std::max(lifetimes[t].last_step, step);
-  };
-  for (uint32_t n = 0; n < plans.size(); ++n) {
-    const NodePlan& plan = plans[n];
-    if (fusions.writes[n] == CO_UP_NO_TENSOR) continue;  // an empty step
-    use(fusions.writes[n], n);
-    const bool packs = plan.op == Op::kConv || plan.op == Op::kFullyConnected ||
-                       plan.op == Op::kBatchNormalization;
-    for (size_t i = 0; i < (packs ? 1 : plan.inputs.size()); ++i) use(plan.inputs[i], n);
-    if (fusions.fused[n] && fusions.fused[n]->residual != CO_UP_NO_TENSOR) use(fusions.fused[n]->residual, n);
-  }
+  const ActivationPlan memory = plan_activations(graph, subgraph, fusions);
   c->storage.resize(tensor_count);
   std::vector<float*> buffers(tensor_count, nullptr);
   for (uint32_t t = 0; t < tensor_count; ++t) {
+    if (!memory.own[t]) continue;
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    const bool used = lifetimes[t].first_step != kUnused;
-    const bool own = is_input[t] || subgraph.is_output[t] || (used && d.data);
     int64_t count = 1;
     for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
-    if (!own) {
-      if (used) {
-        lifetimes[t].bytes = count * static_cast<int64_t>(sizeof(float));
-      } else {
-        lifetimes[t] = {};  // no step reads or writes it (e.g. a convolution's result fused away)
-      }
-      continue;
-    }
-    lifetimes[t] = {};  // not in the arena
     c->storage[t] = Buffer<float>(count);
     buffers[t] = c->storage[t].data();
     if (d.data && !is_input[t]) {
@@ -226,37 +265,15 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
       }
     }
   }
-  // In place: a convolution with a fused residual that is the residual's last reader writes its
-  // result over it (the kernel reads each residual line of a tile before it stores that line).
-  // The layer then streams one tensor less through memory: ResNet50's 64 -> 256 + Add at 56x56
-  // -12 %, 128 -> 512 + Add at 28x28 -7 %. Not when the residual is also the convolution's
-  // input (Add(Conv(a), a)): tiles would read input pixels that other tiles already overwrote.
-  // `same_as[o] = r`: o lives in r's memory, whose lifetime grows by o's.
-  std::vector<uint32_t> same_as(tensor_count, CO_UP_NO_TENSOR);
-  auto root = [&](uint32_t t) {
-    while (same_as[t] != CO_UP_NO_TENSOR) t = same_as[t];
-    return t;
-  };
-  for (uint32_t n = 0; n < plans.size(); ++n) {
-    const auto& write = fusions.fused[n];
-    if (!write || write->residual == CO_UP_NO_TENSOR) continue;
-    const uint32_t r = root(write->residual);
-    const uint32_t o = write->tensor;
-    if (r != root(plans[n].inputs[0]) && lifetimes[r].bytes > 0 &&
-        lifetimes[r].bytes == lifetimes[o].bytes && lifetimes[r].last_step == n &&
-        lifetimes[o].first_step == n) {
-      lifetimes[r].last_step = lifetimes[o].last_step;
-      lifetimes[o] = {};
-      same_as[o] = r;
-    }
-  }
-  const backends::ArenaPlan arena = backends::plan_arena(lifetimes, 64);
+  const backends::ArenaPlan arena = backends::plan_arena(memory.lifetimes);
   if (arena.bytes > 0) {
     c->arena = Buffer<float>(arena.bytes / static_cast<int64_t>(sizeof(float)));
     for (uint32_t t = 0; t < tensor_count; ++t) {
       if (arena.offsets[t] >= 0) buffers[t] = c->arena.data() + arena.offsets[t] / static_cast<int64_t>(sizeof(float));
     }
-    for (uint32_t t = 0; t < tensor_count; ++t) buffers[t] = buffers[root(t)];
+    for (uint32_t t = 0; t < tensor_count; ++t) {
+      if (memory.same_as[t] != CO_UP_NO_TENSOR) buffers[t] = buffers[memory.same_as[t]];
+    }
   }
   for (uint32_t i = 0; i < graph.input_count; ++i) c->inputs.push_back(port(graph.inputs[i]));
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));

@@ -40,6 +40,17 @@ struct ConvTarget {
   Activation activation;
 };
 
+// Tensor t's constant data (weights, bias), or NULL for CO_UP_NO_TENSOR.
+const float* constant_data(const co_up_subgraph_desc& graph, uint32_t t) {
+  return t == CO_UP_NO_TENSOR ? nullptr : static_cast<const float*>(element_at(graph.tensors, t).data);
+}
+
+// "node 'NAME'", for error messages.
+std::string node_where(const co_up_subgraph_desc& graph, uint32_t n) {
+  const char* name = element_at(graph.nodes, n).name;
+  return "node '" + std::string(name ? name : "?") + "'";
+}
+
 F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bias,
                         const float* x, const ConvTarget& out, const CpuPool& pool,
                         const std::string& where) {
@@ -81,12 +92,8 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   F32Step step;
   pthreadpool_t tp = pool.get();
   const CpuPool* pool_ptr = &pool;
-  const co_up_node_desc& node = element_at(graph.nodes, index);
-  const std::string where = "node '" + std::string(node.name ? node.name : "?") + "'";
-  auto constant = [&](uint32_t t) -> const float* {
-    return t == CO_UP_NO_TENSOR ? nullptr
-                                : static_cast<const float*>(element_at(graph.tensors, t).data);
-  };
+  const std::string where = node_where(graph, index);
+  auto constant = [&](uint32_t t) { return constant_data(graph, t); };
   float* x = buffers[p.inputs[0]];
   float* y = buffers[p.output];
   const int64_t count = element_count(p.out_dims);
@@ -388,17 +395,11 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
     if (fusions.writes[n] == CO_UP_NO_TENSOR) {
       steps.emplace_back();  // done by other nodes' steps
     } else if (const auto& w = fusions.fused[n]) {
-      auto constant = [&](size_t input) -> const float* {
-        const uint32_t t = p.inputs[input];
-        return t == CO_UP_NO_TENSOR ? nullptr
-                                    : static_cast<const float*>(element_at(graph.tensors, t).data);
-      };
-      const char* text = element_at(graph.nodes, n).name;
       const ConvTarget target{buffers[w->tensor] + w->channel_offset, w->pixel_stride,
                               w->residual == CO_UP_NO_TENSOR ? nullptr : buffers[w->residual],
                               w->activation};
-      steps.push_back(build_conv_step(p, constant(1), constant(2), buffers[p.inputs[0]], target,
-                                      pool, "node '" + std::string(text ? text : "?") + "'"));
+      steps.push_back(build_conv_step(p, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
+                                      buffers[p.inputs[0]], target, pool, node_where(graph, n)));
     } else {
       steps.push_back(build_f32_step(graph, n, p, buffers, pool));
     }
