@@ -1,7 +1,6 @@
 #include "arena_plan.h"
 
 #include <algorithm>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
