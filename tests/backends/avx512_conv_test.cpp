@@ -167,11 +167,11 @@ TEST(Avx512Convolution, InPlaceResidualGivesTheSameResultAsSeparateBuffers) {
   if (!co_up::xnnpack::avx512_gemm_available()) {
     GTEST_SKIP() << "this CPU has no AVX-512F (or CO_UP_NO_AVX512_GEMM is set)";
   }
-  Conv2dShape s;  // ResNet's 64 -> 256 + Add, 36x36 pixels: pair tiles, three chunks, a short last tile
+  Conv2dShape s;  // ResNet's 64 -> 256 + Add, 37x37 pixels: pair tiles, four L2 chunks, a short last tile
   s.in_channels = 64;
-  s.in_height = s.in_width = 36;
+  s.in_height = s.in_width = 37;
   s.out_channels = 256;
-  const int64_t pixels = 36 * 36;
+  const int64_t pixels = 37 * 37;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(pixels * 64)), w(256 * 64), b(256), residual(static_cast<size_t>(pixels * 256));
