@@ -63,4 +63,10 @@ int64_t element_count(const std::vector<int64_t>& dims) {
   return n;
 }
 
+int64_t element_count(const co_up_tensor_desc& tensor) {
+  int64_t n = 1;
+  for (uint32_t k = 0; k < tensor.rank; ++k) n *= tensor.dims[k];
+  return n;
+}
+
 }  // namespace co_up::backends

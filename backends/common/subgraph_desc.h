@@ -31,5 +31,6 @@ std::string tensor_name(const co_up_subgraph_desc& graph, uint32_t index);
 std::string_view dtype_name(int32_t dtype);       // "f32", "int8", ...
 std::string dims_string(const std::vector<int64_t>& dims);  // "[1,3,224,224]"
 int64_t element_count(const std::vector<int64_t>& dims);
+int64_t element_count(const co_up_tensor_desc& tensor);  // product of its dims
 
 }  // namespace co_up::backends

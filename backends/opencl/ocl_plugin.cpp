@@ -557,8 +557,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   for (uint32_t t = 0; t < tensor_count; ++t) {
     if (!needed[t]) continue;
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    int64_t count = 1;
-    for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
+    const int64_t count = element_count(d);
     const size_t bytes = static_cast<size_t>(count) * sizeof(float);
     c->bytes[t] = bytes;
     cl_mem_flags flags = CL_MEM_READ_WRITE;

@@ -195,8 +195,7 @@ ActivationPlan plan_activations(const co_up_subgraph_desc& graph, const backends
       lifetimes[t] = {};  // not in the arena (e.g. a convolution's result fused away)
       continue;
     }
-    int64_t count = 1;
-    for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
+    const int64_t count = backends::element_count(d);
     lifetimes[t].bytes = count * static_cast<int64_t>(sizeof(float));
   }
   // In place: a convolution with a fused residual that is the residual's last reader writes its
@@ -250,8 +249,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   for (uint32_t t = 0; t < tensor_count; ++t) {
     if (!memory.own[t]) continue;
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
-    int64_t count = 1;
-    for (uint32_t k = 0; k < d.rank; ++k) count *= d.dims[k];
+    const int64_t count = backends::element_count(d);
     c->storage[t] = Buffer<float>(count);
     buffers[t] = c->storage[t].data();
     if (d.data && !is_input[t]) {
