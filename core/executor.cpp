@@ -284,17 +284,11 @@ void Executor::Impl::compile_all() {
       try {
         pin_current_thread(s.processor->host_cores);
         SubGraphDesc desc(graph, *s.subgraph, nhwc);
-        const co_up_plugin_api& api = s.processor->device->plugin().api();
-        if (api.device_query_node != nullptr) {
+        if (s.processor->device->plugin().api().device_query_node != nullptr) {
           for (uint32_t n = 0; n < desc.get().node_count; ++n) {
-            co_up_node_support support{};
-            support.struct_size = sizeof(support);
-            check_status(api,
-                         api.device_query_node(s.processor->device->handle(), &desc.get(), n,
-                                               &support),
-                         "querying " + subgraph_label(*s.subgraph));
+            const co_up_node_support support = s.processor->device->query_node(
+                desc.get(), n, "querying " + subgraph_label(*s.subgraph));
             if (!support.supported) {
-              support.reason[sizeof(support.reason) - 1] = '\0';
               throw InputError(unsupported_node_message(graph, desc.get().nodes[n],
                                                         *s.processor->spec, s.processor->backend,
                                                         support.reason));

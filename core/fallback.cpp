@@ -96,19 +96,15 @@ FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& ord
         }
         continue;
       }
-      const co_up_plugin_api& api = acc.device->plugin().api();
       const SubGraphDesc desc(graph, sg);
       for (uint32_t n = 0; n < desc.get().node_count; ++n) {
         const co_up_node_desc& node = desc.get().nodes[n];
         if (round.count(node.layer) != 0) continue;  // the layer moves already
-        co_up_node_support support{};
-        support.struct_size = sizeof(support);
-        check_status(api, api.device_query_node(acc.device->handle(), &desc.get(), n, &support),
-                     "npu fallback: querying layer " + layer_label(layers, node.layer) +
-                         " on '" + std::string(1, sg.processor) + "' (backend '" + acc.backend +
-                         "')");
+        const co_up_node_support support = acc.device->query_node(
+            desc.get(), n,
+            "npu fallback: querying layer " + layer_label(layers, node.layer) + " on '" +
+                std::string(1, sg.processor) + "' (backend '" + acc.backend + "')");
         if (support.supported) continue;
-        support.reason[sizeof(support.reason) - 1] = '\0';  // a plugin may fill all 256 bytes
         round.emplace(node.layer, FallbackMove{node.layer, layers.at(node.layer).name,
                                                sg.processor, acc.backend, node.name, node.op_type,
                                                support.reason});

@@ -14,6 +14,8 @@ struct StatusReleaser {
   void operator()(co_up_status* s) const { api->status_release(s); }
 };
 
+thread_local PluginCall t_plugin_call{nullptr, nullptr};
+
 std::vector<co_up_option> to_c_options(
     const std::vector<std::pair<std::string, std::string>>& options) {
   std::vector<co_up_option> c_options;
@@ -22,6 +24,15 @@ std::vector<co_up_option> to_c_options(
 }
 
 }  // namespace
+
+PluginCall plugin_call_in_progress() noexcept { return t_plugin_call; }
+
+PluginCallScope::PluginCallScope(const char* backend, const char* entry) noexcept
+    : previous_(t_plugin_call) {
+  t_plugin_call = {backend, entry};
+}
+
+PluginCallScope::~PluginCallScope() { t_plugin_call = previous_; }
 
 void check_status(const co_up_plugin_api& api, co_up_status* status, const std::string& context) {
   if (status == nullptr) return;
@@ -41,6 +52,7 @@ uint32_t Plugin::boundary_layouts() const {
 }
 
 Plugin::~Plugin() {
+  const PluginCallScope scope(api_->name, "factory_release");
   if (factory_ != nullptr) api_->factory_release(factory_);
   if (dl_handle_ != nullptr) dlclose(dl_handle_);
 }
@@ -50,6 +62,7 @@ std::shared_ptr<Device> Device::create(
     const std::vector<std::pair<std::string, std::string>>& options, const std::string& context) {
   const std::vector<co_up_option> c_options = to_c_options(options);
   co_up_device* device = nullptr;
+  const PluginCallScope scope(plugin->api().name, "device_create");
   check_status(plugin->api(),
                plugin->api().device_create(plugin->factory(), c_options.data(),
                                            static_cast<uint32_t>(c_options.size()), &device),
@@ -58,32 +71,49 @@ std::shared_ptr<Device> Device::create(
 }
 
 Device::~Device() {
+  const PluginCallScope scope(plugin_->api().name, "device_release");
   if (device_ != nullptr) plugin_->api().device_release(device_);
+}
+
+co_up_node_support Device::query_node(const co_up_subgraph_desc& desc, uint32_t node,
+                                      const std::string& context) const {
+  co_up_node_support support{};
+  support.struct_size = sizeof(support);
+  const PluginCallScope scope(plugin_->api().name, "device_query_node");
+  check_status(plugin_->api(), plugin_->api().device_query_node(device_, &desc, node, &support),
+               context);
+  support.reason[sizeof(support.reason) - 1] = '\0';  // a plugin may fill all 256 bytes
+  return support;
 }
 
 CompiledSubGraph::CompiledSubGraph(std::shared_ptr<Device> device, const co_up_subgraph_desc& desc,
                                    const std::string& context)
     : device_(std::move(device)), context_(context) {
+  const PluginCallScope scope(api().name, "compiled_create");
   check_status(api(), api().compiled_create(device_->handle(), &desc, &compiled_),
                context_ + ": compile failed");
 }
 
 CompiledSubGraph::~CompiledSubGraph() {
+  const PluginCallScope scope(api().name, "compiled_release");
   if (compiled_ != nullptr) api().compiled_release(compiled_);
 }
 
 void* CompiledSubGraph::map(co_up_io_direction direction, uint32_t index) {
   void* ptr = nullptr;
+  const PluginCallScope scope(api().name, "compiled_map");
   check_status(api(), api().compiled_map(compiled_, direction, index, &ptr), context_ + ": map");
   return ptr;
 }
 
 void CompiledSubGraph::unmap(co_up_io_direction direction, uint32_t index) {
+  const PluginCallScope scope(api().name, "compiled_unmap");
   check_status(api(), api().compiled_unmap(compiled_, direction, index), context_ + ": unmap");
 }
 
 bool CompiledSubGraph::bind_input(uint32_t index, const void* host_ptr) {
   if (api().compiled_bind_input == nullptr) return false;
+  const PluginCallScope scope(api().name, "compiled_bind_input");
   co_up_status* status = api().compiled_bind_input(compiled_, index, host_ptr);
   if (status != nullptr && status->code == CO_UP_STATUS_UNSUPPORTED) {
     api().status_release(status);
@@ -94,6 +124,7 @@ bool CompiledSubGraph::bind_input(uint32_t index, const void* host_ptr) {
 }
 
 void CompiledSubGraph::run(const co_up_run_hooks* hooks) {
+  const PluginCallScope scope(api().name, "compiled_run");
   check_status(api(), api().compiled_run(compiled_, hooks), context_ + ": run");
 }
 

@@ -17,6 +17,30 @@
 
 namespace co_up {
 
+// Which plugin entry point the calling thread is inside, for a crash handler's last line. Plugins
+// are trusted code running in co_up's process; when one dies from a signal, the one thing co_up
+// can still do is say whose code it was. Both pointers are NULL outside a plugin call; `backend`
+// is the plugin's name (owned by the loaded plugin), `entry` a string literal. Reading it is
+// async-signal-safe: a thread_local pair of pointers, set and cleared by PluginCallScope.
+struct PluginCall {
+  const char* backend;
+  const char* entry;
+};
+PluginCall plugin_call_in_progress() noexcept;
+
+// Marks the calling thread as inside `entry` of `backend` until the scope ends (nests: restores
+// the previous mark).
+class PluginCallScope {
+ public:
+  PluginCallScope(const char* backend, const char* entry) noexcept;
+  ~PluginCallScope();
+  PluginCallScope(const PluginCallScope&) = delete;
+  PluginCallScope& operator=(const PluginCallScope&) = delete;
+
+ private:
+  PluginCall previous_;
+};
+
 // Throws RuntimeError "<context>: <plugin message>" when `status` is non-NULL; releases it.
 void check_status(const co_up_plugin_api& api, co_up_status* status, const std::string& context);
 
@@ -59,6 +83,10 @@ class Device {
 
   const Plugin& plugin() const { return *plugin_; }
   co_up_device* handle() const { return device_; }
+  // device_query_node for node `node` of `desc`; the reason is NUL-terminated on return. Throws
+  // RuntimeError "<context>: <plugin message>" when the query itself fails.
+  co_up_node_support query_node(const co_up_subgraph_desc& desc, uint32_t node,
+                                const std::string& context) const;
 
  private:
   std::shared_ptr<const Plugin> plugin_;

@@ -66,7 +66,13 @@ std::string missing_entries(const co_up_plugin_api& api) {
 std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, PluginRecord& record) {
   record.path = path;
   dlerror();
-  DlHandle handle(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDlopenExtraFlags));
+  // Until the table names the backend, a crash report names the file.
+  const std::string file = path.filename().string();
+  DlHandle handle;
+  {
+    const PluginCallScope scope(file.c_str(), "dlopen (its static initialisers)");
+    handle.reset(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDlopenExtraFlags));
+  }
   if (!handle) {
     const char* err = dlerror();
     record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
@@ -78,7 +84,11 @@ std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, Plugin
     record.reason = std::string("not a co_up plugin: no symbol '") + CO_UP_PLUGIN_ENTRY_POINT + "'";
     return nullptr;
   }
-  const co_up_plugin_api* api = get_api(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR);
+  const co_up_plugin_api* api = nullptr;
+  {
+    const PluginCallScope scope(file.c_str(), CO_UP_PLUGIN_ENTRY_POINT);
+    api = get_api(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR);
+  }
   if (api == nullptr) {
     record.reason = "the plugin does not support co_up ABI " +
                     abi_string(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR) +
@@ -115,7 +125,11 @@ std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, Plugin
   record.description = api->description != nullptr ? api->description : "";
 
   co_up_factory* factory = nullptr;
-  co_up_status* status = api->factory_create(nullptr, 0, &factory);
+  co_up_status* status = nullptr;
+  {
+    const PluginCallScope scope(api->name, "factory_create");
+    status = api->factory_create(nullptr, 0, &factory);
+  }
   if (status != nullptr) {
     record.outcome = status->code == CO_UP_STATUS_NO_DEVICE ? PluginRecord::Outcome::kDeclined
                                                             : PluginRecord::Outcome::kRefused;
