@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 
 namespace co_up {
 namespace {
@@ -364,14 +365,13 @@ Platform parse_platform(const std::string& json_text, const std::string& origin)
 }
 
 Platform load_platform(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     throw InputError("cannot read platform file '" + path.string() +
                      "' (check the path; shipped ones are in platforms/)");
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_platform(text.str(), "platform file '" + path.string() + "'");
+  return parse_platform(io::read_input_file(path, "platform file", io::kMaxConfigBytes),
+                        "platform file '" + path.string() + "'");
 }
 
 Platform detect_host_platform(const std::filesystem::path& sysfs_root) {

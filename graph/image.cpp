@@ -16,6 +16,7 @@
 #include <png.h>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 
 // libpng and libjpeg report errors by longjmp. longjmp skips destructors, so every call into them
 // that can fail runs in a small function (named *_guarded) whose frame holds no object with a
@@ -33,26 +34,6 @@ std::string quoted(const std::filesystem::path& path) { return "'" + path.string
 
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
   throw InputError(quoted(path) + ": " + what);
-}
-
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
-std::vector<unsigned char> read_file(const std::filesystem::path& path) {
-  errno = 0;
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno) + " (check the path)");
-  std::vector<unsigned char> bytes;
-  std::array<unsigned char, 1 << 16> chunk;
-  for (;;) {
-    std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file.get());
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));
-    if (got < chunk.size()) break;
-  }
-  if (std::ferror(file.get())) fail(path, std::string("cannot read: ") + std::strerror(errno));
-  return bytes;
 }
 
 // Decoded pixels: interleaved RGB, width * height * 3 samples in 0..max_value, in whichever of the
@@ -391,7 +372,9 @@ RgbImage decode_jpeg(std::span<const unsigned char> bytes, const std::filesystem
 // ------------------------------------------------------------------------------------------- decode
 
 RgbImage decode(const std::filesystem::path& path) {
-  std::vector<unsigned char> bytes = read_file(path);
+  const std::string raw = io::read_input_file(path, "image", io::kMaxImageBytes);
+  const std::span<const unsigned char> bytes(reinterpret_cast<const unsigned char*>(raw.data()),
+                                             raw.size());
   static constexpr unsigned char kPngMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPngMagic, 8) == 0) return decode_png(bytes, path);
   if (bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff) {
@@ -547,8 +530,8 @@ std::vector<float> load_image_nchw(const std::filesystem::path& path, const Imag
 }
 
 std::vector<std::string> read_labels(const std::filesystem::path& path) {
-  std::vector<unsigned char> bytes = read_file(path);
-  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::string bytes = io::read_input_file(path, "labels file", io::kMaxConfigBytes);
+  std::string_view text(bytes);
   if (text.starts_with("\xef\xbb\xbf")) text.remove_prefix(3);  // UTF-8 BOM from some editors
   std::vector<std::string> labels;
   while (!text.empty()) {

@@ -11,6 +11,8 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
+#include "core/io/output_file.h"
 
 namespace co_up::graph {
 namespace {
@@ -241,11 +243,11 @@ std::string format_header(std::span<const int64_t> shape) {
 }  // namespace
 
 NpyArray read_npy(const std::filesystem::path& path) {
-  errno = 0;
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    fail(path, std::string("cannot open: ") + std::strerror(errno) + " (check the path)");
-  }
+  // Regular files only: a FIFO would block and a device would never end.
+  io::InputFd fd = io::open_input_file(path, ".npy file");
+  File file(::fdopen(fd.get(), "rb"));
+  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  fd.release();  // the FILE owns it now
 
   std::array<unsigned char, 8> preamble{};
   read_exact(file.get(), path, preamble.data(), preamble.size(), "header");
@@ -340,8 +342,9 @@ NpyArray read_npy(const std::filesystem::path& path) {
   return array;
 }
 
-void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape,
+void write_npy(const io::OutputFile& out, std::span<const int64_t> shape,
                std::span<const float> data) {
+  const std::filesystem::path& path = out.path();
   std::size_t count = 1;
   for (int64_t dim : shape) {
     if (dim < 0) {
@@ -353,33 +356,22 @@ void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape
     fail(path, "cannot write: shape holds " + std::to_string(count) + " elements, data has " +
                    std::to_string(data.size()));
   }
-  std::string header = format_header(shape);
+  const std::string header = format_header(shape);
   if (header.size() > 0xffff) {
     fail(path, "cannot write: " + std::to_string(shape.size()) +
                    " dimensions do not fit a version 1.0 header");
   }
+  // Magic, version 1.0, the header length (2 bytes, little-endian), the header.
+  std::string head(kMagic.begin(), kMagic.end());
+  head += {'\x01', '\x00', static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  head += header;
+  const std::string_view bytes(reinterpret_cast<const char*>(data.data()), data.size_bytes());
+  out.write({head, bytes});
+}
 
-  auto write_error = [&]() {
-    fail(path, std::string("cannot write: ") + std::strerror(errno) +
-                   " (check that the directory exists, is writable and has space)");
-  };
-  errno = 0;
-  File file(std::fopen(path.c_str(), "wb"));
-  if (!file) write_error();
-  std::array<unsigned char, 10> preamble{};
-  std::memcpy(preamble.data(), kMagic.data(), kMagic.size());
-  preamble[6] = 1;
-  preamble[7] = 0;
-  preamble[8] = static_cast<unsigned char>(header.size() & 0xff);
-  preamble[9] = static_cast<unsigned char>(header.size() >> 8);
-  if (std::fwrite(preamble.data(), 1, preamble.size(), file.get()) != preamble.size() ||
-      std::fwrite(header.data(), 1, header.size(), file.get()) != header.size() ||
-      (!data.empty() &&  // fwrite's pointer must not be null, even for 0 elements
-       std::fwrite(data.data(), sizeof(float), data.size(), file.get()) != data.size())) {
-    write_error();
-  }
-  // fclose flushes the buffer: a full disk shows up here, not in fwrite.
-  if (std::fclose(file.release()) != 0) write_error();
+void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape,
+               std::span<const float> data) {
+  write_npy(io::OutputFile::check(path, ".npy file"), shape, data);
 }
 
 }  // namespace co_up::graph

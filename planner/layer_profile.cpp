@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
+#include "core/io/output_file.h"
 
 namespace co_up::planner {
 namespace {
@@ -410,14 +412,11 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
 }
 
 LayerProfile read_layer_profile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError("profile '" + path.string() + "' cannot be read" +
-                     (std::filesystem::exists(path) ? "" : " (no such file; write one with co_up profile)"));
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw InputError("profile '" + path.string() + "' cannot be read (no such file; write one with co_up profile)");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_layer_profile(text.str(), path.string());
+  return parse_layer_profile(io::read_input_file(path, "profile", io::kMaxConfigBytes), path.string());
 }
 
 std::string layer_profile_json(const LayerProfile& profile) {
@@ -481,29 +480,12 @@ std::string layer_profile_json(const LayerProfile& profile) {
   return root.dump(1) + "\n";
 }
 
+void write_layer_profile(const io::OutputFile& out, const LayerProfile& profile) {
+  out.write(layer_profile_json(profile));
+}
+
 void write_layer_profile(const std::filesystem::path& path, const LayerProfile& profile) {
-  const std::string text = layer_profile_json(profile);
-  std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw RuntimeError("cannot write profile '" + tmp.string() + "' (check the directory exists and is writable)");
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw RuntimeError("writing profile '" + tmp.string() + "' failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw RuntimeError("cannot replace profile '" + path.string() + "': " + ec.message());
-  }
+  write_layer_profile(io::OutputFile::check(path, "profile"), profile);
 }
 
 void check_profile_matches(const LayerProfile& profile, const std::string& graph,

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/output_file.h"
+
 namespace co_up::planner {
 
 struct ProfileLayer {
@@ -117,8 +119,11 @@ LayerProfile read_layer_profile(const std::filesystem::path& path);
 // Same checks on JSON text; `origin` names it in messages.
 LayerProfile parse_layer_profile(const std::string& json_text, const std::string& origin);
 
-// Writes FILE atomically (a temporary file in the same directory, then rename), so an
-// interrupted run leaves the previous complete file or none. Throws co_up::RuntimeError.
+// Writes the profile through `out` (core/io/output_file.h: a regular file is replaced atomically,
+// so an interrupted run leaves the previous complete file or none). Throws co_up::RuntimeError
+// when the write fails.
+void write_layer_profile(const io::OutputFile& out, const LayerProfile& profile);
+// The same to `path`, checked first: InputError for a path that cannot be written.
 void write_layer_profile(const std::filesystem::path& path, const LayerProfile& profile);
 std::string layer_profile_json(const LayerProfile& profile);  // the text write_layer_profile writes
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 
 namespace co_up::power {
 namespace {
@@ -131,16 +132,8 @@ void MeterLogParser::parse_line(std::string_view raw, int64_t received_ns) {
 }
 
 MeterLog read_meter_log(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError("cannot read meter log '" + path.string() + "': " + std::strerror(errno) +
-                     " (--meter-log takes a saved log of pin,time_ms,power_mW lines)");
-  }
   MeterLogParser parser(path.string());
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    parser.feed(std::string_view(buffer, static_cast<size_t>(in.gcount())));
-  }
+  parser.feed(io::read_input_file(path, "meter log", io::kMaxLogBytes));
   parser.finish();
   MeterLog log = parser.take();
   check_meter_log(log);

@@ -13,18 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-void write_atomically(const std::filesystem::path& path, const std::string& text, const char* what) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw InputError(std::string("cannot write ") + what + " '" + path.string() + "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError(std::string("cannot write ") + what + " '" + path.string() + "': " + ec.message());
-}
-
 }  // namespace
 
 double integrate_mj(const PowerSamples& s, size_t sensor, int64_t begin_ns, int64_t end_ns) {
@@ -140,7 +128,7 @@ nlohmann::json power_summary_to_json(const PowerSummary& summary) {
   return j;
 }
 
-void write_power_csv(const std::filesystem::path& path, const PowerSamples& s) {
+void write_power_csv(const io::OutputFile& out, const PowerSamples& s) {
   std::string text = "t_ns";
   for (const std::string& n : s.names) text += "," + n + "_mW";
   text += "\n";
@@ -153,10 +141,10 @@ void write_power_csv(const std::filesystem::path& path, const PowerSamples& s) {
     }
     text += "\n";
   }
-  write_atomically(path, text, "power CSV");
+  out.write(text);
 }
 
-void write_chrome_trace(const std::filesystem::path& path, const std::vector<LayerSpan>& spans,
+void write_chrome_trace(const io::OutputFile& out, const std::vector<LayerSpan>& spans,
                         const PowerSamples& samples, const std::vector<DvfsEvent>& dvfs,
                         const std::vector<LayerPower>& layers, const PowerSamples& meter) {
   int64_t t0 = INT64_MAX;
@@ -212,7 +200,7 @@ void write_chrome_trace(const std::filesystem::path& path, const std::vector<Lay
   json other = {{"power", estimated ? "estimated (power model)" : "sensors"}, {"t0_ns", t0}};
   if (meter.count() > 0) other["meter"] = "external meter, aligned by the GPIO tag edges";
   json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", other}};
-  write_atomically(path, doc.dump(), "Chrome trace");
+  out.write(doc.dump());
 }
 
 }  // namespace co_up::profiler

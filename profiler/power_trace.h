@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/output_file.h"
+
 #include "profiler/run_profile.h"
 
 namespace co_up::profiler {
@@ -67,12 +69,13 @@ nlohmann::json power_to_json(const std::vector<LayerPower>& layers);
 // {"source", "layers", "energy_per_frame_mj", and for the meter "idle_mw", "fit_residual_mw",
 // "meter_samples_used", "meter_clock"}: one entry of the profile JSON's "power" array.
 nlohmann::json power_summary_to_json(const PowerSummary& summary);
-// "t_ns,<sensor>_mW,..." one line per sample. Throws InputError when it cannot write.
-void write_power_csv(const std::filesystem::path& path, const PowerSamples& samples);
+// "t_ns,<sensor>_mW,..." one line per sample, through `out` (core/io/output_file.h). Throws
+// RuntimeError when the write fails.
+void write_power_csv(const io::OutputFile& out, const PowerSamples& samples);
 // Chrome trace events: layer slices per processor (pid 1, tid = letter), counters for each
 // sensor and each DVFS domain's frequency (from `dvfs` apply times), and an external meter's
 // samples (already on CLOCK_MONOTONIC, power/meter_alignment.h) as a "meter" counter.
-void write_chrome_trace(const std::filesystem::path& path, const std::vector<LayerSpan>& spans,
+void write_chrome_trace(const io::OutputFile& out, const std::vector<LayerSpan>& spans,
                         const PowerSamples& samples, const std::vector<DvfsEvent>& dvfs,
                         const std::vector<LayerPower>& layers, const PowerSamples& meter = {});
 

@@ -279,20 +279,8 @@ nlohmann::json to_json(const RunProfile& p) {
   return j;
 }
 
-void write_json(const std::filesystem::path& path, const RunProfile& profile) {
-  const std::filesystem::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary);
-    if (!out) {
-      throw InputError("cannot write profile '" + path.string() +
-                       "' (check that the directory exists and is writable)");
-    }
-    out << to_json(profile).dump(1) << "\n";
-    if (!out.flush()) throw InputError("failed writing profile '" + path.string() + "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) throw InputError("cannot write profile '" + path.string() + "': " + ec.message());
+void write_json(const io::OutputFile& out, const RunProfile& profile) {
+  out.write(to_json(profile).dump(1) + "\n");
 }
 
 }  // namespace co_up::profiler

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "core/io/output_file.h"
+
 #include "profiler/run_profile.h"
 
 namespace co_up::profiler {
@@ -26,8 +28,8 @@ double median(std::vector<double> values);
 
 void print_report(std::ostream& out, const RunProfile& profile);
 nlohmann::json to_json(const RunProfile& profile);
-// Writes atomically (temporary file + rename) so an interrupted run never leaves half a file.
-// Throws InputError when the file cannot be written.
-void write_json(const std::filesystem::path& path, const RunProfile& profile);
+// Writes through `out` (core/io/output_file.h: a regular file is replaced atomically, so an
+// interrupted run never leaves half a file). Throws RuntimeError when the write fails.
+void write_json(const io::OutputFile& out, const RunProfile& profile);
 
 }  // namespace co_up::profiler

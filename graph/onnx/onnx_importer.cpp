@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 #include "graph/onnx/onnx_constant.h"
 #include "onnx/onnx_pb.h"
 
@@ -999,17 +1000,8 @@ std::string read_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path, ec)) {
     throw InputError("model file '" + path.string() + "' does not exist");
   }
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError("model file '" + path.string() + "' is a directory, not an .onnx file");
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  if (!in || ec) throw InputError("cannot open model file '" + path.string() + "'");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
-    throw InputError("cannot read model file '" + path.string() + "'");
-  }
-  return bytes;
+  // protobuf parses at most 2 GB; the importer says so for a file of that size.
+  return io::read_input_file(path, "model file", uint64_t{2} << 30);
 }
 
 }  // namespace

@@ -4,16 +4,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 
 namespace co_up::graph {
 
 ImagePreprocess read_preprocess_json(const std::filesystem::path& path, ImagePreprocess pre) {
   const std::string where = "--preprocess '" + path.string() + "'";
-  std::ifstream in(path);
-  if (!in) throw InputError(where + ": cannot open the file");
+  const std::string text = io::read_input_file(path, "--preprocess file", io::kMaxConfigBytes);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(where + ": not valid JSON (" + std::string(e.what()) + ")");
   }

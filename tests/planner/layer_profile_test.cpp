@@ -74,7 +74,8 @@ TEST(LayerProfile, WritesAtomicallyAndReadsBack) {
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 1u) << "no temporary file left behind";
-  EXPECT_THROW(write_layer_profile(dir / "missing" / "p.json", a), RuntimeError);
+  // A path that cannot be written is bad input, refused before anything is written.
+  EXPECT_THROW(write_layer_profile(dir / "missing" / "p.json", a), InputError);
   std::filesystem::remove_all(dir);
 }
 
