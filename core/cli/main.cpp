@@ -4,6 +4,7 @@
 // Errors end as one line on stderr: exit 2 for bad usage or input, 1 for runtime failures,
 // 128+signal when interrupted (after writing the profile).
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -11,16 +12,19 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "core/cli/accuracy_report.h"
 #include "core/cli/export_partitions.h"
 #include "core/cli/options.h"
 #include "core/cli/plan_command.h"
 #include "core/cli/profile_command.h"
+#include "core/cli/standard_streams.h"
 #include "core/cli/stop_signal.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/fallback.h"
+#include "core/io/output_file.h"
 #include "core/network.h"
 #include "core/partition.h"
 #include "core/platform.h"
@@ -162,6 +166,41 @@ std::vector<profiler::PowerModelPoint> model_points(const Platform& platform,
   return points;
 }
 
+// The files a run writes, checked before anything is set up (core/io/output_file.h): a path that
+// cannot be written fails now, not after the frames, and nothing existing is touched until the
+// run's results replace it.
+struct RunOutputs {
+  std::optional<io::OutputFile> profile, trace, power_csv, output;
+};
+
+RunOutputs check_outputs(const Options& o) {
+  RunOutputs outputs;
+  struct Named {
+    std::optional<io::OutputFile>& slot;
+    const std::string& path;
+    const char* flag;
+  };
+  const Named named[] = {{outputs.profile, o.profile_out, "--profile-out"},
+                         {outputs.trace, o.trace_out, "--trace-out"},
+                         {outputs.power_csv, o.power_csv, "--power-csv"},
+                         {outputs.output, o.output, "--output"}};
+  for (size_t i = 0; i < std::size(named); ++i) {
+    if (named[i].path.empty()) continue;
+    named[i].slot = io::OutputFile::check(named[i].path, named[i].flag);
+    for (size_t k = 0; k < i; ++k) {
+      const std::optional<io::OutputFile>& other = named[k].slot;
+      if (!other || other->is_device()) continue;  // two outputs may share /dev/null
+      std::error_code ec;
+      if (other->target() == named[i].slot->target() ||
+          std::filesystem::equivalent(other->target(), named[i].slot->target(), ec)) {
+        throw InputError(std::string(named[i].flag) + " and " + named[k].flag + " both name '" +
+                         named[i].path + "'; give each output its own file");
+      }
+    }
+  }
+  return outputs;
+}
+
 std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph& g) {
   if (!o.input.empty() && !o.image.empty()) {
     throw InputError("--input and --image both given; use one");
@@ -212,6 +251,19 @@ std::string resolve_order(const graph::Graph& g, const std::string& order, const
   return plan.order;
 }
 
+// --labels, one per class of the network's output: fewer would name the wrong classes or none.
+std::vector<std::string> read_class_labels(const std::string& path, const graph::TensorDesc& scores) {
+  if (path.empty()) return {};
+  std::vector<std::string> labels = graph::read_labels(path);
+  const int64_t classes = scores.shape.empty() ? 1 : scores.shape.back();
+  if (static_cast<int64_t>(labels.size()) < classes) {
+    throw InputError("--labels '" + path + "' has " + std::to_string(labels.size()) +
+                     " labels but the network scores " + std::to_string(classes) +
+                     " classes; give one label per class, line i naming class i");
+  }
+  return labels;
+}
+
 void print_top5(const std::vector<std::string>& labels, const std::vector<float>& scores) {
   std::cout << "top-5 of the last frame:\n";
   for (const graph::Prediction& p : graph::top_k(scores, 5)) {
@@ -236,6 +288,7 @@ int run(const Options& o, StopSignal& stop) {
     throw InputError("'co_up " + o.command +
                      "' is not available in this version yet; run co_up --help for what is");
   }
+  const RunOutputs outputs = check_outputs(o);
 
   const std::filesystem::path plugin_dir =
       o.plugins.empty() ? PluginRegistry::default_directory() : std::filesystem::path(o.plugins);
@@ -313,18 +366,11 @@ int run(const Options& o, StopSignal& stop) {
   request.input_sets.push_back(load_input(o, g));
   // Layers on npu-int8: calibration frames, distinct inputs, int8-vs-f32 report after the run.
   const AccuracyReport int8_accuracy(g, order, platform, registry, o, request);
-  // Fail on unreadable or unwritable paths now, not after a long run.
-  const std::vector<std::string> labels =
-      o.labels.empty() ? std::vector<std::string>{} : graph::read_labels(o.labels);
+  // Fail on unreadable inputs now, not after a long run (outputs were checked at the start).
   const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
-  if (!o.output.empty()) {
-    graph::write_npy(o.output, out_desc.shape, std::vector<float>(out_desc.element_count()));
-  }
-  if (!o.profile_out.empty()) profiler::write_json(o.profile_out, profiler::RunProfile{});
+  const std::vector<std::string> labels = read_class_labels(o.labels, out_desc);
 
-  if (!o.power_csv.empty()) profiler::write_power_csv(o.power_csv, profiler::PowerSamples{});
-
-  // Power side (issue 7). Declaration order is destruction order in reverse: the executor goes
+  // Power side. Declaration order is destruction order in reverse: the executor goes
   // first, then the observers it calls, the DVFS worker, and last the SysfsDvfs that restores the
   // governors — on every path out of this function, exceptions included.
   power::SysfsDvfs dvfs(platform, o.sysfs_root);
@@ -399,7 +445,7 @@ int run(const Options& o, StopSignal& stop) {
     dvfs_worker->stop();
     for (profiler::DvfsEvent& e : dvfs_worker->records()) result.profile.dvfs.push_back(std::move(e));
     if (dvfs_policy == power::DvfsPolicy::kStrict && !dvfs_worker->error().empty()) {
-      if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);
+      if (outputs.profile) profiler::write_json(*outputs.profile, result.profile);
       throw RuntimeError(dvfs_worker->error() + " during the run (run as root or use --dvfs=best-effort)");
     }
   }
@@ -421,15 +467,15 @@ int run(const Options& o, StopSignal& stop) {
     result.profile.power.push_back(std::move(summary));  // the profile JSON's "power"
     const profiler::PowerSamples meter_samples =
         meter ? power::report_meter(*meter, spans, std::cout, std::cerr, result.profile.power) : profiler::PowerSamples{};
-    if (!o.power_csv.empty()) profiler::write_power_csv(o.power_csv, sampler->samples());
-    if (!o.trace_out.empty()) {
-      profiler::write_chrome_trace(o.trace_out, spans, sampler->samples(), result.profile.dvfs, layer_power,
+    if (outputs.power_csv) profiler::write_power_csv(*outputs.power_csv, sampler->samples());
+    if (outputs.trace) {
+      profiler::write_chrome_trace(*outputs.trace, spans, sampler->samples(), result.profile.dvfs, layer_power,
                                    meter_samples);
     }
   }
-  if (!o.profile_out.empty()) profiler::write_json(o.profile_out, result.profile);
+  if (outputs.profile) profiler::write_json(*outputs.profile, result.profile);
   if (result.profile.frames_completed > 0) {
-    if (!o.output.empty()) graph::write_npy(o.output, out_desc.shape, result.last_outputs.at(0));
+    if (outputs.output) graph::write_npy(*outputs.output, out_desc.shape, result.last_outputs.at(0));
     if (!o.labels.empty() || !o.image.empty()) print_top5(labels, result.last_outputs.at(0));
   }
   if (result.profile.interrupted) {
@@ -443,22 +489,45 @@ int run(const Options& o, StopSignal& stop) {
 }  // namespace
 }  // namespace co_up::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+// The outcome of one command: its exit code, or a one-line error and the code it maps to.
+int run_command(int argc, char** argv, co_up::cli::StopSignal& stop) {
   using namespace co_up;
-  cli::StopSignal stop;  // first: every thread created later inherits the blocked signals
-  power::install_terminate_restore();  // DVFS changes are undone even on std::terminate
   try {
     const cli::Options options =
         cli::parse_options(std::vector<std::string>(argv + 1, argv + argc));
     return cli::run(options, stop);
   } catch (const InputError& e) {
-    std::cerr << "co_up: error: " << e.what() << "\n";
+    std::cerr << "co_up: error: " << cli::one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "co_up: failed: " << e.what() << "\n";
+    std::cerr << "co_up: failed: " << cli::one_line(e.what()) << "\n";
     return 1;
   } catch (...) {
     std::cerr << "co_up: failed: unknown exception\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace co_up;
+  if (!cli::hold_closed_standard_streams()) {
+    std::cerr << "co_up: error: standard output is closed, and co_up prints its results there "
+                 "(redirect it to a file, or to /dev/null to discard them)\n";
+    return 2;
+  }
+  // A reader that goes away (co_up ... | head) makes writes fail with EPIPE, reported below,
+  // instead of killing co_up before it restores DVFS and writes its output files.
+  std::signal(SIGPIPE, SIG_IGN);
+  cli::StandardOutput standard_output;
+  cli::StopSignal stop;  // before any thread starts: every thread created later inherits the blocked signals
+  power::install_terminate_restore();  // DVFS changes are undone even on std::terminate
+  const int code = run_command(argc, argv, stop);
+  if (const int err = standard_output.flush(); err != 0) {
+    return cli::exit_code_after_stdout_error(err, code);
+  }
+  return code;
 }

@@ -112,7 +112,8 @@ void put_transfer(planner::LayerProfile& p, planner::TransferTimes t) {
 // different one (unless --restart).
 planner::LayerProfile resume_or_start(const ProfileJob& job, planner::LayerProfile fresh,
                                       bool repetitions_given) {
-  if (job.restart || !fs::exists(job.out)) return fresh;
+  // Only a regular file can hold a profile to resume (--profile-out=/dev/null starts afresh).
+  if (job.restart || !fs::is_regular_file(job.out)) return fresh;
   planner::LayerProfile old;
   try {
     old = planner::read_layer_profile(job.out);
@@ -350,11 +351,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
   if (job.out.empty()) {
     throw InputError("co_up profile needs --profile-out=FILE (where the layer profile goes)");
   }
-  const fs::path dir = job.out.has_parent_path() ? job.out.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) {
-    throw InputError("--profile-out='" + job.out.string() + "': directory '" + dir.string() +
-                     "' does not exist");
-  }
+  const io::OutputFile out = io::OutputFile::check(job.out, "--profile-out");
   Progress progress(job.log, job.terminal);
   ProfileOutcome outcome;
   outcome.profile = resume_or_start(job, profile_skeleton(job), job.repetitions > 0);
@@ -367,9 +364,8 @@ ProfileOutcome profile_network(const ProfileJob& job) {
     progress.note("resuming: " + std::to_string(outcome.steps_done_before) + " of " +
                   std::to_string(steps.size()) + " steps done in '" + job.out.string() + "'");
   }
-  // Written before measuring: a bad path fails now, and an interrupted first step leaves a file
-  // that resumes.
-  planner::write_layer_profile(job.out, profile);
+  // Written before measuring, so that an interrupted first step leaves a file that resumes.
+  planner::write_layer_profile(out, profile);
 
   const LayerProfiler profiler(*job.graph, *job.platform, *job.plugins, job.input,
                                {profile.repetitions, job.warmup_frames, job.rounds});
@@ -416,7 +412,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
       throw RuntimeError(message);
     }
     profile.completed.push_back(step.id());
-    planner::write_layer_profile(job.out, profile);
+    planner::write_layer_profile(out, profile);
     progress.finished(i + 1, steps.size(), what);
     ++outcome.steps_run;
   }
@@ -485,6 +481,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   if (o.profile_out.empty()) {
     throw InputError("co_up profile needs --profile-out=FILE (where the layer profile goes)");
   }
+  io::OutputFile::check(o.profile_out, "--profile-out");  // before any setup: a bad path fails now
   if (!o.order.empty() || !o.frequency.empty()) {
     throw InputError("co_up profile measures every processor and level itself; drop --order and "
                      "--frequency (use --processors=LETTERS to choose processors)");
