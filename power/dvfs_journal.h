@@ -15,7 +15,8 @@
 //
 // State directory, first that applies: --state-dir=DIR, $CO_UP_STATE_DIR, /var/lib/co_up when it
 // is (or can be created as) a writable directory — root runs, the usual case for real DVFS —,
-// $XDG_STATE_HOME/co_up, $HOME/.local/state/co_up.
+// $XDG_STATE_HOME/co_up, $HOME/.local/state/co_up. With none of these (no HOME, not root) runs
+// keep no journal.
 //
 // Errors: functions that write throw RuntimeError naming the file and what to do.
 #pragma once

@@ -54,7 +54,7 @@ namespace {
 // state, the documented exception to "no hidden globals". A controller registers its plan at
 // construction; before it changes or frees published data it waits until no reader is inside
 // (g_readers), so the signal-side reader never blocks and never sees a half-written entry.
-constexpr int kMaxPlans = 32;
+constexpr int kMaxPlans = 32;  // live controllers covered (co_up has one; tests a few)
 std::atomic<DvfsEmergencyPlan*> g_plans[kMaxPlans];
 std::atomic<int> g_readers{0};
 // Set once the process is ending (restore_dvfs_async_signal_safe ran): no more level writes.

@@ -11,8 +11,10 @@
  *   TEST_PLUGIN_PARTIAL_NPU     "partial-npu": an accelerator whose capability query declines
  *                               every op but Conv, FullyConnected and MaxPool (for --npu_fallback)
  *   TEST_PLUGIN_CRASHING        "crashing": a CPU backend whose device_create misbehaves as its
- *                               option "fault" says: "segv" (writes through NULL), "abort", "hang"
- *                               (sleeps for ever); without it, the reference plugin as is
+ *                               option "fault" says: "segv" (writes to a read-only page: a real
+ *                               fault, which UBSan's null check would not let through as one),
+ *                               "abort", "hang" (sleeps for ever); without it, the reference
+ *                               plugin as is
  *
  * Statuses of the wrapper's own are static (status_release ignores them); the others come from
  * the reference plugin and go back to it. */
@@ -77,6 +79,7 @@ static co_up_status* partial_query_node(co_up_device* device, const co_up_subgra
 #if defined(TEST_PLUGIN_CRASHING)
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static co_up_status* crashing_device_create(co_up_factory* factory, const co_up_option* options,
@@ -89,8 +92,9 @@ static co_up_status* crashing_device_create(co_up_factory* factory, const co_up_
       continue;
     }
     if (strcmp(options[i].value, "segv") == 0) {
-      volatile int* nowhere = NULL;
-      *nowhere = 1;
+      volatile int* read_only =
+          mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      *read_only = 1;
     } else if (strcmp(options[i].value, "abort") == 0) {
       abort();
     } else if (strcmp(options[i].value, "hang") == 0) {
