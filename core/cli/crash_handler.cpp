@@ -14,24 +14,26 @@
 namespace co_up::cli {
 namespace {
 
-constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct Handled {
+  int number;
+  const char* name;
+  bool crash;  // a crash ("crashed with"); else another signal whose default ends the process
+};
+constexpr Handled kSignals[] = {
+    {SIGSEGV, "SIGSEGV", true},  {SIGBUS, "SIGBUS", true},    {SIGILL, "SIGILL", true},
+    {SIGFPE, "SIGFPE", true},    {SIGABRT, "SIGABRT", true},  {SIGTRAP, "SIGTRAP", true},
+    {SIGSYS, "SIGSYS", true},    {SIGUSR1, "SIGUSR1", false}, {SIGUSR2, "SIGUSR2", false},
+    {SIGALRM, "SIGALRM", false}, {SIGVTALRM, "SIGVTALRM", false}, {SIGPROF, "SIGPROF", false},
+    {SIGXCPU, "SIGXCPU", false}, {SIGXFSZ, "SIGXFSZ", false}, {SIGIO, "SIGIO", false},
+    {SIGPWR, "SIGPWR", false},
+};
+constexpr size_t kCount = sizeof(kSignals) / sizeof(kSignals[0]);
 constexpr size_t kAltStackBytes = 64 * 1024;
 
 // Signal-handler state (the documented exception to "no hidden globals"): the dispositions the
 // handler hands signals on to, and whether a crash is already being handled.
-struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
-std::atomic<bool> g_crashing{false};
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGILL: return "SIGILL";
-    case SIGFPE: return "SIGFPE";
-    case SIGABRT: return "SIGABRT";
-    default: return "a signal";
-  }
-}
+struct sigaction g_previous[kCount];
+std::atomic<bool> g_handling{false};
 
 // Appends `text` to buf (size `capacity`, used `*length`), truncating: async-signal-safe.
 void append(char* buf, size_t capacity, size_t* length, const char* text) {
@@ -39,22 +41,30 @@ void append(char* buf, size_t capacity, size_t* length, const char* text) {
   for (; *text != '\0' && *length + 1 < capacity; ++text) buf[(*length)++] = *text;
 }
 
-void write_crash_line(int sig) {
+void write_line(const Handled& s) {
   char line[512];
   size_t n = 0;
-  append(line, sizeof line, &n, "co_up: crashed with ");
-  append(line, sizeof line, &n, signal_name(sig));
-  const PluginCall call = plugin_call_in_progress();
-  if (call.backend != nullptr) {
-    append(line, sizeof line, &n, " inside plugin '");
-    append(line, sizeof line, &n, call.backend);
-    append(line, sizeof line, &n, "' (");
-    append(line, sizeof line, &n, call.entry);
-    append(line, sizeof line, &n,
-           "); plugins run as trusted code in co_up's process \xE2\x80\x94 report this to the "
-           "plugin's author");
+  if (s.crash) {
+    append(line, sizeof line, &n, "co_up: crashed with ");
+    append(line, sizeof line, &n, s.name);
+    const PluginCall call = plugin_call_in_progress();
+    if (call.backend != nullptr) {
+      append(line, sizeof line, &n, " inside plugin '");
+      append(line, sizeof line, &n, call.backend);
+      append(line, sizeof line, &n, "' (");
+      append(line, sizeof line, &n, call.entry);
+      append(line, sizeof line, &n,
+             "); plugins run as trusted code in co_up's process \xE2\x80\x94 report this to the "
+             "plugin's author");
+    } else {
+      append(line, sizeof line, &n, " inside co_up; please report this as a co_up bug");
+    }
   } else {
-    append(line, sizeof line, &n, " inside co_up; please report this as a co_up bug");
+    append(line, sizeof line, &n, "co_up: ended by ");
+    append(line, sizeof line, &n, s.name);
+    append(line, sizeof line, &n,
+           " without an orderly stop (SIGINT, SIGTERM, SIGHUP or SIGQUIT write the profile); "
+           "DVFS is restored");
   }
   line[n++] = '\n';
   for (size_t done = 0; done < n;) {
@@ -64,20 +74,23 @@ void write_crash_line(int sig) {
   }
 }
 
-void on_crash(int sig, siginfo_t* info, void* /*context*/) {
+void on_signal(int sig, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;
   size_t index = 0;
-  while (kSignals[index] != sig) ++index;
-  // A crash while handling a crash (in the DVFS writes, say) goes straight on.
-  if (!g_crashing.exchange(true)) {
-    write_crash_line(sig);
+  while (index + 1 < kCount && kSignals[index].number != sig) ++index;
+  // A signal while handling one (a fault in the DVFS writes, say) goes straight on.
+  if (!g_handling.exchange(true)) {
+    write_line(kSignals[index]);
     power::restore_dvfs_async_signal_safe();
   }
   sigaction(sig, &g_previous[index], nullptr);
-  // si_code > 0: the kernel reports a fault of the instruction we return to, which faults again
-  // into the previous disposition (with its real address, for a sanitizer's report). Otherwise
-  // the signal was sent (kill, raise, abort): send it again; it is delivered when we return.
-  if (info == nullptr || info->si_code <= 0) raise(sig);
+  // A fault the kernel reports for an instruction (si_code > 0) happens again when we return to
+  // it, now into the previous disposition (with its real address, for a sanitizer's report).
+  // Anything else (kill, raise, abort, a trap or syscall that returns) is raised again; it is
+  // delivered when we return.
+  const bool refaults = (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) &&
+                        info != nullptr && info->si_code > 0;
+  if (!refaults) raise(sig);
   errno = saved_errno;
 }
 
@@ -98,16 +111,24 @@ void install_crash_handler() {
     }
   }
   struct sigaction action {};
-  action.sa_sigaction = on_crash;
+  action.sa_sigaction = on_signal;
   action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
-  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
-    sigaction(kSignals[i], &action, &g_previous[i]);
-    // An ignored fault would fault again forever: hand it to the default action instead.
+  for (size_t i = 0; i < kCount; ++i) {
+    sigaction(kSignals[i].number, nullptr, &g_previous[i]);
+    // Left alone: a signal someone chose to ignore or handle before us (a sanitizer's SIGSEGV
+    // handler is chained to instead: the crash signals are always ours first).
+    const bool defaulted = (g_previous[i].sa_flags & SA_SIGINFO) == 0 && g_previous[i].sa_handler == SIG_DFL;
+    if (!kSignals[i].crash && !defaulted) continue;
     if ((g_previous[i].sa_flags & SA_SIGINFO) == 0 && g_previous[i].sa_handler == SIG_IGN) {
-      g_previous[i].sa_handler = SIG_DFL;
+      if (!kSignals[i].crash) continue;
+      g_previous[i].sa_handler = SIG_DFL;  // an ignored fault would fault again for ever
     }
+    sigaction(kSignals[i].number, &action, nullptr);
   }
+  // A closed stdout must not end a run with the clocks changed: writes fail with EPIPE instead,
+  // and the run ends (and restores) as usual.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 }  // namespace co_up::cli

@@ -255,6 +255,38 @@ TEST_F(DvfsCrashTest, AbortInAPluginNamesItRestoresAndDiesBySigabrt) {
   crash_with("abort", SIGABRT, "SIGABRT");
 }
 
+TEST_F(DvfsSignalTest, OtherFatalSignalsRestoreAndEndByTheSignal) {
+  const fs::path platform = write_platform("cpu-reference");
+  Child child(long_run(platform), sim_.root() / "run");
+  wait_for_levels();
+  child.send(SIGUSR1);
+  const Exit e = child.wait();
+  EXPECT_EQ(e.code, kDied + SIGUSR1) << e;
+  EXPECT_EQ(e.err,
+            "co_up: ended by SIGUSR1 without an orderly stop (SIGINT, SIGTERM, SIGHUP or SIGQUIT "
+            "write the profile); DVFS is restored\n");
+  expect_restored();
+  EXPECT_TRUE(journals().empty());
+}
+
+TEST_F(DvfsSignalTest, ClosedOutputDoesNotEndTheRunWithClocksChanged) {
+  // L cannot be set: --dvfs=best-effort warns on stderr while B's level is applied, and the
+  // reader of that pipe is gone. The write fails (no death by SIGPIPE); the run ends as usual.
+  sim_.make_unwritable(kP1 + "scaling_max_freq");
+  const fs::path platform = write_platform("cpu-reference");
+  std::string command = "'" + std::string(CO_UP_BINARY) + "'";
+  for (const std::string& a : long_run(platform, {"--dvfs=best-effort"})) {
+    command += " '" + (a == "--n=100000000" ? std::string("--n=3") : a) + "'";
+  }
+  const fs::path out = sim_.root() / "pipe.out";
+  const std::string full = "sh -c \"" + command + " 2>&1 | true; echo done\" > '" + out.string() + "'";
+  ASSERT_EQ(std::system(full.c_str()), 0);
+  EXPECT_EQ(slurp(out), "done\n");
+  EXPECT_EQ(get(sim_ / (kP0 + "scaling_governor")), "schedutil");
+  EXPECT_EQ(get(sim_ / (kGpu + "governor")), "simple_ondemand");
+  EXPECT_TRUE(journals().empty());
+}
+
 TEST_F(DvfsSignalTest, AfterSigkillStartsWarnAndRestoreDvfsPutsTheValuesBack) {
   const fs::path platform = write_platform("crashing", R"({"fault": "hang"})");
   pid_t dead_pid = 0;
