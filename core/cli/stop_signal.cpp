@@ -44,6 +44,7 @@ void StopSignal::on_stop(std::function<void()> callback) {
 }
 
 void StopSignal::watch() {
+  pthread_setname_np(pthread_self(), "co_up-signals");  // for top, gdb and the tests
   const sigset_t set = stop_signals();
   const timespec poll{0, 50 * 1000 * 1000};  // how often the destructor's request is noticed
   while (!done_) {

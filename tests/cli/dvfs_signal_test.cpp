@@ -9,7 +9,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -284,6 +286,27 @@ TEST_F(DvfsSignalTest, ClosedOutputDoesNotEndTheRunWithClocksChanged) {
   EXPECT_EQ(slurp(out), "done\n");
   EXPECT_EQ(get(sim_ / (kP0 + "scaling_governor")), "schedutil");
   EXPECT_EQ(get(sim_ / (kGpu + "governor")), "simple_ondemand");
+  EXPECT_TRUE(journals().empty());
+}
+
+TEST_F(DvfsCrashTest, CrashOnAThreadOutsideAnyPluginSaysInsideCoUp) {
+  // The main thread is stuck in the plugin's device_create; the signal goes to co_up's
+  // stop-signal watcher thread ("co_up-signals"), which is in no plugin call.
+  const fs::path platform = write_platform("crashing", R"({"fault": "hang"})");
+  Child child(long_run(platform), sim_.root() / "run");
+  wait_for_levels();
+  pid_t watcher = 0;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(child.pid()) + "/task")) {
+    if (get(task.path() / "comm") == "co_up-signals") {
+      watcher = static_cast<pid_t>(std::stol(task.path().filename().string()));
+    }
+  }
+  ASSERT_NE(watcher, 0);
+  ASSERT_EQ(::syscall(SYS_tgkill, child.pid(), watcher, SIGSEGV), 0);
+  const Exit e = child.wait();
+  EXPECT_EQ(e.code, kDied + SIGSEGV) << e;
+  EXPECT_EQ(e.err, "co_up: crashed with SIGSEGV inside co_up; please report this as a co_up bug\n");
+  expect_restored();
   EXPECT_TRUE(journals().empty());
 }
 
