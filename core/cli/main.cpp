@@ -513,8 +513,9 @@ int run(const Options& o, StopSignal& stop) {
 
 int main(int argc, char** argv) {
   using namespace co_up;
-  cli::StopSignal stop;  // first: every thread created later inherits the blocked signals
+  // Before any thread: threads see its state (and none misses the handlers).
   cli::install_crash_handler();  // one line naming the plugin, DVFS restored, then the signal
+  cli::StopSignal stop;  // before other threads: every thread created later inherits the mask
   power::install_terminate_restore();  // DVFS changes are undone even on std::terminate
   try {
     const cli::Options options =
