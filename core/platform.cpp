@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -313,6 +314,31 @@ ProcessorSpec* Platform::find(char letter) {
   return nullptr;
 }
 
+std::string Platform::dvfs_domain(char letter) const {
+  const ProcessorSpec* self = find(letter);
+  if (self == nullptr || !self->dvfs.present()) return {};
+  std::set<std::string> nodes(self->dvfs.nodes.begin(), self->dvfs.nodes.end());
+  std::set<char> members = {letter};
+  // Grow until no processor outside shares a node with one inside (transitive closure).
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const ProcessorSpec& p : processors) {
+      if (members.count(p.letter) != 0 || !p.dvfs.present()) continue;
+      if (std::any_of(p.dvfs.nodes.begin(), p.dvfs.nodes.end(),
+                      [&](const std::string& n) { return nodes.count(n) != 0; })) {
+        members.insert(p.letter);
+        nodes.insert(p.dvfs.nodes.begin(), p.dvfs.nodes.end());
+        grew = true;
+      }
+    }
+  }
+  std::string domain;
+  for (const ProcessorSpec& p : processors) {
+    if (members.count(p.letter) != 0) domain += p.letter;
+  }
+  return domain;
+}
+
 std::string Platform::letters() const {
   std::string result;
   for (const ProcessorSpec& p : processors) result += p.letter;
@@ -375,13 +401,13 @@ Platform load_platform(const std::filesystem::path& path) {
 }
 
 Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
-  // Group cores by cpufreq policy; rank clusters by their maximum frequency.
-  struct Cluster {
-    long max_khz;
+  // Policies, in order of their first core; clusters = policies grouped by maximum frequency.
+  struct Policy {
+    long max_khz = 0;
     std::vector<int> cores;
     DvfsSpec dvfs;
   };
-  std::vector<Cluster> clusters;
+  std::vector<Policy> policies;
   const auto cpufreq = sysfs_root / "devices/system/cpu/cpufreq";
   std::error_code ec;
   if (std::filesystem::is_directory(cpufreq, ec)) {
@@ -395,50 +421,70 @@ Platform detect_host_platform(const std::filesystem::path& sysfs_root) {
         khz = std::stol(read_line(entry.path() / "cpuinfo_max_freq"));
       } catch (const std::exception&) {
       }
-      clusters.push_back({khz, std::move(cores),
+      std::sort(cores.begin(), cores.end());
+      policies.push_back({khz, std::move(cores),
                           cpufreq_table(entry.path(), "devices/system/cpu/cpufreq/" +
                                                           entry.path().filename().string())});
     }
   }
-  std::sort(clusters.begin(), clusters.end(), [](const Cluster& a, const Cluster& b) {
-    return a.max_khz != b.max_khz ? a.max_khz > b.max_khz : a.cores < b.cores;
-  });
-  // Clusters at one frequency are one kind of core: merge them.
-  std::vector<Cluster> merged;
-  for (Cluster& c : clusters) {
-    if (!merged.empty() && merged.back().max_khz == c.max_khz) {
-      merged.back().cores.insert(merged.back().cores.end(), c.cores.begin(), c.cores.end());
-      if (merged.back().dvfs.frequencies_khz == c.dvfs.frequencies_khz) {
-        for (auto& n : c.dvfs.nodes) merged.back().dvfs.nodes.push_back(n);
-      }
+  std::sort(policies.begin(), policies.end(),
+            [](const Policy& a, const Policy& b) { return a.cores < b.cores; });
+  // Rank by maximum frequency; policies at one frequency are one kind of core: merge their cores.
+  std::vector<std::pair<long, std::vector<int>>> clusters;
+  for (const Policy& p : policies) {
+    auto it = std::find_if(clusters.begin(), clusters.end(),
+                           [&](const auto& c) { return c.first == p.max_khz; });
+    if (it == clusters.end()) {
+      clusters.emplace_back(p.max_khz, p.cores);
     } else {
-      merged.push_back(std::move(c));
+      it->second.insert(it->second.end(), p.cores.begin(), p.cores.end());
     }
   }
+  std::stable_sort(clusters.begin(), clusters.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
 
   Platform platform;
   platform.name = "host";
-  if (merged.size() >= 2) {
+  if (clusters.size() >= 2) {
     platform.description = "this machine: big.LITTLE clusters from cpufreq";
-    platform.processors.push_back(cpu_cluster('B', "big CPU cluster", merged[0].cores));
-    platform.processors.back().dvfs = merged[0].dvfs;
-    platform.processors.push_back(cpu_cluster('L', "LITTLE CPU cluster", merged[1].cores));
-    platform.processors.back().dvfs = merged[1].dvfs;
+    platform.processors.push_back(cpu_cluster('B', "big CPU cluster", clusters[0].second));
+    platform.processors.push_back(cpu_cluster('L', "LITTLE CPU cluster", clusters[1].second));
   } else {
     // A symmetric CPU: split the cores into two halves so that B and L are real, separate
     // clusters whose threads never compete for a core.
-    std::vector<int> cores = merged.empty() ? online_cores() : merged[0].cores;
+    std::vector<int> cores = clusters.empty() ? online_cores() : clusters[0].second;
     std::sort(cores.begin(), cores.end());
     platform.description = "this machine: symmetric CPU split into two halves";
     const size_t half = (cores.size() + 1) / 2;
     platform.processors.push_back(
         cpu_cluster('B', "CPU half B", std::vector<int>(cores.begin(), cores.begin() + half)));
-    // One policy for the whole symmetric CPU: both halves share its clock, so only B drives it.
-    if (!merged.empty()) platform.processors.back().dvfs = merged[0].dvfs;
     if (cores.size() > 1) {
       platform.processors.push_back(
           cpu_cluster('L', "CPU half L", std::vector<int>(cores.begin() + half, cores.end())));
     }
+  }
+  // Each cluster is clocked by exactly the policies of its own cores; a level must be one that
+  // every one of them offers. A policy that also covers another cluster's cores makes the two one
+  // DVFS domain (Platform::dvfs_domain), which --list-frequencies reports.
+  for (ProcessorSpec& cluster : platform.processors) {
+    DvfsSpec dvfs;
+    for (const Policy& p : policies) {
+      const bool covers = std::any_of(p.cores.begin(), p.cores.end(), [&](int c) {
+        return std::find(cluster.cores.begin(), cluster.cores.end(), c) != cluster.cores.end();
+      });
+      if (!covers || !p.dvfs.present()) continue;
+      if (dvfs.nodes.empty()) {
+        dvfs = p.dvfs;
+        continue;
+      }
+      dvfs.nodes.push_back(p.dvfs.nodes.front());
+      std::vector<int64_t> common;
+      std::set_intersection(dvfs.frequencies_khz.begin(), dvfs.frequencies_khz.end(),
+                            p.dvfs.frequencies_khz.begin(), p.dvfs.frequencies_khz.end(),
+                            std::back_inserter(common));
+      dvfs.frequencies_khz = std::move(common);
+    }
+    if (dvfs.present()) cluster.dvfs = std::move(dvfs);
   }
   ProcessorSpec gpu;
   gpu.letter = 'G';

@@ -106,6 +106,10 @@ struct Platform {
   // Cores the host thread of `letter` is pinned to: its own cores for a CPU cluster, its host
   // cluster's cores for an accelerator.
   const std::vector<int>& host_cores(char letter) const;
+  // The DVFS domain of `letter`: every processor (platform order, `letter` included) whose "dvfs"
+  // nodes overlap its own, directly or through another — one clock, so a level set for one is
+  // set for all. Empty when `letter` has no DVFS table. Its first letter names the domain.
+  std::string dvfs_domain(char letter) const;
 };
 
 // Throws InputError naming the file and the problem (missing, not JSON, missing field, ...).
@@ -113,10 +117,14 @@ Platform load_platform(const std::filesystem::path& path);
 Platform parse_platform(const std::string& json_text, const std::string& origin);
 
 // The machine co_up runs on: CPU clusters from <sysfs_root>/devices/system/cpu/cpufreq/policy*
-// (fastest cluster = B, next = L); without cpufreq, the online cores split into halves (a 2-core
-// host gets B = core 0, L = core 1). G and N point at the OpenCL and NPU plugins, hosted on B / L.
-// Each cluster's DVFS table comes from its policy's scaling_available_frequencies, else
-// cpuinfo_min_freq/cpuinfo_max_freq (two levels).
+// (fastest cluster = B, next = L; policies at one maximum frequency are one kind of core); a
+// symmetric CPU splits into halves (a 2-core host gets B = core 0, L = core 1). G and N point at
+// the OpenCL and NPU plugins, hosted on B / L.
+// Each CPU processor gets exactly the policies that cover its own cores (policy0 -> B and
+// policy1 -> L on a 2-core host with one policy per core); a policy covering cores of both is one
+// DVFS domain of the two (Platform::dvfs_domain). A processor's table is the frequencies its
+// policies have in common (scaling_available_frequencies, else cpuinfo_min_freq/cpuinfo_max_freq
+// as two levels).
 Platform detect_host_platform(const std::filesystem::path& sysfs_root);
 
 // The paper's Table 2 options, applied on top of a platform.

@@ -8,6 +8,10 @@
 //   per sub-graph / layer   pipeline mode: at setup, and every layer that sets a domain must ask
 //                           for the same level (else InputError); switch mode: at layer starts
 //                           (per sub-graph tokens apply to every layer of their sub-graph)
+// Processors that share a clock (Platform::dvfs_domain: one cpufreq policy for B and L) are one
+// domain, named by its first letter, the level moved to that processor's table by frequency.
+// Settings in force at once (at setup; one layer's in switch mode) that give one domain two
+// levels are an InputError naming both processors, levels and tokens.
 #pragma once
 
 #include <functional>

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "core/cli/accuracy_report.h"
+#include "core/cli/crash_handler.h"
 #include "core/cli/export_partitions.h"
 #include "core/cli/options.h"
 #include "core/cli/plan_command.h"
@@ -33,6 +34,7 @@
 #include "graph/npy.h"
 #include "graph/onnx/preprocess.h"
 #include "graph/zoo/zoo.h"
+#include "power/dvfs_journal.h"
 #include "power/dvfs_schedule.h"
 #include "power/dvfs_worker.h"
 #include "power/external_meter.h"
@@ -134,6 +136,13 @@ void list_frequencies(const Platform& platform) {
     for (size_t i = 0; i < p.dvfs.nodes.size(); ++i) std::cout << (i ? "," : "") << p.dvfs.nodes[i];
     std::cout << ")";
     if (p.dvfs.default_level >= 0) std::cout << ", default level " << p.dvfs.default_level + 1;
+    std::string others = platform.dvfs_domain(p.letter);
+    others.erase(std::remove(others.begin(), others.end(), p.letter), others.end());
+    if (!others.empty()) {
+      std::cout << ", one DVFS domain with";
+      for (size_t i = 0; i < others.size(); ++i) std::cout << (i ? ", " : " ") << others[i];
+      std::cout << " (shared " << p.dvfs.driver << " node: a level set for one is set for all)";
+    }
     std::cout << "\n";
     for (size_t i = 0; i < p.dvfs.frequencies_khz.size(); ++i) {
       std::cout << "     " << std::setw(2) << i + 1 << "  " << std::setw(5)
@@ -272,6 +281,64 @@ void print_top5(const std::vector<std::string>& labels, const std::vector<float>
   }
 }
 
+// Where this run keeps its DVFS journal; empty (no journal) only when no rule gives a directory.
+std::filesystem::path journal_dir(const Options& o) { return power::resolve_state_dir(o.state_dir); }
+
+// One warning when journals of dead runs for this sysfs root are waiting for --restore-dvfs.
+void warn_about_dead_journals(const Options& o) {
+  try {
+    const std::string warning = power::dead_journal_warning(
+        power::scan_journals(journal_dir(o), o.sysfs_root), o.sysfs_root, o.state_dir);
+    if (!warning.empty()) std::cerr << "co_up: warning: " << warning << "\n";
+  } catch (const std::exception&) {  // a warning never stops a run
+  }
+}
+
+// co_up --restore-dvfs: writes back what the journals of dead runs saved, reporting each write.
+int restore_dvfs(const Options& o) {
+  const std::filesystem::path dir = journal_dir(o);
+  if (dir.empty()) {
+    throw InputError("no state directory for DVFS journals (no HOME); give the one the run used "
+                     "with --state-dir=DIR or CO_UP_STATE_DIR");
+  }
+  const power::JournalScan scan = power::scan_journals(dir, o.sysfs_root);
+  for (const std::string& why : scan.unreadable) std::cerr << "co_up: warning: skipping " << why << "\n";
+  std::string failure;
+  size_t restored = 0;
+  for (const power::Journal& j : scan.dead) {
+    std::cout << "restoring DVFS left by co_up pid " << j.pid << " (journal " << j.file.string() << "):\n";
+    size_t failed = 0;
+    for (const power::SysfsWrite& w : power::restore_journal(j)) {
+      std::cout << "  " << w.path << " <- " << w.value << (w.ok ? "" : "  (failed)") << "\n";
+      if (!w.ok && failure.empty()) failure = w.error;
+      failed += w.ok ? 0 : 1;
+      restored += w.ok ? 1 : 0;
+    }
+    std::cout << (failed == 0 ? "  done; journal removed\n" : "  incomplete; journal kept\n");
+  }
+  if (!failure.empty()) {
+    throw RuntimeError(failure + " (journals of incomplete restores are kept; run as root and "
+                                 "try co_up --restore-dvfs again)");
+  }
+  if (!scan.live.empty()) {
+    const power::Journal& j = scan.live.front();
+    throw RuntimeError("the DVFS journal " + j.file.string() + " belongs to co_up pid " +
+                       std::to_string(j.pid) + ", which is still running and restores its own " +
+                       "levels when it ends; not touched (stop that run first)");
+  }
+  if (scan.dead.empty()) {
+    std::cout << "no DVFS journal of a dead co_up run for sysfs root " << power::canonical_root(o.sysfs_root)
+              << " in " << dir.string() << "; nothing to restore";
+    if (scan.other_roots > 0) {
+      std::cout << " (" << scan.other_roots << " journal(s) of other sysfs roots there: pass their --sysfs-root)";
+    }
+    std::cout << "\n";
+  } else {
+    std::cout << "restored " << restored << " value(s)\n";
+  }
+  return 0;
+}
+
 int run(const Options& o, StopSignal& stop) {
   if (o.help) {
     std::cout << usage();
@@ -282,6 +349,7 @@ int run(const Options& o, StopSignal& stop) {
               << CO_UP_ABI_VERSION_MINOR << ")\n";
     return 0;
   }
+  if (o.restore_dvfs) return restore_dvfs(o);
   if (o.command == "profile") return run_profile_command(o, stop);
   if (o.command == "plan") return run_plan_command(o);
   if (o.command != "run") {
@@ -373,7 +441,7 @@ int run(const Options& o, StopSignal& stop) {
   // Power side. Declaration order is destruction order in reverse: the executor goes
   // first, then the observers it calls, the DVFS worker, and last the SysfsDvfs that restores the
   // governors — on every path out of this function, exceptions included.
-  power::SysfsDvfs dvfs(platform, o.sysfs_root);
+  power::SysfsDvfs dvfs(platform, o.sysfs_root, journal_dir(o));
   std::vector<profiler::DvfsEvent> setup_dvfs;
   for (const power::DvfsSetting& s : schedule.at_setup) {
     profiler::DvfsEvent e{s.domain, s.level, platform.find(s.domain)->dvfs.frequencies_khz.at(static_cast<size_t>(s.level)),
@@ -497,6 +565,7 @@ int run_command(int argc, char** argv, co_up::cli::StopSignal& stop) {
   try {
     const cli::Options options =
         cli::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (!options.restore_dvfs) cli::warn_about_dead_journals(options);
     return cli::run(options, stop);
   } catch (const InputError& e) {
     std::cerr << "co_up: error: " << cli::one_line(e.what()) << "\n";
@@ -519,11 +588,12 @@ int main(int argc, char** argv) {
                  "(redirect it to a file, or to /dev/null to discard them)\n";
     return 2;
   }
-  // A reader that goes away (co_up ... | head) makes writes fail with EPIPE, reported below,
-  // instead of killing co_up before it restores DVFS and writes its output files.
-  std::signal(SIGPIPE, SIG_IGN);
-  cli::StandardOutput standard_output;
-  cli::StopSignal stop;  // before any thread starts: every thread created later inherits the blocked signals
+  cli::StandardOutput standard_output;  // a failed write to stdout is reported after the command
+  // Before any thread: threads see its state (and none misses the handlers). It also ignores
+  // SIGPIPE: a reader that goes away makes writes fail with EPIPE (handled below) instead of
+  // ending co_up before it restores DVFS and writes its output files.
+  cli::install_crash_handler();  // one line naming the plugin, DVFS restored, then the signal
+  cli::StopSignal stop;  // before other threads: every thread created later inherits the mask
   power::install_terminate_restore();  // DVFS changes are undone even on std::terminate
   const int code = run_command(argc, argv, stop);
   if (const int err = standard_output.flush(); err != 0) {

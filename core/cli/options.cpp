@@ -97,6 +97,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"platform", [&](const std::string& v) { o.platform = v; }},
       {"plugins", [&](const std::string& v) { o.plugins = v; }},
       {"sysfs-root", [&](const std::string& v) { o.sysfs_root = v; }},
+      {"state-dir", [&](const std::string& v) { o.state_dir = v; }},
       {"data", [&](const std::string& v) { o.data = v; }},
       {"image", [&](const std::string& v) { o.image = v; }},
       {"preprocess", [&](const std::string& v) { o.preprocess = v; }},
@@ -117,6 +118,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"list-devices", &o.list_devices},
       {"list-frequencies", &o.list_frequencies},
       {"list-constants", &o.list_constants},
+      {"restore-dvfs", &o.restore_dvfs},
       {"power", &o.power},
       {"restart", &o.restart},
       {"verify", &o.verify},
@@ -171,6 +173,7 @@ usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAME
        co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
        co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-constants
        co_up --list-plugins | --list-devices | --list-frequencies
+       co_up --restore-dvfs [--sysfs-root=DIR] [--state-dir=DIR]
 
 network
   --graph=NAME          zoo network: alexnet, googlenet, mobilenet, resnet50, squeezenet
@@ -214,6 +217,11 @@ platform and plugins
   --plugins=DIR         plugin directory (default: $CO_UP_PLUGIN_PATH, else plugins/ next to co_up,
                         else lib/co_up/plugins/ of an installed tree)
   --sysfs-root=DIR      stands in for /sys (cpufreq, devfreq), for simulated boards
+  --state-dir=DIR       where runs keep the DVFS journal (original governors and frequencies while
+                        levels are applied); default $CO_UP_STATE_DIR, else /var/lib/co_up when
+                        writable, else $XDG_STATE_HOME/co_up or ~/.local/state/co_up
+  --restore-dvfs        puts back the governors and frequencies that a co_up run killed with
+                        levels applied (SIGKILL, a crash) left, from its journal, and removes it
 
 profiling
   --power               per-layer time, power and energy (sensors of the platform, else estimated)
@@ -244,7 +252,9 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency
 
-exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 interrupted
+exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 128+signal when stopped by SIGINT
+(130), SIGTERM (143), SIGHUP (129) or SIGQUIT (131): the profile is written and DVFS restored; a
+second signal exits at once, still restoring DVFS
 )";
 }
 

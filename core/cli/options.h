@@ -50,6 +50,8 @@ struct Options {
   std::string platform;
   std::string plugins;
   std::string sysfs_root = "/sys";
+  std::string state_dir;     // --state-dir: DVFS journals (power/dvfs_journal.h; empty: the default)
+  bool restore_dvfs = false;  // --restore-dvfs: put back what a dead run's journals saved
   std::string data;
   std::string image;
   std::string preprocess;  // --preprocess=FILE.json for --image (graph/onnx/preprocess.h)

@@ -14,6 +14,7 @@
 #include "core/network.h"
 #include "planner/cost_model.h"
 #include "planner/handoff_fit.h"
+#include "power/dvfs_journal.h"
 
 namespace co_up::cli {
 namespace {
@@ -327,7 +328,8 @@ planner::LayerProfile profile_skeleton(const ProfileJob& job) {
     // A processor's own table only: an accelerator without one is not clocked by its host CPU
     // cluster's table, so its times are measured as found.
     if (spec->dvfs.present()) {
-      pp.dvfs_domain = letter_string(letter);
+      // Processors sharing a clock (one cpufreq policy) name the same domain: its first letter.
+      pp.dvfs_domain = letter_string(platform.dvfs_domain(letter).front());
       pp.levels_khz = spec->dvfs.frequencies_khz;
       pp.voltages_mv = spec->dvfs.voltages_mv;
     }
@@ -503,7 +505,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   const graph::Graph g = build_network(spec);
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
   // Restores every governor it changed when it goes, on every path out (errors, Ctrl-C).
-  power::SysfsDvfs dvfs(platform, o.sysfs_root);
+  power::SysfsDvfs dvfs(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));
 
   ProfileJob job;
   job.graph = &g;

@@ -16,8 +16,8 @@
 // The file is rewritten atomically after every step. An existing --profile-out of the same
 // network (graph/model, units, image size, layer count), platform and processors is resumed:
 // its completed steps are skipped and their entries kept as they are; one of something else is
-// an input error (exit 2) unless --restart, which starts afresh. Ctrl-C (SIGINT/SIGTERM) stops
-// after the step in progress, keeps the file and exits 128+signal.
+// an input error (exit 2) unless --restart, which starts afresh. Ctrl-C (SIGINT; SIGTERM, SIGHUP
+// and SIGQUIT alike) stops after the step in progress, keeps the file and exits 128+signal.
 // Progress goes to stderr: a status line rewritten in place on a terminal, else one line per step.
 #pragma once
 

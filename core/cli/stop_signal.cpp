@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+
+#include "power/sysfs_dvfs.h"
 
 namespace co_up::cli {
 namespace {
@@ -15,6 +18,8 @@ sigset_t stop_signals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGQUIT);
   return set;
 }
 
@@ -39,15 +44,25 @@ void StopSignal::on_stop(std::function<void()> callback) {
 }
 
 void StopSignal::watch() {
+  pthread_setname_np(pthread_self(), "co_up-signals");  // for top, gdb and the tests
   const sigset_t set = stop_signals();
   const timespec poll{0, 50 * 1000 * 1000};  // how often the destructor's request is noticed
   while (!done_) {
     const int sig = sigtimedwait(&set, nullptr, &poll);
     if (sig <= 0) continue;
     if (signal_ != 0) {
-      // A second Ctrl-C means the orderly stop is not wanted (or is stuck): leave now.
-      static const char kMessage[] = "co_up: second signal, exiting without cleanup\n";
-      [[maybe_unused]] ssize_t ignored = write(2, kMessage, sizeof(kMessage) - 1);
+      // A second Ctrl-C means the orderly stop is not wanted (or is stuck): leave now, but never
+      // with the machine's clocks left changed.
+      const int restored = power::restore_dvfs_async_signal_safe();
+      static const char kPlain[] =
+          "co_up: second signal, exiting without writing the profile or traces\n";
+      static const char kRestored[] =
+          "co_up: second signal: DVFS restored, exiting without writing the profile or traces\n";
+      static const char kFailed[] =
+          "co_up: second signal: exiting without writing the profile or traces; restoring DVFS "
+          "failed, run co_up --restore-dvfs\n";
+      const char* message = restored < 0 ? kFailed : restored > 0 ? kRestored : kPlain;
+      [[maybe_unused]] ssize_t ignored = write(2, message, std::strlen(message));
       std::_Exit(128 + sig);
     }
     signal_ = sig;

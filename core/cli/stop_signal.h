@@ -1,8 +1,12 @@
-// StopSignal: turns SIGINT/SIGTERM into an orderly stop (ARCHITECTURE.md "Errors").
+// StopSignal: turns SIGINT, SIGTERM, SIGHUP and SIGQUIT into an orderly stop (ARCHITECTURE.md
+// "Errors"): the run stops, the profile is written, DVFS is restored, exit 128+signal.
 //
-// Construct it in main() before any other thread starts: it blocks both signals in the calling
+// Construct it in main() before any other thread starts: it blocks these signals in the calling
 // thread, so every thread created later inherits the mask, and one watcher thread receives them
 // with sigtimedwait — no async-signal-safety puzzles, the stop callback runs in normal context.
+// A second signal skips the orderly stop (the first may be stuck): the watcher restores DVFS
+// without locks (power::restore_dvfs_async_signal_safe, works while another thread holds the
+// SysfsDvfs mutex), says so in one line and exits 128+signal without flushing profiles or traces.
 // The destructor stops the watcher and restores the signal mask.
 #pragma once
 

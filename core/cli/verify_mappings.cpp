@@ -8,6 +8,7 @@
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
+#include "power/dvfs_journal.h"
 #include "profiler/report.h"
 
 namespace co_up::cli {
@@ -145,7 +146,7 @@ std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::Co
         << model.profile().platform_name << "'\n";
   }
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
-  power::SysfsDvfs dvfs(platform, o.sysfs_root);  // restores governors on every path out
+  power::SysfsDvfs dvfs(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));  // restores governors on every path out
   VerifySettings settings;
   settings.frames = static_cast<int>(std::min<int64_t>(o.frames, 1 << 20));
   return verify_mappings(graph, platform, registry, &dvfs, model, candidates, settings, out);

@@ -10,6 +10,11 @@
  *                               that maps layers to it must stop at setup naming plugin and message
  *   TEST_PLUGIN_PARTIAL_NPU     "partial-npu": an accelerator whose capability query declines
  *                               every op but Conv, FullyConnected and MaxPool (for --npu_fallback)
+ *   TEST_PLUGIN_CRASHING        "crashing": a CPU backend whose device_create misbehaves as its
+ *                               option "fault" says: "segv" (writes to a read-only page: a real
+ *                               fault, which UBSan's null check would not let through as one),
+ *                               "abort", "hang" (sleeps for ever); without it, the reference
+ *                               plugin as is
  *
  * Statuses of the wrapper's own are static (status_release ignores them); the others come from
  * the reference plugin and go back to it. */
@@ -71,6 +76,35 @@ static co_up_status* partial_query_node(co_up_device* device, const co_up_subgra
 }
 #endif
 
+#if defined(TEST_PLUGIN_CRASHING)
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static co_up_status* crashing_device_create(co_up_factory* factory, const co_up_option* options,
+                                            uint32_t option_count, co_up_device** out_device) {
+  co_up_option passed[64];
+  uint32_t passed_count = 0;
+  for (uint32_t i = 0; i < option_count; ++i) {
+    if (strcmp(options[i].key, "fault") != 0) {
+      if (passed_count < 64) passed[passed_count++] = options[i];
+      continue;
+    }
+    if (strcmp(options[i].value, "segv") == 0) {
+      volatile int* read_only =
+          mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      *read_only = 1;
+    } else if (strcmp(options[i].value, "abort") == 0) {
+      abort();
+    } else if (strcmp(options[i].value, "hang") == 0) {
+      for (;;) pause();
+    }
+  }
+  return g_inner->device_create(factory, passed, passed_count, out_device);
+}
+#endif
+
 /* The wrapped plugin lives next to this file. */
 static const co_up_plugin_api* load_inner(uint32_t host_abi_major, uint32_t host_abi_minor) {
   if (g_inner != NULL) return g_inner;
@@ -118,6 +152,9 @@ CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(uint32_t host_a
   g_table.api.name = "partial-npu";
   g_table.api.kind = CO_UP_BACKEND_ACCELERATOR;
   g_table.api.device_query_node = partial_query_node;
+#elif defined(TEST_PLUGIN_CRASHING)
+  g_table.api.name = "crashing";
+  g_table.api.device_create = crashing_device_create;
 #else
 #error "define one TEST_PLUGIN_* variant"
 #endif
