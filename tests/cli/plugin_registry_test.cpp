@@ -69,7 +69,7 @@ TEST_F(PluginRegistryTest, KeepsARecordForEverySoFileInNameOrder) {
   std::vector<std::string> files;
   for (const PluginRecord& r : registry_->records()) files.push_back(r.path.filename().string());
   const std::vector<std::string> expected = {
-      CO_UP_REFERENCE_PLUGIN_FILE, "libdeclining.so",     "libfailing_init.so",
+      CO_UP_REFERENCE_PLUGIN_FILE, "libcrashing.so",      "libdeclining.so",     "libfailing_init.so",
       "libfailing_npu.so",         "libgarbage.so",       "libnewer_minor.so",
       "libnot_a_plugin.so",        "libnull_api.so",      "libnull_function.so",
       "libpartial_npu.so",         "libtruncated.so",     "libwrong_major.so"};
