@@ -30,13 +30,10 @@ bool same_mask(const sigset_t& a, const sigset_t& b) {
   return true;
 }
 
-// The C library adds SA_RESTORER (its own trampoline) to every action it installs, so a
-// disposition re-installed unchanged differs from the one the process started with only there.
-#ifdef SA_RESTORER
-constexpr int kLibraryFlags = SA_RESTORER;
-#else
-constexpr int kLibraryFlags = 0;
-#endif
+// The C library adds SA_RESTORER (its own return trampoline; Linux's value on every architecture
+// that has it, and not exported by glibc's headers) to every action it installs, so a disposition
+// re-installed unchanged differs from the one the process started with only there.
+constexpr int kLibraryFlags = 0x04000000;
 
 bool same_action(const struct sigaction& a, const struct sigaction& b) {
   if ((a.sa_flags & ~kLibraryFlags) != (b.sa_flags & ~kLibraryFlags)) return false;
