@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "core/error.h"
+#include "core/signal_dispositions.h"
 
 namespace co_up {
 namespace {
@@ -52,6 +53,9 @@ uint32_t Plugin::boundary_layouts() const {
 }
 
 Plugin::~Plugin() {
+  // factory_release and dlclose (static destructors) run plugin code; and a handler left pointing
+  // into an unmapped library would crash on the next signal.
+  const SignalDispositionGuard signals;
   const PluginCallScope scope(api_->name, "factory_release");
   if (factory_ != nullptr) api_->factory_release(factory_);
   if (dl_handle_ != nullptr) dlclose(dl_handle_);
@@ -62,6 +66,7 @@ std::shared_ptr<Device> Device::create(
     const std::vector<std::pair<std::string, std::string>>& options, const std::string& context) {
   const std::vector<co_up_option> c_options = to_c_options(options);
   co_up_device* device = nullptr;
+  const SignalDispositionGuard signals;
   const PluginCallScope scope(plugin->api().name, "device_create");
   check_status(plugin->api(),
                plugin->api().device_create(plugin->factory(), c_options.data(),
@@ -71,6 +76,7 @@ std::shared_ptr<Device> Device::create(
 }
 
 Device::~Device() {
+  const SignalDispositionGuard signals;
   const PluginCallScope scope(plugin_->api().name, "device_release");
   if (device_ != nullptr) plugin_->api().device_release(device_);
 }
@@ -89,12 +95,14 @@ co_up_node_support Device::query_node(const co_up_subgraph_desc& desc, uint32_t 
 CompiledSubGraph::CompiledSubGraph(std::shared_ptr<Device> device, const co_up_subgraph_desc& desc,
                                    const std::string& context)
     : device_(std::move(device)), context_(context) {
+  const SignalDispositionGuard signals;  // compilers (PoCL's LLVM) install handlers
   const PluginCallScope scope(api().name, "compiled_create");
   check_status(api(), api().compiled_create(device_->handle(), &desc, &compiled_),
                context_ + ": compile failed");
 }
 
 CompiledSubGraph::~CompiledSubGraph() {
+  const SignalDispositionGuard signals;
   const PluginCallScope scope(api().name, "compiled_release");
   if (compiled_ != nullptr) api().compiled_release(compiled_);
 }

@@ -4,6 +4,11 @@
 // then dlclose — and is enforced by ownership: a Device keeps its Plugin alive (shared_ptr), a
 // CompiledSubGraph keeps its Device alive.
 //
+// Plugin code that runs outside the run loop — device_create/release, compiled_create/release,
+// factory_release and dlclose — runs under a SignalDispositionGuard (core/signal_dispositions.h):
+// a signal handler the plugin installs there is put back to what co_up had. The run-loop entries
+// (map, unmap, bind_input, run) are not guarded (they are per frame).
+//
 // Threading: as the ABI says — Plugin and Device may be shared across threads; one
 // CompiledSubGraph is used by one thread at a time.
 #pragma once

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/elf_check.h"
 #include "core/error.h"
+#include "core/signal_dispositions.h"
 
 namespace co_up {
 
@@ -62,9 +64,9 @@ std::string missing_entries(const co_up_plugin_api& api) {
   return missing;
 }
 
-// Loads one file; fills `record`; returns the plugin when it loaded.
+// Loads one file that passed check_plugin_file(); fills `record`; returns the plugin when it
+// loaded.
 std::shared_ptr<const Plugin> load_one(const std::filesystem::path& path, PluginRecord& record) {
-  record.path = path;
   dlerror();
   // Until the table names the backend, a crash report names the file.
   const std::string file = path.filename().string();
@@ -158,7 +160,18 @@ PluginRegistry PluginRegistry::load_directory(const std::filesystem::path& direc
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
     PluginRecord record;
-    std::shared_ptr<const Plugin> plugin = load_one(file, record);
+    record.path = file;
+    // What dlopen cannot survive (a truncated file: SIGBUS inside the loader) or would block on
+    // (a FIFO) is refused before dlopen sees it.
+    std::string refusal = check_plugin_file(file);
+    std::shared_ptr<const Plugin> plugin;
+    if (refusal.empty()) {
+      SignalDispositionGuard signals;  // dlopen, get_api and factory_create run plugin code
+      plugin = load_one(file, record);
+      record.restored_signals = signals.finish();
+    } else {
+      record.reason = std::move(refusal);
+    }
     if (plugin && registry.find(plugin->name())) {
       record.outcome = PluginRecord::Outcome::kRefused;
       record.reason = "backend '" + plugin->name() + "' is already provided by an earlier file";

@@ -1,9 +1,17 @@
 // PluginRegistry: finds backend plugins in a directory and loads them with dlopen.
 //
-// Every *.so file in the directory is tried, in name order. A file that is not a co_up plugin,
-// speaks another ABI major, or fails to load is *refused*; a plugin whose hardware is absent
-// *declines* (CO_UP_STATUS_NO_DEVICE). Neither stops the others from loading, and neither is
-// silent: records() keeps every outcome with its reason for --list-plugins and error messages.
+// Every *.so entry in the directory is tried, in name order. Before dlopen, check_plugin_file()
+// (core/elf_check.h) refuses what is not a regular file or not a sane ELF shared object for this
+// architecture (a partial copy, an arm64 .so on x86-64, a FIFO), so that such a file can neither
+// crash nor block co_up. A file refused there, one that is not a co_up plugin, speaks another ABI
+// major, or fails to load is *refused*; a plugin whose hardware is absent *declines*
+// (CO_UP_STATUS_NO_DEVICE). Neither stops the others from loading, and neither is silent:
+// records() keeps every outcome with its reason for --list-plugins and error messages.
+//
+// Loading runs each plugin's static initialisers, co_up_plugin_get_api and factory_create (the
+// latter two must not start hardware beyond finding it: devices are created later, and only for
+// processors a run uses), under a SignalDispositionGuard (core/signal_dispositions.h), so a plugin
+// that installs signal handlers while loading does not keep them.
 //
 // Directory: --plugins=DIR, else $CO_UP_PLUGIN_PATH, else plugins/ next to the executable (a build
 // tree), else lib/co_up/plugins/ of the install prefix (an installed tree: bin/co_up).
@@ -30,6 +38,9 @@ struct PluginRecord {
   std::string version;
   std::string description;
   std::string reason;  // why refused or declined
+  // Signals whose disposition the plugin changed while it loaded (dlopen, get_api,
+  // factory_create), each put back as co_up had it (see core/signal_dispositions.h); ascending.
+  std::vector<int> restored_signals;
 };
 
 const char* outcome_name(PluginRecord::Outcome outcome);

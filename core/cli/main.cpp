@@ -30,6 +30,7 @@
 #include "core/partition.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
+#include "core/signal_dispositions.h"
 #include "graph/image.h"
 #include "graph/npy.h"
 #include "graph/onnx/preprocess.h"
@@ -76,11 +77,16 @@ void list_plugins(const PluginRegistry& registry) {
   std::cout << "plugins in " << registry.directory().string() << ":\n";
   if (registry.records().empty()) std::cout << "  (no .so files)\n";
   for (const PluginRecord& r : registry.records()) {
-    std::cout << "  " << std::left << std::setw(9) << outcome_name(r.outcome) << std::setw(16)
-              << (r.backend.empty() ? "-" : r.backend) << r.path.filename().string();
+    // A backend name of 16 characters or more still gets a space before the file name.
+    std::cout << "  " << std::left << std::setw(9) << outcome_name(r.outcome) << std::setw(15)
+              << (r.backend.empty() ? "-" : r.backend) << ' ' << r.path.filename().string();
     if (!r.version.empty()) std::cout << " v" << r.version;
     if (!r.description.empty()) std::cout << " — " << r.description;
     if (!r.reason.empty()) std::cout << "\n            reason: " << r.reason;
+    if (!r.restored_signals.empty()) {
+      std::cout << "\n            note: loading it changed the handling of "
+                << signal_names(r.restored_signals) << "; co_up restored its own";
+    }
     std::cout << "\n";
   }
 }

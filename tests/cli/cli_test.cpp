@@ -261,7 +261,7 @@ TEST_F(CliTest, ListPluginsShowsEveryRefusedOrDeclinedPluginWithItsReason) {
   const std::vector<Expected> expected = {
       {"libco_up_cpu_reference.so", "loaded", nullptr},
       {"libdeclining.so", "declined", "no NPU device here (librknnrt.so not found)"},
-      {"libgarbage.so", "refused", "dlopen failed"},
+      {"libgarbage.so", "refused", "not an ELF file"},
       {"libnot_a_plugin.so", "refused", "co_up_plugin_get_api"},
       {"libnull_api.so", "refused", "does not support co_up ABI"},
       {"libtruncated.so", "refused", "truncated"},
