@@ -1,5 +1,5 @@
 // co_up_bench_npu_overhead: what one NPU node costs per frame beyond the NPU's own work and the
-// terminal nodes' data conversion (issue 6's target: under 50 microseconds).
+// terminal nodes' data conversion (target: under 50 microseconds).
 //
 // The NPU node is the rknn shim (backends/rknn) over the fake librknnrt.so the tests build
 // (tests/rknn/fake_rknnrt.cpp), running a partition that is one ReLU: the exported ONNX model,

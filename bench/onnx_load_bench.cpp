@@ -1,4 +1,4 @@
-// ONNX load time (issue 3: "Loading ResNet50 from ONNX takes under 1 second including weight
+// ONNX load time ("Loading ResNet50 from ONNX takes under 1 second including weight
 // packing"), split into its phases, median of --repeat runs:
 //   import   read + protobuf parse + constant folding + mapping to the IR (import_onnx_file)
 //   passes   batch-norm folding, activation fusion, layer units (build_network minus import)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# co_up vs ONNX Runtime's CPU execution provider (MLAS kernels) on the same ONNX exports (issue 4,
-# "Performance"): torchvision alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, batch 1,
+# co_up vs ONNX Runtime's CPU execution provider (MLAS kernels) on the same ONNX exports:
+# torchvision alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, batch 1,
 # 224x224, seeded weights.
 #
 #   bench/ort_compare.sh [BUILD_DIR] [FIXTURE_DIR]

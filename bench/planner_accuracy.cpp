@@ -1,5 +1,5 @@
 // co_up_bench_planner: how well the planner's cost model (planner/cost_model.h) predicts runs on
-// this machine, and how good its best pipeline mapping is (issue 8, performance items 1-2).
+// this machine, and how good its best pipeline mapping is.
 //
 // Per zoo network, B and L (this host's two halves, cpu-xnnpack when it is built):
 //   1. profile: `co_up profile`'s own code (core/cli/profile_command.h), --repetitions frames,

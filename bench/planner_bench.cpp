@@ -1,4 +1,4 @@
-// Planning time (issue 8): how long `co_up plan` takes to search a synthetic profile of a large
+// Planning time: how long `co_up plan` takes to search a synthetic profile of a large
 // network — by default 50 layers on 4 processors (B, L, G, N) with 8 DVFS levels per domain and
 // power data — per objective, and per search. Prints a markdown table of medians.
 //

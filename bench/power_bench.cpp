@@ -1,4 +1,4 @@
-// Power-manager overheads (issue 7), against a simulated sysfs tree in a temporary directory:
+// Power-manager overheads, against a simulated sysfs tree in a temporary directory:
 //   1. what a per-layer DVFS request costs the inference thread (DvfsObserver::on_layer_begin
 //      with a level change each call; the DvfsWorker applies it on its own thread);
 //   2. what sampling sensors at 1 kHz and GPIO-tagging every layer cost a compute loop

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Validates co_up's ONNX import against PyTorch on the full torchvision set (issue 3):
+# Validates co_up's ONNX import against PyTorch on the full torchvision set:
 # alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, inception_v3, resnet18, vgg16.
 #
 #   bench/validate.sh [BUILD_DIR] [FIXTURE_DIR]

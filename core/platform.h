@@ -13,7 +13,7 @@
 //
 // "backend" is a name or a list in order of preference (the first one whose plugin loaded wins).
 //
-// Power facts (issue 7), all optional:
+// Power facts, all optional:
 //   per processor  "dvfs": {"driver": "cpufreq"|"devfreq", "node": "devices/system/cpu/cpufreq/policy4",
 //                           "frequencies_khz": [408000, ...], "voltages_mv": [800, ...],
 //                           "default_level": 7}

@@ -1,4 +1,4 @@
-// Power traces (issue 7): sensor samples and layer spans on the one CLOCK_MONOTONIC clock, and
+// Power traces: sensor samples and layer spans on the one CLOCK_MONOTONIC clock, and
 // what is made of them — the per-sample CSV, the per-layer summary (time, average power, energy)
 // and a Chrome trace JSON (chrome://tracing, ui.perfetto.dev) with one track per processor and
 // counter tracks for power and frequency.

@@ -52,7 +52,7 @@ struct ProcessorInfo {
   int threads = 0;
 };
 
-// One DVFS request (issue 7): issued on a processor thread at a layer start (or at setup),
+// One DVFS request: issued on a processor thread at a layer start (or at setup),
 // applied by the DVFS worker. apply_ns = 0: not applied (superseded by a newer request for the
 // same processor before the worker got to it, or failed: then `error` says why).
 struct DvfsEvent {
@@ -67,7 +67,7 @@ struct DvfsEvent {
   std::string error;
 };
 
-// Power and energy of one layer over a run (issue 7), from one source: "sensors" (the platform's
+// Power and energy of one layer over a run, from one source: "sensors" (the platform's
 // sensors), "estimated" (the power model, no sensor) or "meter" (an external meter's log aligned
 // by the GPIO tag edges, power/meter_alignment.h).
 struct LayerPower {
@@ -122,7 +122,7 @@ struct RunProfile {
   std::vector<SubGraphInfo> subgraphs;
   std::vector<ReceiverInfo> receivers;
   std::vector<Event> events;  // merged from all threads, sorted by begin time
-  std::vector<DvfsEvent> dvfs;  // filled by the power manager (issue 7), in issue order
+  std::vector<DvfsEvent> dvfs;  // filled by the power manager, in issue order
   std::vector<PowerSummary> power;  // --power: one entry per source (sensors or estimate, meter)
 };
 

@@ -1,4 +1,4 @@
-// The int8 accelerator's accuracy report (issue 6; the paper's Table 5 compares int8 NPU models
+// The int8 accelerator's accuracy report (the paper's Table 5 compares int8 NPU models
 // with f32 ones by top-1 accuracy and time).
 //
 // When --order puts layers on a processor served by the npu-int8 plugin, co_up

@@ -1,4 +1,4 @@
-// The plugin SDK end to end, as a vendor uses it (issue 6): install co_up's SDK from this build
+// The plugin SDK end to end, as a vendor uses it: install co_up's SDK from this build
 // tree into a scratch prefix; configure and build examples/npu_plugin with a separate CMake
 // invocation that knows only that prefix; drop the .so into a plugins directory next to copies of
 // the shipped plugins; run the co_up binary already built (no rebuild) with N on the example, and
