@@ -234,10 +234,8 @@ std::vector<int> online_cores() {
 }
 
 std::string read_line(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+  const std::string text = io::read_attribute(path);
+  return text.substr(0, text.find('\n'));
 }
 
 // "0-3,6" or "0 1 2 3" (sysfs uses both) -> {0,1,2,3,...}

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 
 namespace co_up::power {
 namespace {
@@ -31,13 +32,6 @@ int64_t to_int(const std::string& s) {
   } catch (const std::exception&) {
     return 0;
   }
-}
-
-std::string read_word(const fs::path& path) {
-  std::ifstream in(path);
-  std::string word;
-  in >> word;
-  return word;
 }
 
 }  // namespace
@@ -160,12 +154,16 @@ void write_journal(const Journal& journal) {
 }
 
 Journal read_journal(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw RuntimeError("cannot read " + file.string());
+  std::string text;
+  try {
+    text = io::read_input_file(file, "DVFS journal", io::kMaxConfigBytes);
+  } catch (const InputError& e) {
+    throw RuntimeError(e.what());
+  }
   Journal journal;
   journal.file = file;
   try {
-    const json j = json::parse(in);
+    const json j = json::parse(text);
     if (j.value("co_up_dvfs_journal", 0) != kJournalVersion) {
       throw RuntimeError(file.string() + " is not a co_up DVFS journal (version 1)");
     }
@@ -229,7 +227,7 @@ std::vector<SysfsWrite> restore_journal(const Journal& journal) {
   bool ok = true;
   for (auto it = journal.nodes.rbegin(); it != journal.nodes.rend(); ++it) {
     const fs::path dir = fs::path(journal.sysfs_root) / it->dir;
-    const int64_t current_min = to_int(read_word(dir / node_files(it->devfreq).min));
+    const int64_t current_min = to_int(io::read_attribute_word(dir / node_files(it->devfreq).min));
     for (const auto& [file, value] : restore_writes(*it, current_min)) {
       SysfsWrite w{(dir / file).string(), value, true, {}};
       w.error = write_sysfs(dir / file, value);

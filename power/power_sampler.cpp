@@ -1,22 +1,31 @@
 #include "power/power_sampler.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 #include "profiler/events.h"
 
 namespace co_up::power {
 namespace {
 
 int open_sensor_file(const std::filesystem::path& path, const SensorSpec& s) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO given as a sensor must not hang the run (and is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    throw InputError("power sensor '" + s.name + "': " + path.string() + " is " +
+                     io::file_type_name(st.st_mode) +
+                     ", not a sensor attribute (check \"sensors\" in the platform file and --sysfs-root)");
+  }
   if (fd < 0) {
     const int err = errno;
     throw InputError("power sensor '" + s.name + "': cannot open " + path.string() + ": " +
@@ -57,8 +66,7 @@ PowerSampler::PowerSampler(const std::vector<SensorSpec>& sensors,
         src.fd = open_sensor_file(sysfs_root / s.path, s);
         sources_.push_back(src);
         if (!s.max_path.empty()) {
-          std::ifstream in(sysfs_root / s.max_path);
-          in >> sources_.back().max_range;
+          sources_.back().max_range = std::strtod(io::read_attribute(sysfs_root / s.max_path).c_str(), nullptr);
         }
       }
       samples_.names.push_back(s.name);

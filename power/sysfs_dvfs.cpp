@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
 #include "power/dvfs_journal.h"
 
 namespace co_up::power {
@@ -79,15 +80,10 @@ int64_t to_int(const std::string& s) {
   }
 }
 
-std::string read_word(const fs::path& path) {
-  std::ifstream in(path);
-  std::string word;
-  in >> word;
-  return word;
-}
+using io::read_attribute_word;
 
 bool file_lists(const fs::path& path, const std::string& word) {
-  std::ifstream in(path);
+  std::istringstream in(io::read_attribute(path));
   for (std::string w; in >> w;) {
     if (w == word) return true;
   }
@@ -286,12 +282,12 @@ std::string SysfsDvfs::prepare(Node& node) {
   saved.min.clear();
   saved.max.clear();
   if (saved.userspace) {
-    saved.governor = read_word(node.governor());
+    saved.governor = read_attribute_word(node.governor());
     if (saved.governor.empty()) return "cannot read " + node.governor().string();
-    if (saved.governor == "userspace") saved.setspeed = read_word(node.setspeed());
+    if (saved.governor == "userspace") saved.setspeed = read_attribute_word(node.setspeed());
   } else {
-    saved.min = read_word(node.min());
-    saved.max = read_word(node.max());
+    saved.min = read_attribute_word(node.min());
+    saved.max = read_attribute_word(node.max());
     if (saved.min.empty() || saved.max.empty()) {
       return "cannot read " + node.min().string() + " and " + node.max().string() +
              " (no userspace governor either)";
@@ -330,7 +326,7 @@ std::string SysfsDvfs::set_level(char letter, int level) {
     const int64_t value = khz * (node->saved.devfreq ? 1000 : 1);
     const std::string v = std::to_string(value);
     if (node->saved.userspace) {
-      if (read_word(node->governor()) != "userspace") {
+      if (read_attribute_word(node->governor()) != "userspace") {
         if (std::string e = write(node->governor(), "userspace"); !e.empty()) return e;
       }
       if (std::string e = write(node->setspeed(), v); !e.empty()) return e;

@@ -93,4 +93,23 @@ std::string read_input_file(const std::filesystem::path& path, std::string_view 
   return bytes;
 }
 
+std::string read_attribute(const std::filesystem::path& path) {
+  const InputFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  char page[4096];
+  ssize_t got = 0;
+  do {
+    got = ::read(fd.get(), page, sizeof page);
+  } while (got < 0 && errno == EINTR);
+  return got > 0 ? std::string(page, static_cast<size_t>(got)) : std::string();
+}
+
+std::string read_attribute_word(const std::filesystem::path& path) {
+  const std::string text = read_attribute(path);
+  const size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return {};
+  return text.substr(begin, text.find_first_of(" \t\r\n", begin) - begin);
+}
+
 }  // namespace co_up::io

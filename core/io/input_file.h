@@ -55,6 +55,14 @@ InputFd open_input_file(const std::filesystem::path& path, std::string_view what
 std::string read_input_file(const std::filesystem::path& path, std::string_view what,
                             uint64_t max_bytes);
 
+// A kernel attribute file (sysfs, procfs: cpufreq policies, CPU lists, DVFS nodes): its content,
+// at most 4 KiB (one page, the most a sysfs attribute holds), opened without blocking; "" when it
+// cannot be read or is not a regular file. For files co_up only peeks at, where "absent" is an
+// answer rather than an error.
+std::string read_attribute(const std::filesystem::path& path);
+// The first whitespace-separated word of read_attribute ("" when there is none).
+std::string read_attribute_word(const std::filesystem::path& path);
+
 // "a FIFO", "a directory", "a character device", ... for st_mode's file type.
 const char* file_type_name(unsigned mode);
 

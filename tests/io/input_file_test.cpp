@@ -62,5 +62,21 @@ TEST(InputFile, RefusesDevicesAndDirectories) {
                      "ENOENT (No such file or directory)");
 }
 
+TEST(Attribute, ReadsOnePageAtMostAndNeverBlocks) {
+  TempDir dir;
+  write_bytes(dir / "scaling_governor", "schedutil\n");
+  EXPECT_EQ(read_attribute(dir / "scaling_governor"), "schedutil\n");
+  EXPECT_EQ(read_attribute_word(dir / "scaling_governor"), "schedutil");
+  write_bytes(dir / "long", std::string(10000, 'x'));
+  EXPECT_EQ(read_attribute(dir / "long").size(), 4096u);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_attribute(dir / "fifo"), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(read_attribute("/dev/zero"), "") << "a device is not an attribute";
+  EXPECT_EQ(read_attribute(dir / "missing"), "");
+  EXPECT_EQ(read_attribute_word(write_bytes(dir / "blank", " \n")), "");
+}
+
 }  // namespace
 }  // namespace co_up::io
