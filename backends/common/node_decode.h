@@ -20,8 +20,13 @@ namespace co_up::backends {
 enum class Op {
   kConv, kFullyConnected, kMaxPool, kAveragePool, kGlobalAveragePool, kGlobalMaxPool, kRelu,
   kClip, kSigmoid, kHardSwish, kLrn, kBatchNormalization, kConcat, kAdd, kSoftmax, kFlatten,
-  kReshape, kIdentity
+  kReshape, kIdentity,
+  // CNN forms (graph/op.h); only backends whose DecodeRules::implements says so accept them.
+  kChannelScale, kHardSigmoid, kSiLU, kChannelShuffle
 };
+
+// True for the ops every backend implements (kConv .. kIdentity).
+constexpr bool is_base_op(Op op) { return op <= Op::kIdentity; }
 
 // Everything decoded and validated from one node; the compile step only packs and wires.
 struct NodePlan {
@@ -42,7 +47,9 @@ struct NodePlan {
   int64_t outer = 1;    // Concat / Softmax split of the shape around the axis
   int64_t axis_len = 1;
   int64_t inner = 1;
-  std::vector<int64_t> concat_axis;  // per input
+  int64_t axis = 0;                  // Concat / Softmax axis, normalised
+  std::vector<int64_t> concat_axis;  // per input: its extent along the axis
+  int64_t groups = 1;                // ChannelShuffle
 };
 
 // What a backend's decoding messages say about it.
@@ -55,6 +62,9 @@ struct DecodeRules {
   // The backend takes 4-D sub-graph inputs and outputs in NHWC memory order too (it declares
   // CO_UP_LAYOUT_NHWC in boundary_layouts); NHWC anywhere else is refused.
   bool nhwc_boundaries = false;
+  // Which ops beyond the base set the backend implements; NULL: none. Others are declined per
+  // node ("op 'SiLU' is not implemented by <backend_name>"), never accepted and failed at compile.
+  bool (*implements)(Op op) = nullptr;
 };
 
 // Throws PluginError (UNSUPPORTED or INVALID_ARGUMENT) naming the node. `graph` has passed

@@ -61,7 +61,10 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-xnnpack: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true};
+// Every op of the IR has a step in xnn_steps.cpp.
+constexpr bool implements(Op) { return true; }
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true,
+                                                implements};
 
 // Online CPUs (/sys/devices/system/cpu/online), or 0..nprocs-1 when that file is unreadable.
 std::vector<int> online_cpus() {
