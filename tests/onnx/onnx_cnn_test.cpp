@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/fallback.h"
 #include "core/network.h"
 #include "core/partition.h"
 #include "graph/npy.h"
@@ -182,6 +183,47 @@ TEST(MobileCnnBlocked, ListedWithTheirCurrentError) {
       EXPECT_EQ(std::string(e.what()), path + ": " + error);
     }
   }
+}
+
+// A backend without the CNN forms declines them per node, with a reason, in its capability
+// query: --npu_fallback moves exactly the layers holding them, and the rest still compiles there.
+TEST(MobileCnnDecline, Int8AcceleratorDeclinesTheCnnOpsAndFallbackMovesThoseLayers) {
+  if (testing::build_plugins().find("npu-int8") == nullptr) {
+    GTEST_SKIP() << "plugin 'npu-int8' is not built or not loadable here";
+  }
+  const Platform platform = parse_platform(R"({"name": "cnn-board", "processors": [
+      {"letter": "B", "name": "big CPU", "kind": "cpu", "backend": "cpu-xnnpack", "cores": [0]},
+      {"letter": "L", "name": "LITTLE CPU", "kind": "cpu", "backend": "cpu-reference", "cores": [1]},
+      {"letter": "N", "name": "int8 NPU", "kind": "npu", "backend": "npu-int8", "host": "B"}]})",
+                                           "test platform");
+  const graph::Graph g = load("mobilenet_v3_small_tiny");
+  const FallbackPlan plan =
+      plan_npu_fallback(g, std::string(g.layer_count(), 'N'), platform, testing::build_plugins(), 'B');
+  std::vector<bool> has_cnn_op(g.layer_count(), false);
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op == graph::OpType::kChannelScale || n.op == graph::OpType::kHardSigmoid ||
+        n.op == graph::OpType::kSiLU || n.op == graph::OpType::kChannelShuffle) {
+      has_cnn_op[n.layer] = true;
+    }
+  }
+  std::vector<bool> moved(g.layer_count(), false);
+  for (const FallbackMove& m : plan.moves) {
+    moved[m.layer] = true;
+    EXPECT_EQ(m.backend, "npu-int8");
+    EXPECT_NE(m.reason.find("op '" + m.op + "' is not implemented by npu-int8"), std::string::npos)
+        << m.reason;
+  }
+  for (uint32_t layer = 0; layer < g.layer_count(); ++layer) {
+    EXPECT_EQ(moved[layer], has_cnn_op[layer]) << "layer " << layer;
+    EXPECT_EQ(plan.order[layer], has_cnn_op[layer] ? 'B' : 'N') << "layer " << layer;
+  }
+  // The planned order compiles and runs (int8 layers are not compared with PyTorch).
+  ExecutorOptions options;
+  Executor executor(g, Partition::create(g, plan.order), platform, testing::build_plugins(), options);
+  RunRequest request;
+  request.frames = 2;
+  request.input_sets = {{graph::read_npy(kFixtures / "mobilenet_v3_small_tiny_input.npy").data}};
+  EXPECT_EQ(executor.run(request).profile.frames_completed, 2u);
 }
 
 }  // namespace
