@@ -21,6 +21,9 @@
 #include "core/network.h"
 #include "core/partition.h"
 #include "graph/npy.h"
+#include "graph/onnx/onnx_exporter.h"
+#include "graph/onnx/onnx_importer.h"
+#include "graph/passes.h"
 #include "tests/core/test_support.h"
 
 namespace co_up {
@@ -158,6 +161,28 @@ TEST(MobileCnnUnits, OneUnitPerInvertedResidualBlock) {
     }
   }
   EXPECT_EQ(units_of_block, 1);
+}
+
+// Export writes the CNN forms as ONNX the importer fuses back (ChannelScale as Mul, SiLU as
+// Sigmoid + Mul, ChannelShuffle as Reshape-Transpose-Reshape), and the re-imported graph computes
+// PyTorch's output.
+TEST(MobileCnnExport, RoundTripKeepsTheCnnOpsAndTheOutput) {
+  for (const std::string name : {"op_channel_shuffle", "mobilenet_v3_small_tiny", "efficientnet_b0_tiny"}) {
+    const graph::Graph g = load(name);
+    const std::string bytes = graph::export_onnx_bytes(g, graph::whole_graph_region(g));
+    graph::Graph again = graph::import_onnx_bytes(bytes, name + "_exported.onnx", {});
+    graph::optimize_for_inference(again);  // as build_network: Relu fused into Conv again
+    graph::assign_op_units(again);
+    auto ops = op_counts(g), ops_again = op_counts(again);
+    ops.erase("Input");
+    ops_again.erase("Input");
+    EXPECT_EQ(ops_again, ops) << name;
+    const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
+    const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
+    expect_matches_pytorch(run(again, std::string(again.layer_count(), 'B'), ExecutionMode::kSwitch,
+                               input.data, "cpu-reference"),
+                           want, name + " exported and imported again");
+  }
 }
 
 // Networks an op outside the CNN forms still blocks: the exact one-line error, so that this list
