@@ -2,9 +2,10 @@
 // HardSigmoid, HardSwish), EfficientNet-B0 (SiLU), RegNetY (squeeze-excite), DenseNet (Concat of
 // many inputs, one-input Concat) and ShuffleNet's channel shuffle, as narrowed fixtures
 // (tests/fixtures/make_fixtures.py, make_cnn). Each runs on cpu-reference and on cpu-xnnpack
-// alone, under all-B, half B / half L and alternating B,L orders in pipeline and switch modes;
-// output within 1e-3 of PyTorch's output range, same argmax. Networks still blocked by an op
-// co_up lacks are listed with their exact one-line error, so the list stays honest.
+// alone, with block and op units, under all-B, half B / half L and alternating B,L orders in
+// pipeline and switch modes: output within 1e-3 of PyTorch's output range, same argmax. Networks
+// still blocked by an op co_up lacks are listed with their exact one-line error, so the list
+// stays honest.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,13 +97,16 @@ TEST_P(MobileCnn, MatchesPyTorchOnBothCpuBackendsUnderMixedOrdersInBothModes) {
   for (const std::string name : kRunnable) {
     const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
     const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
-    const graph::Graph g = load(name);
-    ASSERT_EQ(g.tensor(g.inputs().at(0)).desc.shape, input.shape) << name;
-    for (const std::string& order : orders_for(g.layer_count())) {
-      for (const ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
-        expect_matches_pytorch(run(g, order, mode, input.data, backend), want,
-                               backend + " " + name + " --order=" + order +
-                                   (mode == ExecutionMode::kPipeline ? " pipeline" : " switch"));
+    // Block units, and op units (cuts between a squeeze-excite gate and its ChannelScale).
+    for (const std::string units : {"layers", "ops"}) {
+      const graph::Graph g = load(name, units);
+      ASSERT_EQ(g.tensor(g.inputs().at(0)).desc.shape, input.shape) << name;
+      for (const std::string& order : orders_for(g.layer_count())) {
+        for (const ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+          expect_matches_pytorch(run(g, order, mode, input.data, backend), want,
+                                 backend + " " + name + " --units=" + units + " --order=" + order +
+                                     (mode == ExecutionMode::kPipeline ? " pipeline" : " switch"));
+        }
       }
     }
   }
