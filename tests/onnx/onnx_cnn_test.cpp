@@ -85,7 +85,8 @@ void expect_matches_pytorch(const std::vector<float>& got, const graph::NpyArray
   EXPECT_EQ(argmax(got), argmax(want.data)) << what;
 }
 
-const char* const kRunnable[] = {"op_channel_shuffle",      "mobilenet_v3_small_tiny",
+const char* const kRunnable[] = {"op_channel_shuffle",      "op_cnn_edges",
+                                 "mobilenet_v3_small_tiny",
                                  "mobilenet_v3_large_tiny", "efficientnet_b0_tiny",
                                  "regnet_y_tiny",           "densenet_tiny"};
 
@@ -138,6 +139,13 @@ TEST(MobileCnnImport, PatternsBecomeTheCnnOps) {
   EXPECT_GT(b0["SiLU"], 0);
   EXPECT_EQ(b0["Sigmoid"], b0["ChannelScale"]);
   EXPECT_GT(b0["ChannelScale"], 0);
+  // A Sigmoid read besides its SiLU stays; a HardSigmoid with its own alpha/beta is one; the
+  // squeeze-excite gate may come first.
+  auto edges = op_counts(load("op_cnn_edges", "ops"));
+  EXPECT_EQ(edges["Sigmoid"], 1);
+  EXPECT_EQ(edges["SiLU"], 1);
+  EXPECT_EQ(edges["HardSigmoid"], 1);
+  EXPECT_EQ(edges["ChannelScale"], 1);
   // Channel shuffle: Reshape-Transpose-Reshape is one op.
   auto shuffle = op_counts(load("op_channel_shuffle"));
   EXPECT_EQ(shuffle["ChannelShuffle"], 1);
