@@ -25,8 +25,26 @@ enum class Op {
   kChannelScale, kHardSigmoid, kSiLU, kChannelShuffle
 };
 
-// True for the ops every backend implements (kConv .. kIdentity).
-constexpr bool is_base_op(Op op) { return op <= Op::kIdentity; }
+// True for the ops every backend implements. Listed, not a range of the enum: an op added later
+// is declined by every backend whose DecodeRules::implements does not name it.
+constexpr bool is_base_op(Op op) {
+  switch (op) {
+    case Op::kConv: case Op::kFullyConnected: case Op::kMaxPool: case Op::kAveragePool:
+    case Op::kGlobalAveragePool: case Op::kGlobalMaxPool: case Op::kRelu: case Op::kClip:
+    case Op::kSigmoid: case Op::kHardSwish: case Op::kLrn: case Op::kBatchNormalization:
+    case Op::kConcat: case Op::kAdd: case Op::kSoftmax: case Op::kFlatten: case Op::kReshape:
+    case Op::kIdentity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The IR's CNN forms (graph/op.h): ChannelScale, HardSigmoid, SiLU, ChannelShuffle.
+constexpr bool is_cnn_form(Op op) {
+  return op == Op::kChannelScale || op == Op::kHardSigmoid || op == Op::kSiLU ||
+         op == Op::kChannelShuffle;
+}
 
 // Everything decoded and validated from one node; the compile step only packs and wires.
 struct NodePlan {

@@ -41,8 +41,8 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-reference: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-// The oracle implements every op of the IR.
-constexpr bool implements(Op) { return true; }
+// Beyond the base ops, the CNN forms have steps in build_step.
+constexpr bool implements(Op op) { return backends::is_cnn_form(op); }
 constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", false, implements};
 
 }  // namespace

@@ -61,8 +61,8 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-xnnpack: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-// Every op of the IR has a step in xnn_steps.cpp.
-constexpr bool implements(Op) { return true; }
+// Beyond the base ops, the CNN forms have steps in xnn_steps.cpp.
+constexpr bool implements(Op op) { return backends::is_cnn_form(op); }
 constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true,
                                                 implements};
 
