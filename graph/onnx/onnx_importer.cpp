@@ -126,8 +126,8 @@ class Importer {
   // ChannelScale (false: none of them), and Transpose of an activation as half a ChannelShuffle.
   bool import_cnn_mul(const onnx::NodeProto& n);
   void import_transpose(const onnx::NodeProto& n);
-  // The node producing activation `t` when it is `op` over `input` and nothing but this one
-  // reader uses its ONNX output `name`; else null.
+  // The node producing activation `t` when it is an `op` node and its output, ONNX name `name`,
+  // has the one reader being imported (no other reader, alias or graph output); else null.
   const Node* single_use_producer(TensorId t, const std::string& name, OpType op) const;
   bool fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply);
   Pads spatial_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in_shape,
