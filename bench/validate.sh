@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates co_up's ONNX import against PyTorch on the full torchvision set:
-# alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, inception_v3, resnet18, vgg16.
+# alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, inception_v3, resnet18, vgg16,
+# mobilenet_v3_large, efficientnet_b0, regnet_y_400mf, densenet121.
 #
 #   bench/validate.sh [BUILD_DIR] [FIXTURE_DIR]
 #
@@ -20,7 +21,8 @@ fixtures=${2:-${build}/onnx-fixtures}
 co_up=${build}/co_up
 python=/usr/bin/python3
 [[ -x ${co_up} ]] || { echo "validate.sh: ${co_up} not found (build co_up first)" >&2; exit 1; }
-nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 inception_v3 resnet18 vgg16)
+nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 inception_v3 resnet18 vgg16
+      mobilenet_v3_large efficientnet_b0 regnet_y_400mf densenet121)
 if [[ -n ${CO_UP_FIXTURES:-} ]]; then IFS=, read -r -a nets <<<"${CO_UP_FIXTURES}"; fi
 
 missing=0

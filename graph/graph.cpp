@@ -157,6 +157,8 @@ TensorDesc infer_output(const std::string& name, OpType op,
     case OpType::kClip:
     case OpType::kSigmoid:
     case OpType::kHardSwish:
+    case OpType::kHardSigmoid:
+    case OpType::kSiLU:
     case OpType::kIdentity:
     case OpType::kSoftmax:
       return out;
@@ -196,6 +198,24 @@ TensorDesc infer_output(const std::string& name, OpType op,
                            " must have the same shape");
       }
       return out;
+    case OpType::kChannelScale: {
+      require_rank(name, op, x, 4);
+      const TensorDesc& s = input(1);
+      if (s.shape != std::vector<int64_t>{x.shape[0], x.shape[1], 1, 1}) {
+        fail(name, op, "scale " + s.shape_string() + " must be [N,C,1,1] of input " +
+                           x.shape_string());
+      }
+      return out;
+    }
+    case OpType::kChannelShuffle: {
+      require_rank(name, op, x, 4);
+      const int64_t groups = attrs.get_int("groups");
+      if (groups < 1 || x.shape[1] % groups != 0) {
+        fail(name, op, "groups " + std::to_string(groups) + " does not divide the " +
+                           std::to_string(x.shape[1]) + " channels");
+      }
+      return out;
+    }
     case OpType::kFlatten: {
       const int64_t axis = attrs.get_int("axis");
       int64_t outer = 1;

@@ -6,7 +6,7 @@
 namespace co_up::graph {
 namespace {
 
-constexpr std::array<std::pair<OpType, std::string_view>, 19> kOpNames{{
+constexpr std::array<std::pair<OpType, std::string_view>, 23> kOpNames{{
     {OpType::kInput, "Input"},
     {OpType::kConv, "Conv"},
     {OpType::kFullyConnected, "FullyConnected"},
@@ -26,6 +26,10 @@ constexpr std::array<std::pair<OpType, std::string_view>, 19> kOpNames{{
     {OpType::kFlatten, "Flatten"},
     {OpType::kReshape, "Reshape"},
     {OpType::kIdentity, "Identity"},
+    {OpType::kChannelScale, "ChannelScale"},
+    {OpType::kHardSigmoid, "HardSigmoid"},
+    {OpType::kSiLU, "SiLU"},
+    {OpType::kChannelShuffle, "ChannelShuffle"},
 }};
 
 }  // namespace

@@ -36,6 +36,18 @@
 //  Reshape            X                              shape(ints)  (resolved, no -1 or 0 entries)
 //  Identity           X                              -   (Dropout at inference maps here)
 //
+// CNN forms (4-D NCHW only; not the generic rank-N elementwise ops):
+//  ChannelScale       X[N,C,H,W], S[N,C,1,1]         -   Y = X * S broadcast over H and W: the
+//                     (both computed)                    squeeze-excite gate of MobileNetV3,
+//                                                        EfficientNet, RegNetY (ONNX: Mul)
+//  HardSigmoid        X                              alpha(float), beta(float)
+//                                                        y = max(0, min(1, alpha * x + beta))
+//  SiLU               X                              -   y = x * sigmoid(x) (Swish; ONNX:
+//                                                        Mul(x, Sigmoid(x)), fused at import)
+//  ChannelShuffle     X[N,C,H,W]                     groups(int, divides C)   ShuffleNet's
+//                     Reshape [N,g,C/g,H,W] -> Transpose(0,2,1,3,4) -> Reshape [N,C,H,W]:
+//                     Y[n, j*g + i] = X[n, i*(C/g) + j], i < g, j < C/g
+//
 // "activation" is a fused activation the graph passes may attach to Conv, FullyConnected and Add;
 // the builder always sets it to "none", fusion sets it. Backends must honour it.
 #pragma once
@@ -66,6 +78,11 @@ enum class OpType : uint8_t {
   kFlatten,
   kReshape,
   kIdentity,
+  // CNN forms (see the table above).
+  kChannelScale,
+  kHardSigmoid,
+  kSiLU,
+  kChannelShuffle,
 };
 
 // ABI spelling of an op ("Conv", "FullyConnected", ...).

@@ -32,7 +32,8 @@ std::optional<Op> op_from_name(std::string_view name) {
       {"Sigmoid", Op::kSigmoid}, {"HardSwish", Op::kHardSwish}, {"LRN", Op::kLrn},
       {"BatchNormalization", Op::kBatchNormalization}, {"Concat", Op::kConcat}, {"Add", Op::kAdd},
       {"Softmax", Op::kSoftmax}, {"Flatten", Op::kFlatten}, {"Reshape", Op::kReshape},
-      {"Identity", Op::kIdentity}};
+      {"Identity", Op::kIdentity}, {"ChannelScale", Op::kChannelScale},
+      {"HardSigmoid", Op::kHardSigmoid}, {"SiLU", Op::kSiLU}, {"ChannelShuffle", Op::kChannelShuffle}};
   for (const auto& [n, op] : kOps) {
     if (n == name) return op;
   }
@@ -358,7 +359,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
   const NodeReader r(rules, graph, index);
   NodePlan p;
   const auto op = op_from_name(r.op_type());
-  if (!op) {
+  if (!op || (!is_base_op(*op) && (rules.implements == nullptr || !rules.implements(*op)))) {
     r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() +
                                               "' is not implemented by " + rules.backend_name +
                                               " (map this layer to another backend)");
@@ -391,8 +392,32 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
     case Op::kRelu:
     case Op::kSigmoid:
     case Op::kHardSwish:
+    case Op::kSiLU:
     case Op::kIdentity:
       unary();
+      break;
+    case Op::kHardSigmoid:
+      unary();
+      p.value0 = r.attr_float("alpha");
+      p.value1 = r.attr_float("beta");
+      break;
+    case Op::kChannelScale: {
+      unary();
+      r.expect_rank(p.inputs[0], 4, "input X");
+      const uint32_t scale = r.input_index(1, "S");
+      r.expect_dims(scale, {p.in_dims[0], p.in_dims[1], 1, 1}, "input S");
+      p.inputs.push_back(scale);
+      break;
+    }
+    case Op::kChannelShuffle:
+      unary();
+      r.expect_rank(p.inputs[0], 4, "input X");
+      p.groups = r.attr_int("groups");
+      if (p.groups < 1 || p.in_dims[1] % p.groups != 0) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "groups " + std::to_string(p.groups) +
+                                                       " does not divide the " +
+                                                       std::to_string(p.in_dims[1]) + " channels");
+      }
       break;
     case Op::kClip:
       unary();
@@ -431,6 +456,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
       for (uint32_t i = 0; i < r.node().input_count; ++i) p.inputs.push_back(r.input_index(i, "X"));
       p.in_dims = r.dims(p.inputs[0]);
       const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
+      p.axis = axis;
       p.out_dims = p.in_dims;
       p.out_dims[static_cast<size_t>(axis)] = 0;
       for (uint32_t t : p.inputs) {
@@ -462,6 +488,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
     case Op::kSoftmax: {
       unary();
       const int64_t axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
+      p.axis = axis;
       split_around_axis(p.in_dims, axis, p);
       break;
     }

@@ -20,8 +20,31 @@ namespace co_up::backends {
 enum class Op {
   kConv, kFullyConnected, kMaxPool, kAveragePool, kGlobalAveragePool, kGlobalMaxPool, kRelu,
   kClip, kSigmoid, kHardSwish, kLrn, kBatchNormalization, kConcat, kAdd, kSoftmax, kFlatten,
-  kReshape, kIdentity
+  kReshape, kIdentity,
+  // CNN forms (graph/op.h); only backends whose DecodeRules::implements says so accept them.
+  kChannelScale, kHardSigmoid, kSiLU, kChannelShuffle
 };
+
+// True for the ops every backend implements. Listed, not a range of the enum: an op added later
+// is declined by every backend whose DecodeRules::implements does not name it.
+constexpr bool is_base_op(Op op) {
+  switch (op) {
+    case Op::kConv: case Op::kFullyConnected: case Op::kMaxPool: case Op::kAveragePool:
+    case Op::kGlobalAveragePool: case Op::kGlobalMaxPool: case Op::kRelu: case Op::kClip:
+    case Op::kSigmoid: case Op::kHardSwish: case Op::kLrn: case Op::kBatchNormalization:
+    case Op::kConcat: case Op::kAdd: case Op::kSoftmax: case Op::kFlatten: case Op::kReshape:
+    case Op::kIdentity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The IR's CNN forms (graph/op.h): ChannelScale, HardSigmoid, SiLU, ChannelShuffle.
+constexpr bool is_cnn_form(Op op) {
+  return op == Op::kChannelScale || op == Op::kHardSigmoid || op == Op::kSiLU ||
+         op == Op::kChannelShuffle;
+}
 
 // Everything decoded and validated from one node; the compile step only packs and wires.
 struct NodePlan {
@@ -42,7 +65,9 @@ struct NodePlan {
   int64_t outer = 1;    // Concat / Softmax split of the shape around the axis
   int64_t axis_len = 1;
   int64_t inner = 1;
-  std::vector<int64_t> concat_axis;  // per input
+  int64_t axis = 0;                  // Concat / Softmax axis, normalised
+  std::vector<int64_t> concat_axis;  // per input: its extent along the axis
+  int64_t groups = 1;                // ChannelShuffle
 };
 
 // What a backend's decoding messages say about it.
@@ -55,6 +80,9 @@ struct DecodeRules {
   // The backend takes 4-D sub-graph inputs and outputs in NHWC memory order too (it declares
   // CO_UP_LAYOUT_NHWC in boundary_layouts); NHWC anywhere else is refused.
   bool nhwc_boundaries = false;
+  // Which ops beyond the base set the backend implements; NULL: none. Others are declined per
+  // node ("op 'SiLU' is not implemented by <backend_name>"), never accepted and failed at compile.
+  bool (*implements)(Op op) = nullptr;
 };
 
 // Throws PluginError (UNSUPPORTED or INVALID_ARGUMENT) naming the node. `graph` has passed

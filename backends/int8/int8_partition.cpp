@@ -85,6 +85,10 @@ const char* op_name(Op op) {
     case Op::kFlatten: return "Flatten";
     case Op::kReshape: return "Reshape";
     case Op::kIdentity: return "Identity";
+    case Op::kChannelScale: return "ChannelScale";
+    case Op::kHardSigmoid: return "HardSigmoid";
+    case Op::kSiLU: return "SiLU";
+    case Op::kChannelShuffle: return "ChannelShuffle";
   }
   return "?";
 }
@@ -169,6 +173,10 @@ NodeExecution plan_execution(const NodePlan& p, bool vnni) {
     case Op::kLrn:
     case Op::kBatchNormalization:
     case Op::kSoftmax:
+    case Op::kChannelScale:  // declined by int8's decoding; listed for completeness
+    case Op::kHardSigmoid:
+    case Op::kSiLU:
+    case Op::kChannelShuffle:
       break;
   }
   return {false, std::string("runs in f32 inside the partition (no int8 ") + op_name(p.op) +
@@ -619,6 +627,10 @@ Int8Partition::Step Int8Partition::build_int8_step(uint32_t n) {
     case Op::kLrn:
     case Op::kBatchNormalization:
     case Op::kSoftmax:
+    case Op::kChannelScale:
+    case Op::kHardSigmoid:
+    case Op::kSiLU:
+    case Op::kChannelShuffle:
       fail(CO_UP_STATUS_UNSUPPORTED, std::string("no int8 ") + op_name(p.op) + " here");
   }
   return step;

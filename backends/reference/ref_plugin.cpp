@@ -16,6 +16,7 @@
 #include "node_decode.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
+#include "ref_cnn_kernels.h"
 #include "ref_kernels.h"
 #include "ref_thread_pool.h"
 #include "run_hooks.h"
@@ -40,7 +41,9 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-reference: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it"};
+// Beyond the base ops, the CNN forms have steps in build_step.
+constexpr bool implements(Op op) { return backends::is_cnn_form(op); }
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", false, implements};
 
 }  // namespace
 }  // namespace co_up::reference
@@ -189,12 +192,12 @@ co_up_compiled::Step build_step(const co_up_subgraph_desc& graph, uint32_t index
       const std::vector<uint32_t> ins = p.inputs;
       const std::vector<int64_t> axis = p.concat_axis;
       const int64_t outer = p.outer, inner = p.inner;
+      // DenseNet concatenates dozens of inputs per frame: the pointer list is made once and
+      // refilled per run (the ABI runs a compiled sub-graph on one thread at a time).
+      auto srcs = std::make_shared<std::vector<const float*>>(ins.size());
       step.run = [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
-        // At most a handful of inputs: a small vector per run is noise next to the copy.
-        std::vector<const float*> srcs;
-        srcs.reserve(ins.size());
-        for (uint32_t i : ins) srcs.push_back(t[i]);
-        concat(srcs, axis, outer, inner, t[out], pool);
+        for (size_t i = 0; i < ins.size(); ++i) (*srcs)[i] = t[ins[i]];
+        concat(*srcs, axis, outer, inner, t[out], pool);
       };
       break;
     }
@@ -220,6 +223,35 @@ co_up_compiled::Step build_step(const co_up_subgraph_desc& graph, uint32_t index
         copy(t[in], t[out], count, pool);
       };
       break;
+    case Op::kChannelScale: {
+      const uint32_t s = p.inputs[1];
+      const int64_t batch = p.in_dims[0], channels = p.in_dims[1];
+      const int64_t plane = p.in_dims[2] * p.in_dims[3];
+      step.run = [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        channel_scale(t[in], t[s], t[out], batch, channels, plane, pool);
+      };
+      break;
+    }
+    case Op::kHardSigmoid: {
+      const float alpha = p.value0, beta = p.value1;
+      step.run = [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        hard_sigmoid(t[in], t[out], count, alpha, beta, pool);
+      };
+      break;
+    }
+    case Op::kSiLU:
+      step.run = [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        silu(t[in], t[out], count, pool);
+      };
+      break;
+    case Op::kChannelShuffle: {
+      const int64_t batch = p.in_dims[0], channels = p.in_dims[1];
+      const int64_t plane = p.in_dims[2] * p.in_dims[3], groups = p.groups;
+      step.run = [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        channel_shuffle(t[in], t[out], batch, channels, plane, groups, pool);
+      };
+      break;
+    }
   }
   return step;
 }

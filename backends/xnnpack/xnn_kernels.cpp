@@ -233,4 +233,11 @@ void softmax_lines(const float* x, float* y, int64_t outer, int64_t axis, int64_
   });
 }
 
+void hard_sigmoid_nc(const float* x, float* y, int64_t count, float alpha, float beta,
+                     const CpuPool& pool) {
+  pool.parallel_for(count, 64, kMinParallel, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = std::min(std::max(alpha * x[i] + beta, 0.0f), 1.0f);
+  });
+}
+
 }  // namespace co_up::xnnpack

@@ -44,4 +44,8 @@ void average_pool2d_nhwc(const backends::Pool2dShape& shape, const float* x, flo
 void softmax_lines(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner,
                    const CpuPool& pool);
 
+// y = max(0, min(1, alpha * x + beta)) over `count` elements (x == y allowed).
+void hard_sigmoid_nc(const float* x, float* y, int64_t count, float alpha, float beta,
+                     const CpuPool& pool);
+
 }  // namespace co_up::xnnpack

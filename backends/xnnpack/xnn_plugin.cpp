@@ -61,7 +61,10 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-xnnpack: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true};
+// Beyond the base ops, the CNN forms have steps in xnn_steps.cpp.
+constexpr bool implements(Op op) { return backends::is_cnn_form(op); }
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true,
+                                                implements};
 
 // Online CPUs (/sys/devices/system/cpu/online), or 0..nprocs-1 when that file is unreadable.
 std::vector<int> online_cpus() {
@@ -397,10 +400,42 @@ void device_release(co_up_device* device) {
   std::unique_ptr<co_up_device>{device};
 }
 
+// A node decode_node accepts may still be one an XNNPACK operator refuses at creation (its
+// parameter checks are XNNPACK's own): the query builds the node's step once, on scratch
+// buffers, and declines with XNNPACK's message, so that compile never fails on a node the query
+// accepted. Conv and FullyConnected are answered by decoding alone: their parameters are fully
+// validated there, and packing their weights again would double the weights' memory while
+// planning.
+void try_build_step(co_up_device& device, const co_up_subgraph_desc& graph, uint32_t node_index,
+                    co_up_node_support& support) {
+  const NodePlan p = backends::decode_node(kDecodeRules, graph, node_index);
+  if (p.op == Op::kConv || p.op == Op::kFullyConnected) return;
+  std::vector<Buffer<float>> scratch;
+  std::vector<float*> buffers(graph.tensor_count, nullptr);
+  auto provide = [&](uint32_t t) {
+    if (t == CO_UP_NO_TENSOR || buffers[t] != nullptr) return;
+    scratch.emplace_back(backends::element_count(element_at(graph.tensors, t)));
+    buffers[t] = scratch.back().data();
+  };
+  for (uint32_t t : p.inputs) provide(t);
+  provide(p.output);
+  try {
+    build_f32_step(graph, node_index, p, buffers, *device.pool);
+  } catch (const backends::PluginError& e) {
+    if (e.code() == CO_UP_STATUS_OUT_OF_MEMORY) throw;
+    support.supported = 0;
+    std::snprintf(support.reason, sizeof(support.reason), "%s", e.what());
+  }
+}
+
 co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
                                 uint32_t node_index, co_up_node_support* out_support) {
-  return backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr, graph, node_index,
-                              out_support);
+  co_up_status* status = backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr,
+                                              graph, node_index, out_support);
+  if (status != nullptr || !out_support->supported) return status;
+  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
+    try_build_step(*device, *graph, node_index, *out_support);
+  });
 }
 
 co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,

@@ -222,13 +222,15 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kConcat: {
-      int64_t axis = 0;
-      for (size_t d = 0; d < p.in_dims.size(); ++d) {
-        if (p.in_dims[d] != p.out_dims[d]) axis = int64_t(d);
+      // The decoded axis: guessing it from where the first input's dims differ from the output's
+      // fails for a one-input Concat (DenseNet's first layer of each block), whose row length
+      // then came out larger than the output stride.
+      if (p.inputs.size() == 1) {
+        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        break;
       }
-      if (p.inputs.size() == 1) axis = 0;
       int64_t outer = 0, axis_len = 0, inner = 0;
-      split_at_axis(internal_dims(p.out_dims), internal_axis(axis, p.out_dims.size()), &outer,
+      split_at_axis(internal_dims(p.out_dims), internal_axis(p.axis, p.out_dims.size()), &outer,
                     &axis_len, &inner);
       // Each input is a strided copy: `outer` rows of concat_axis[i] * inner floats.
       int64_t offset = 0;
@@ -255,15 +257,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kSoftmax: {
-      int64_t axis = 0;
-      const int64_t rank = int64_t(p.in_dims.size());
-      // Recover the normalised axis from the decoded split (outer * axis_len * inner).
-      for (int64_t a = 0, o = 1; a < rank; o *= p.in_dims[size_t(a)], ++a) {
-        if (o == p.outer && p.in_dims[size_t(a)] == p.axis_len) {
-          axis = a;
-          break;
-        }
-      }
+      const int64_t axis = p.axis;
       int64_t outer = 0, axis_len = 0, inner = 0;
       split_at_axis(internal_dims(p.in_dims), internal_axis(axis, p.in_dims.size()), &outer,
                     &axis_len, &inner);
@@ -276,6 +270,51 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       } else {
         step.own = [=] { softmax_lines(x, y, outer, axis_len, inner, *pool_ptr); };
       }
+      break;
+    }
+    case Op::kChannelScale: {
+      // x[N, HW, C] * s[N, 1, C]: XNNPACK's multiply broadcasts the squeeze-excite gate.
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_multiply_nd_f32(-kInf, kInf, 0, &op), "multiply create for " + where);
+      add_op(op);
+      const size_t n = size_t(p.in_dims[0]), ch = size_t(p.in_dims[1]);
+      const size_t x_shape[3] = {n, size_t(p.in_dims[2] * p.in_dims[3]), ch};
+      const size_t s_shape[3] = {n, 1, ch};
+      check_xnn(xnn_setup_multiply_nd_f32(op, 3, x_shape, 3, s_shape, x, buffers[p.inputs[1]], y, tp),
+                "multiply setup for " + where);
+      break;
+    }
+    case Op::kHardSigmoid: {
+      const float alpha = p.value0, beta = p.value1;
+      step.own = [=] { hard_sigmoid_nc(x, y, count, alpha, beta, *pool_ptr); };
+      break;
+    }
+    case Op::kSiLU: {
+      // sigmoid(x) into y, then y = x * y in place (XNNPACK's element-wise kernels stream, so
+      // the output may alias an input).
+      unary_op(xnn_create_sigmoid_nc_f32, xnn_setup_sigmoid_nc_f32);
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_multiply_nd_f32(-kInf, kInf, 0, &op), "multiply create for " + where);
+      add_op(op);
+      const size_t shape[1] = {size_t(count)};
+      check_xnn(xnn_setup_multiply_nd_f32(op, 1, shape, 1, shape, x, y, y, tp),
+                "multiply setup for " + where);
+      break;
+    }
+    case Op::kChannelShuffle: {
+      const int64_t groups = p.groups, ch = p.in_dims[1];
+      if (groups == 1 || groups == ch) {  // the identity permutation; XNNPACK wants 1 < groups < C
+        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        break;
+      }
+      xnn_operator_t op = nullptr;
+      check_xnn(xnn_create_channel_shuffle_nc_x32(size_t(groups), size_t(ch / groups), size_t(ch),
+                                                  size_t(ch), 0, &op),
+                "channel shuffle create for " + where);
+      add_op(op);
+      check_xnn(xnn_setup_channel_shuffle_nc_x32(op, size_t(p.in_dims[0] * p.in_dims[2] * p.in_dims[3]),
+                                                 x, y, tp),
+                "channel shuffle setup for " + where);
       break;
     }
     case Op::kFlatten:

@@ -7,8 +7,9 @@
 namespace co_up::graph {
 namespace {
 
-std::string unit_name(const Graph& graph, const std::vector<NodeId>& compute) {
-  if (compute.empty()) return {};
+// The module path the names of `compute` (not empty) share: "features/features.3/block" for
+// "/features/features.3/block/block.0/block.0.0/Conv" and its siblings; empty if none.
+std::string path_prefix(const Graph& graph, const std::vector<NodeId>& compute) {
   auto dir = [](const std::string& s) {
     const size_t slash = s.rfind('/');
     return slash == std::string::npos ? std::string() : s.substr(0, slash);
@@ -19,6 +20,26 @@ std::string unit_name(const Graph& graph, const std::vector<NodeId>& compute) {
     while (!prefix.empty() && name.compare(0, prefix.size() + 1, prefix + "/") != 0) prefix = dir(prefix);
   }
   while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
+  return prefix;
+}
+
+size_t path_depth(const std::string& path) {
+  return path.empty() ? 0 : 1 + static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+// The first `depth` components of `path`.
+std::string truncate_path(const std::string& path, size_t depth) {
+  size_t pos = 0;
+  for (size_t k = 0; k < depth; ++k) {
+    pos = path.find('/', k == 0 ? 0 : pos + 1);
+    if (pos == std::string::npos) return path;
+  }
+  return path.substr(0, pos);
+}
+
+std::string unit_name(const Graph& graph, const std::vector<NodeId>& compute) {
+  if (compute.empty()) return {};
+  const std::string prefix = path_prefix(graph, compute);
   return prefix.empty() ? graph.node(compute[0]).name : prefix;
 }
 
@@ -50,29 +71,69 @@ void assign_block_units(Graph& graph) {
     live[i] = running;
   }
 
-  // Segments between single-tensor boundaries; a segment with a compute op opens a new unit once
-  // the current one has a compute op.
-  uint32_t unit = 0;
-  bool unit_has_compute = false;
-  std::vector<std::vector<NodeId>> compute_of_unit(1);
-  int64_t start = 0;
-  while (start < count) {
+  // Segments between single-tensor boundaries.
+  std::vector<std::pair<int64_t, int64_t>> segments;
+  for (int64_t start = 0; start < count;) {
     int64_t end = start + 1;
     while (end < count && live[end] != 1) ++end;
+    segments.emplace_back(start, end);
+    start = end;
+  }
+  // An inverted-residual block without its skip connection (stride 2, or a change of width) has
+  // single-tensor boundaries between its expand, depthwise, squeeze-excite and project parts.
+  // Module paths say where such a block ends: residual blocks (segments with an Add and several
+  // compute ops) show how deep block paths are (features/features.3/block in MobileNet,
+  // features/features.2/features.2.1/block in EfficientNet); consecutive segments whose compute
+  // ops share a path to that depth are one block. Networks without residual blocks keep their
+  // segments (SqueezeNet's squeeze conv and expand block, GoogLeNet's inception modules).
+  auto segment_prefix = [&](const std::pair<int64_t, int64_t>& seg) {
+    std::vector<NodeId> compute;
+    for (int64_t i = seg.first; i < seg.second; ++i) {
+      if (is_compute_op(graph.node(static_cast<NodeId>(i)).op)) compute.push_back(static_cast<NodeId>(i));
+    }
+    return compute.empty() ? std::string() : path_prefix(graph, compute);
+  };
+  size_t block_depth = 0;
+  for (const auto& seg : segments) {
+    int computes = 0;
+    bool adds = false;
+    for (int64_t i = seg.first; i < seg.second; ++i) {
+      const OpType op = graph.node(static_cast<NodeId>(i)).op;
+      computes += is_compute_op(op) ? 1 : 0;
+      adds = adds || op == OpType::kAdd;
+    }
+    const std::string prefix = segment_prefix(seg);
+    if (adds && computes >= 2 && !prefix.empty()) {
+      const size_t depth = path_depth(prefix);
+      block_depth = block_depth == 0 ? depth : std::min(block_depth, depth);
+    }
+  }
+  auto block_of = [&](const std::string& prefix) {
+    return block_depth == 0 || path_depth(prefix) < block_depth ? std::string() : truncate_path(prefix, block_depth);
+  };
+
+  // A segment with a compute op opens a new unit once the current one has a compute op, unless
+  // both belong to the same block.
+  uint32_t unit = 0;
+  bool unit_has_compute = false;
+  std::string unit_block;
+  std::vector<std::vector<NodeId>> compute_of_unit(1);
+  for (const auto& seg : segments) {
     bool has_compute = false;
-    for (int64_t i = start; i < end; ++i) has_compute = has_compute || is_compute_op(graph.node(static_cast<NodeId>(i)).op);
-    if (has_compute && unit_has_compute) {
+    for (int64_t i = seg.first; i < seg.second; ++i) has_compute = has_compute || is_compute_op(graph.node(static_cast<NodeId>(i)).op);
+    const std::string block = has_compute ? block_of(segment_prefix(seg)) : std::string();
+    if (has_compute && unit_has_compute && (block.empty() || block != unit_block)) {
       ++unit;
       compute_of_unit.emplace_back();
       unit_has_compute = false;
     }
-    for (int64_t i = start; i < end; ++i) {
+    for (int64_t i = seg.first; i < seg.second; ++i) {
       Node& n = graph.mutable_node(static_cast<NodeId>(i));
       n.layer = unit;
       if (is_compute_op(n.op)) compute_of_unit[unit].push_back(n.id);
     }
+    if (has_compute) unit_block = block;
     unit_has_compute = unit_has_compute || has_compute;
-    start = end;
   }
   for (uint32_t u = 0; u < compute_of_unit.size(); ++u) {
     std::string name = unit_name(graph, compute_of_unit[u]);

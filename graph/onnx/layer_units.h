@@ -7,8 +7,12 @@
 //    cut falls inside it.
 // Units are cut only where exactly one activation crosses the cut (a "single-tensor boundary" of
 // the topological order) and only before a compute op; a stretch without a compute op (a pool
-// between two blocks, a final Flatten/Softmax) joins the unit before it. The cuts therefore depend
-// only on the graph's structure and node order, never on its weights.
+// between two blocks, a final Flatten/Softmax) joins the unit before it.
+//  - One exception uses the node names: in a network with residual blocks, consecutive segments
+//    whose compute ops share a module path as deep as the residual blocks' paths are one unit,
+//    so an inverted-residual block without its skip connection (MobileNetV2/V3, EfficientNet)
+//    is one unit like its residual siblings. Without scoped names the cuts depend only on the
+//    graph's structure and node order, never on its weights.
 //
 // Names: the common prefix of the unit's compute-op node names up to a '/' (PyTorch's scopes:
 // "layer1/layer1.0"), else the first compute op's name.

@@ -272,6 +272,35 @@ void Exporter::export_node(const Node& n) {
     case OpType::kFlatten:
       set_attr(simple("Flatten"), "axis", n.attrs.get_int("axis"));
       return;
+    case OpType::kChannelScale:
+      simple("Mul");  // ONNX broadcasts S[N,C,1,1] over H and W
+      return;
+    case OpType::kHardSigmoid: {
+      onnx::NodeProto& hs = simple("HardSigmoid");
+      set_attr(hs, "alpha", n.attrs.get_float("alpha"));
+      set_attr(hs, "beta", n.attrs.get_float("beta"));
+      return;
+    }
+    case OpType::kSiLU: {
+      const std::string gate = unique(graph_.tensor(out).name + "/sigmoid", value_names_);
+      add_node("Sigmoid", n.name + "/sigmoid", {inputs[0]}, gate);
+      add_node("Mul", n.name, {inputs[0], gate}, define(out));
+      return;
+    }
+    case OpType::kChannelShuffle: {
+      // The pattern the importer recognises: Reshape -> Transpose(0,2,1,3,4) -> Reshape.
+      const std::vector<int64_t>& d = graph_.tensor(n.inputs[0]).desc.shape;
+      const int64_t g = n.attrs.get_int("groups");
+      const std::string split = unique(graph_.tensor(out).name + "/groups", value_names_);
+      const std::string swapped = unique(graph_.tensor(out).name + "/transposed", value_names_);
+      add_node("Reshape", n.name + "/split",
+               {inputs[0], add_int64_initializer(n.name + "/split_shape", {d[0], g, d[1] / g, d[2], d[3]})},
+               split);
+      set_attr(add_node("Transpose", n.name + "/transpose", {split}, swapped), "perm",
+               std::vector<int64_t>{0, 2, 1, 3, 4});
+      add_node("Reshape", n.name, {swapped, add_int64_initializer(n.name + "/shape", d)}, define(out));
+      return;
+    }
     case OpType::kReshape:
       inputs.resize(1);
       inputs.push_back(add_int64_initializer(n.name + "/shape", n.attrs.get_ints("shape")));

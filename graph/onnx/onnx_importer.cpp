@@ -32,14 +32,15 @@ struct Value {
   enum class Kind {
     kActivation,   // an IR tensor
     kConstant,     // known at load time
-    kPad,          // zero Pad of `tensor` by `pads`, to be folded into the consumer
-    kHardSigmoid,  // HardSigmoid(`tensor`), to become HardSwish in x * HardSigmoid(x)
+    kPad,             // zero Pad of `tensor` by `pads`, to be folded into the consumer
+    kChannelShuffle,  // Transpose(0,2,1,3,4) of `tensor` [N,C,H,W] viewed as [N,g,C/g,H,W]
+                      // (g = `groups`): a ChannelShuffle once a Reshape brings it back to 4-D
   };
   Kind kind = Kind::kActivation;
   TensorId tensor = kNoTensor;
   std::shared_ptr<const OnnxConstant> constant;
   Pads pads{0, 0, 0, 0};
-  double alpha = 0, beta = 0;
+  int64_t groups = 0;
   std::string producer;  // node name, for messages
 };
 
@@ -52,9 +53,9 @@ std::string graph_name(const std::string& source) {
 
 const char* const kSupportedOps =
     "Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip, "
-    "Sigmoid, HardSigmoid (in x*HardSigmoid(x)), HardSwish, LRN, BatchNormalization, Concat, Add, "
-    "Sub, Mul, Div, Softmax, Flatten, Reshape, Squeeze, Unsqueeze, Pad, Dropout, Identity, Constant, "
-    "and on constants Shape, Gather, Slice, Transpose, Cast, ConstantOfShape";
+    "Sigmoid, HardSigmoid, HardSwish, LRN, BatchNormalization, Concat, Add, Sub, Mul, Div, Softmax, "
+    "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Dropout, Identity, Constant, Transpose (as a channel "
+    "shuffle), and on constants Shape, Gather, Slice, Transpose, Cast, ConstantOfShape";
 
 class Importer {
  public:
@@ -121,6 +122,13 @@ class Importer {
   void import_batch_norm(const onnx::NodeProto& n);
   void import_concat(const onnx::NodeProto& n);
   void import_constant_op(const onnx::NodeProto& n);
+  // CNN patterns (graph/op.h's CNN forms): Mul of two computed tensors as SiLU, HardSwish or
+  // ChannelScale (false: none of them), and Transpose of an activation as half a ChannelShuffle.
+  bool import_cnn_mul(const onnx::NodeProto& n);
+  void import_transpose(const onnx::NodeProto& n);
+  // The node producing activation `t` when it is an `op` node and its output, ONNX name `name`,
+  // has the one reader being imported (no other reader, alias or graph output); else null.
+  const Node* single_use_producer(TensorId t, const std::string& name, OpType op) const;
   bool fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply);
   Pads spatial_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in_shape,
                     const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
@@ -137,6 +145,9 @@ class Importer {
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, int> uses_;  // readers of each value name, graph outputs included
   std::set<std::string> constant_names_;
+  // Nodes a fused pattern made unused (the Sigmoid of a SiLU, the Reshape of a ChannelShuffle),
+  // dropped once the whole graph is imported.
+  std::set<NodeId> dead_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -227,9 +238,9 @@ TensorId Importer::activation(const onnx::NodeProto& n, int i) const {
     case Value::Kind::kPad:
       fail_node(n, "reads the output of Pad '" + v.producer +
                        "'; co_up folds a constant zero Pad only into a Conv or AveragePool");
-    case Value::Kind::kHardSigmoid:
-      fail_node(n, "reads the output of HardSigmoid '" + v.producer +
-                       "'; co_up imports HardSigmoid only as x * HardSigmoid(x) (HardSwish)");
+    case Value::Kind::kChannelShuffle:
+      fail_node(n, "reads the 5-D output of Transpose '" + v.producer +
+                       "'; co_up imports Reshape-Transpose-Reshape only as a whole channel shuffle");
   }
   fail_node(n, "bad value");
 }
@@ -416,13 +427,16 @@ Graph Importer::run() {
     }
     if (it->second.kind != Value::Kind::kActivation) {
       fail("graph output '" + out.name() + "' is " +
-           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Pad or HardSigmoid output") +
+           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Pad or Transpose output") +
            "; co_up needs computed outputs");
     }
     if (it->second.tensor == graph_.inputs().at(0)) {
       fail("graph output '" + out.name() + "' is the input itself; nothing to compute");
     }
     graph_.mark_output(it->second.tensor);
+  }
+  if (!dead_.empty()) {
+    graph_.erase_passthrough_nodes([&](const Node& node) { return dead_.count(node.id) != 0; });
   }
   return std::move(graph_);
 }
@@ -447,17 +461,14 @@ void Importer::import_node(const onnx::NodeProto& n) {
                                                                   : OpType::kGlobalMaxPool,
                                     {activation(n, 0)}, {}));
     }
+    if (op == "HardSigmoid") {
+      return set_activation(n, emit(n, OpType::kHardSigmoid, {activation(n, 0)},
+                                    {{"alpha", attr_float(n, "alpha", 0.2)},
+                                     {"beta", attr_float(n, "beta", 0.5)}}));
+    }
     if (op == "Relu" || op == "Sigmoid" || op == "HardSwish") {
       const OpType t = op == "Relu" ? OpType::kRelu : op == "Sigmoid" ? OpType::kSigmoid : OpType::kHardSwish;
       return set_activation(n, emit(n, t, {activation(n, 0)}, {}));
-    }
-    if (op == "HardSigmoid") {
-      Value v;
-      v.kind = Value::Kind::kHardSigmoid;
-      v.tensor = activation(n, 0);
-      v.alpha = attr_float(n, "alpha", 0.2);
-      v.beta = attr_float(n, "beta", 0.5);
-      return set_output(n, 0, std::move(v));
     }
     if (op == "Clip") return import_clip(n);
     if (op == "LRN") {
@@ -490,8 +501,14 @@ void Importer::import_node(const onnx::NodeProto& n) {
     if (op == "Shape") {
       const Value& v = value(n, 0);
       std::vector<int64_t> dims;
-      if (v.kind == Value::Kind::kConstant) dims = v.constant->shape;
-      else dims = shape_of(activation(n, 0));
+      if (v.kind == Value::Kind::kConstant) {
+        dims = v.constant->shape;
+      } else if (v.kind == Value::Kind::kChannelShuffle) {
+        const std::vector<int64_t>& x = shape_of(v.tensor);
+        dims = {x[0], x[1] / v.groups, v.groups, x[2], x[3]};
+      } else {
+        dims = shape_of(activation(n, 0));
+      }
       const auto rank = static_cast<int64_t>(dims.size());
       int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", rank);
       if (start < 0) start += rank;
@@ -514,6 +531,7 @@ void Importer::import_node(const onnx::NodeProto& n) {
                                         ints_or_empty(2, "ends"), ints_or_empty(3, "axes"),
                                         ints_or_empty(4, "steps")));
     }
+    if (op == "Transpose" && !is_constant(n, 0)) return import_transpose(n);
     if (op == "Transpose") {
       return set_constant(n, fold_transpose(constant(n, 0, "Transpose input (co_up transposes only "
                                                             "constants)"),
@@ -811,20 +829,7 @@ void Importer::import_elementwise_constant(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   const bool c0 = is_constant(n, 0), c1 = is_constant(n, 1);
   if (c0 && c1) return set_constant(n, fold_binary(op, constant(n, 0, "a"), constant(n, 1, "b")));
-  if (op == "Mul") {
-    for (int i = 0; i < 2; ++i) {
-      const Value& hs = value(n, i);
-      const Value& other = value(n, 1 - i);
-      if (hs.kind == Value::Kind::kHardSigmoid && other.kind == Value::Kind::kActivation &&
-          other.tensor == hs.tensor) {
-        if (std::fabs(hs.alpha - 1.0 / 6.0) > 1e-6 || std::fabs(hs.beta - 0.5) > 1e-6) {
-          fail_node(n, "x * HardSigmoid(x) with alpha " + std::to_string(hs.alpha) + ", beta " +
-                           std::to_string(hs.beta) + " is not HardSwish (alpha 1/6, beta 0.5)");
-        }
-        return set_activation(n, emit(n, OpType::kHardSwish, {hs.tensor}, {}));
-      }
-    }
-  }
+  if (op == "Mul" && !c0 && !c1 && import_cnn_mul(n)) return;
   if (!c0 && !c1) {
     if (op != "Add") {
       fail_node(n, op + " of two computed tensors is not supported (co_up has Add; " + op +
@@ -855,6 +860,82 @@ void Importer::import_elementwise_constant(const onnx::NodeProto& n) {
   set_output(n, 0, std::move(v));
 }
 
+const Node* Importer::single_use_producer(TensorId t, const std::string& name, OpType op) const {
+  const NodeId id = graph_.tensor(t).producer;
+  if (id == kNoNode || dead_.count(id) != 0 || graph_.node(id).op != op) return nullptr;
+  auto it = uses_.find(name);
+  if (it == uses_.end() || it->second != 1) return nullptr;
+  for (const auto& [other, v] : values_) {  // t read under another name (an Identity alias)
+    if (v.kind == Value::Kind::kActivation && v.tensor == t && other != name) {
+      auto uses = uses_.find(other);
+      if (uses != uses_.end() && uses->second > 0) return nullptr;
+    }
+  }
+  return &graph_.node(id);
+}
+
+bool Importer::import_cnn_mul(const onnx::NodeProto& n) {
+  const TensorId a = activation(n, 0), b = activation(n, 1);
+  for (int i = 0; i < 2; ++i) {
+    const TensorId gate = i == 0 ? a : b, x = i == 0 ? b : a;
+    const NodeId gate_node = graph_.tensor(gate).producer;
+    if (gate_node == kNoNode || graph_.node(gate_node).inputs.at(0) != x) continue;
+    const Node& g = graph_.node(gate_node);
+    // x * Sigmoid(x) = SiLU; x * HardSigmoid(x) = HardSwish when alpha = 1/6, beta = 1/2.
+    if (g.op == OpType::kSigmoid) {
+      if (single_use_producer(gate, n.input(i), OpType::kSigmoid)) dead_.insert(gate_node);
+      set_activation(n, emit(n, OpType::kSiLU, {x}, {}));
+      return true;
+    }
+    if (g.op == OpType::kHardSigmoid) {
+      const double alpha = g.attrs.get_float("alpha"), beta = g.attrs.get_float("beta");
+      if (std::fabs(alpha - 1.0 / 6.0) > 1e-6 || std::fabs(beta - 0.5) > 1e-6) {
+        fail_node(n, "x * HardSigmoid(x) with alpha " + std::to_string(alpha) + ", beta " +
+                         std::to_string(beta) + " is not HardSwish (alpha 1/6, beta 0.5)");
+      }
+      if (single_use_producer(gate, n.input(i), OpType::kHardSigmoid)) dead_.insert(gate_node);
+      set_activation(n, emit(n, OpType::kHardSwish, {x}, {}));
+      return true;
+    }
+  }
+  // Squeeze-excite: X[N,C,H,W] * S[N,C,1,1], either order.
+  const std::vector<int64_t>& sa = shape_of(a);
+  const std::vector<int64_t>& sb = shape_of(b);
+  if (sa.size() != 4 || sb.size() != 4 || sa[0] != sb[0] || sa[1] != sb[1]) return false;
+  if (sb[2] == 1 && sb[3] == 1) {
+    set_activation(n, emit(n, OpType::kChannelScale, {a, b}, {}));
+    return true;
+  }
+  if (sa[2] == 1 && sa[3] == 1) {
+    set_activation(n, emit(n, OpType::kChannelScale, {b, a}, {}));
+    return true;
+  }
+  return false;
+}
+
+void Importer::import_transpose(const onnx::NodeProto& n) {
+  const TensorId v = activation(n, 0);
+  const std::vector<int64_t> perm = attr_ints(n, "perm", {});
+  const Node* reshape = single_use_producer(v, n.input(0), OpType::kReshape);
+  const std::vector<int64_t>& view = shape_of(v);
+  if (reshape != nullptr && perm == std::vector<int64_t>{0, 2, 1, 3, 4} && view.size() == 5) {
+    const TensorId x = reshape->inputs.at(0);
+    const std::vector<int64_t>& in = shape_of(x);
+    if (in.size() == 4 && view[0] == in[0] && view[1] * view[2] == in[1] && view[3] == in[2] &&
+        view[4] == in[3]) {
+      dead_.insert(reshape->id);
+      Value shuffle;
+      shuffle.kind = Value::Kind::kChannelShuffle;
+      shuffle.tensor = x;
+      shuffle.groups = view[1];
+      return set_output(n, 0, std::move(shuffle));
+    }
+  }
+  fail_node(n, "Transpose of a computed tensor " + graph_.tensor(v).desc.shape_string() +
+                   " is supported only as ShuffleNet's channel shuffle (Reshape to [N,g,C/g,H,W], "
+                   "perm 0,2,1,3,4, Reshape back)");
+}
+
 void Importer::import_softmax(const onnx::NodeProto& n) {
   const TensorId x = activation(n, 0);
   const std::vector<int64_t>& shape = shape_of(x);
@@ -878,7 +959,16 @@ void Importer::import_reshape_like(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   const Value& xv = value(n, 0);
   const bool is_const = xv.kind == Value::Kind::kConstant;
-  const std::vector<int64_t> in = is_const ? xv.constant->shape : shape_of(activation(n, 0));
+  const bool shuffled = xv.kind == Value::Kind::kChannelShuffle && op == "Reshape";
+  std::vector<int64_t> in;
+  if (is_const) {
+    in = xv.constant->shape;
+  } else if (shuffled) {
+    const std::vector<int64_t>& x = shape_of(xv.tensor);
+    in = {x[0], x[1] / xv.groups, xv.groups, x[2], x[3]};
+  } else {
+    in = shape_of(activation(n, 0));
+  }
   const auto rank = static_cast<int64_t>(in.size());
   std::vector<int64_t> out;
   if (op == "Flatten") {
@@ -948,6 +1038,16 @@ void Importer::import_reshape_like(const onnx::NodeProto& n) {
   }
   for (int64_t d : out) {
     if (d <= 0) fail_node(n, "the result has an empty dimension");
+  }
+  if (shuffled) {
+    if (out != shape_of(xv.tensor)) {
+      TensorDesc target;
+      target.shape = out;
+      fail_node(n, "reshapes the transposed channel groups to " + target.shape_string() +
+                       ", not back to the input's " + graph_.tensor(xv.tensor).desc.shape_string() +
+                       " (co_up imports this pattern only as a channel shuffle)");
+    }
+    return set_activation(n, emit(n, OpType::kChannelShuffle, {xv.tensor}, {{"groups", xv.groups}}));
   }
   set_activation(n, emit(n, OpType::kReshape, {activation(n, 0)}, {{"shape", out}}));
 }

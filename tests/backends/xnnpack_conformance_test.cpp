@@ -688,4 +688,57 @@ TEST(XnnpackDevice, NhwcBoundariesAreTheSameDataChannelsLast) {
   p.api()->device_release(device);
 }
 
+// The IR's CNN forms (graph/op.h) and the Concats DenseNet makes: one input, many inputs.
+TEST(XnnpackConformance, CnnForms) {
+  {
+    Desc d;  // squeeze-excite: X[N,C,H,W] * S[N,C,1,1], batch 2
+    const uint32_t x = d.tensor({2, 6, 5, 7});
+    const uint32_t s = d.tensor({2, 6, 1, 1}, false, 5);
+    const uint32_t y = d.tensor({2, 6, 5, 7});
+    d.node("ChannelScale", {x, s}, y);
+    d.input(x);
+    d.input(s);
+    d.output(y);
+    conform(d, "ChannelScale");
+  }
+  for (const char* op : {"HardSigmoid", "SiLU"}) {
+    Desc d;
+    const uint32_t x = d.tensor({1, 6, 11, 13}, false, 3, 8.0f);
+    const uint32_t y = d.tensor({1, 6, 11, 13});
+    if (std::string(op) == "HardSigmoid") {
+      d.attr_float("alpha", 0.2);
+      d.attr_float("beta", 0.5);
+    }
+    d.node(op, {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, op);
+  }
+  for (int64_t groups : {1, 2, 3, 4, 12}) {
+    Desc d;
+    const uint32_t x = d.tensor({2, 12, 4, 5});
+    const uint32_t y = d.tensor({2, 12, 4, 5});
+    d.attr_int("groups", groups);
+    d.node("ChannelShuffle", {x}, y);
+    d.input(x);
+    d.output(y);
+    conform(d, "ChannelShuffle groups " + std::to_string(groups));
+  }
+  for (int inputs : {1, 7}) {
+    Desc d;
+    std::vector<uint32_t> xs;
+    for (int i = 0; i < inputs; ++i) {
+      xs.push_back(d.tensor({1, 3 + i, 5, 6}, false, uint64_t(10 + i)));
+      d.input(xs.back());
+    }
+    int64_t channels = 0;
+    for (int i = 0; i < inputs; ++i) channels += 3 + i;
+    const uint32_t y = d.tensor({1, channels, 5, 6});
+    d.attr_int("axis", 1);
+    d.node("Concat", xs, y);
+    d.output(y);
+    conform(d, "Concat of " + std::to_string(inputs) + " inputs");
+  }
+}
+
 }  // namespace

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ref_cnn_kernels.h"
+
 namespace co_up::test {
 namespace {
 
@@ -205,6 +207,23 @@ ReferenceGraphRunner::Step ReferenceGraphRunner::build_step(const Node& n) {
     case OpType::kReshape:
     case OpType::kIdentity:
       return [=] { reference::copy(x, y, count, nullptr); };
+    case OpType::kChannelScale: {
+      const float* s = data(n.inputs.at(1));
+      const int64_t batch = in.at(0), channels = in.at(1), plane = in.at(2) * in.at(3);
+      return [=] { reference::channel_scale(x, s, y, batch, channels, plane, nullptr); };
+    }
+    case OpType::kHardSigmoid: {
+      const auto alpha = static_cast<float>(n.attrs.get_float("alpha"));
+      const auto beta = static_cast<float>(n.attrs.get_float("beta"));
+      return [=] { reference::hard_sigmoid(x, y, count, alpha, beta, nullptr); };
+    }
+    case OpType::kSiLU:
+      return [=] { reference::silu(x, y, count, nullptr); };
+    case OpType::kChannelShuffle: {
+      const int64_t batch = in.at(0), channels = in.at(1), plane = in.at(2) * in.at(3);
+      const int64_t groups = n.attrs.get_int("groups");
+      return [=] { reference::channel_shuffle(x, y, batch, channels, plane, groups, nullptr); };
+    }
   }
   throw std::invalid_argument("node '" + n.name + "' (" + std::string(graph::op_type_name(n.op)) +
                               "): not supported by the reference graph runner");
