@@ -20,7 +20,24 @@ namespace co_up::backends {
 enum class Op {
   kConv, kFullyConnected, kMaxPool, kAveragePool, kGlobalAveragePool, kGlobalMaxPool, kRelu,
   kClip, kSigmoid, kHardSwish, kLrn, kBatchNormalization, kConcat, kAdd, kSoftmax, kFlatten,
-  kReshape, kIdentity
+  kReshape, kIdentity,
+  // A rank-N op of the transformer set (NodePlan::tensor_op says which). decode_node returns it
+  // only to backends whose DecodeRules::tensor_ops is set; others decline the node.
+  kTensorOp
+};
+
+// The rank-N ops (graph/op.h). An Add of two same-shape tensors stays Op::kAdd; an Add that
+// broadcasts is TensorOp::kAdd.
+enum class TensorOp {
+  kAdd, kSub, kMul, kDiv, kPow,                  // in_dims, in1_dims -> out_dims (numpy broadcast)
+  kSqrt, kErf, kTanh, kExp,                      // element-wise
+  kGelu,                                         // gelu_tanh: the tanh approximation
+  kMatMul,                                       // in_dims [..., M, K] x in1_dims [..., K, N]
+  kTranspose,                                    // ints = perm
+  kReduceMean, kReduceSum,                       // ints = axes (sorted), keepdims
+  kGather,                                       // axis, ints = indices
+  kSlice,                                        // ints = starts, ints2 = steps
+  kLayerNormalization,                           // axis, value0 = epsilon; inputs X, Scale, Bias?
 };
 
 // Everything decoded and validated from one node; the compile step only packs and wires.
@@ -43,6 +60,14 @@ struct NodePlan {
   int64_t axis_len = 1;
   int64_t inner = 1;
   std::vector<int64_t> concat_axis;  // per input
+  // Op::kTensorOp only (see TensorOp).
+  TensorOp tensor_op = TensorOp::kAdd;
+  std::vector<int64_t> in1_dims;  // dims of input 1 of a binary op or MatMul
+  std::vector<int64_t> ints;
+  std::vector<int64_t> ints2;
+  int64_t axis = 0;
+  bool keepdims = true;
+  bool gelu_tanh = false;
 };
 
 // What a backend's decoding messages say about it.
@@ -55,6 +80,9 @@ struct DecodeRules {
   // The backend takes 4-D sub-graph inputs and outputs in NHWC memory order too (it declares
   // CO_UP_LAYOUT_NHWC in boundary_layouts); NHWC anywhere else is refused.
   bool nhwc_boundaries = false;
+  // The backend implements the rank-N ops (Op::kTensorOp); when false they are declined with
+  // "op 'MatMul' is not implemented by <backend_name>".
+  bool tensor_ops = false;
 };
 
 // Throws PluginError (UNSUPPORTED or INVALID_ARGUMENT) naming the node. `graph` has passed

@@ -85,6 +85,7 @@ const char* op_name(Op op) {
     case Op::kFlatten: return "Flatten";
     case Op::kReshape: return "Reshape";
     case Op::kIdentity: return "Identity";
+    case Op::kTensorOp: return "rank-N op";
   }
   return "?";
 }
@@ -169,6 +170,7 @@ NodeExecution plan_execution(const NodePlan& p, bool vnni) {
     case Op::kLrn:
     case Op::kBatchNormalization:
     case Op::kSoftmax:
+    case Op::kTensorOp:  // never decoded for int8 (DecodeRules::tensor_ops is off)
       break;
   }
   return {false, std::string("runs in f32 inside the partition (no int8 ") + op_name(p.op) +
@@ -620,6 +622,8 @@ Int8Partition::Step Int8Partition::build_int8_step(uint32_t n) {
     case Op::kBatchNormalization:
     case Op::kSoftmax:
       fail(CO_UP_STATUS_UNSUPPORTED, std::string("no int8 ") + op_name(p.op) + " here");
+    case Op::kTensorOp:  // never decoded for int8 (DecodeRules::tensor_ops is off)
+      backends::fail(CO_UP_STATUS_UNSUPPORTED, "int8: rank-N ops are not implemented");
   }
   return step;
 }

@@ -513,6 +513,8 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
       };
       break;
     }
+    case Op::kTensorOp:  // never decoded here (DecodeRules::tensor_ops is off)
+      fail(CO_UP_STATUS_UNSUPPORTED, "gpu-opencl: rank-N ops are not implemented");
   }
   step.layer = layer;
   return step;
