@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/io/input_file.h"
+#include "graph/fusion.h"
 #include "graph/onnx/onnx_constant.h"
 #include "onnx/onnx_pb.h"
 
@@ -439,6 +440,7 @@ Graph Importer::run() {
     }
     graph_.mark_output(it->second.tensor);
   }
+  fuse_transformer_patterns(graph_);
   return std::move(graph_);
 }
 
