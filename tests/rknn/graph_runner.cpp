@@ -205,6 +205,8 @@ ReferenceGraphRunner::Step ReferenceGraphRunner::build_step(const Node& n) {
     case OpType::kReshape:
     case OpType::kIdentity:
       return [=] { reference::copy(x, y, count, nullptr); };
+    default:
+      break;  // the rank-N ops: refused below
   }
   throw std::invalid_argument("node '" + n.name + "' (" + std::string(graph::op_type_name(n.op)) +
                               "): not supported by the reference graph runner");
