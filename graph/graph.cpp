@@ -94,6 +94,21 @@ std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>&
   return out;
 }
 
+// Rank-N ops can make outputs larger than any input (broadcasting, MatMul): bound them before the
+// element count can overflow.
+void require_bounded(const std::string& name, OpType op, const std::vector<int64_t>& shape) {
+  constexpr int64_t kMaxElements = int64_t{1} << 31;
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || d > kMaxElements || count > kMaxElements / d) {
+      TensorDesc desc;
+      desc.shape = shape;
+      fail(name, op, "output " + desc.shape_string() + " is empty or has more than 2^31 elements");
+    }
+    count *= d;
+  }
+}
+
 std::string ints_string(const std::vector<int64_t>& v) {
   TensorDesc d;
   d.shape = v;
@@ -221,6 +236,7 @@ TensorDesc infer_output(const std::string& name, OpType op,
         fail(name, op, "operands " + x.shape_string() + " and " + input(1).shape_string() +
                            " do not broadcast (numpy rules)");
       }
+      require_bounded(name, op, *shape);
       if (*shape != x.shape) {
         out.shape = *shape;
         out.layout = input(1).shape == *shape ? input(1).layout : Layout::kAny;
@@ -250,6 +266,7 @@ TensorDesc infer_output(const std::string& name, OpType op,
       out.shape = *batch;
       out.shape.push_back(m);
       out.shape.push_back(n);
+      require_bounded(name, op, out.shape);
       out.layout = Layout::kAny;
       return out;
     }

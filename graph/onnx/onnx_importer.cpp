@@ -1048,7 +1048,7 @@ void Importer::import_matmul(const onnx::NodeProto& n) {
     const OnnxConstant& b = constant(n, 1, "MatMul right-hand side");
     const std::vector<int64_t> a_shape = shape_of(av.tensor);
     if (b.shape.size() == 2 && a_shape.size() == 2) return import_gemm(n, true);
-    if (b.shape.size() == 2 && a_shape.size() > 2 && a_shape.back() == b.shape[0]) {
+    if (b.shape.size() == 2 && a_shape.size() > 2 && a_shape.back() == b.shape[0] && b.shape[1] > 0) {
       // x[..., K] @ W[K, N]: the packed FullyConnected over the rows, reshaped around it.
       const int64_t k = a_shape.back(), cols = b.shape[1];
       const int64_t rows = checked_count(a_shape) / k;
@@ -1245,7 +1245,7 @@ void Importer::import_split(const onnx::NodeProto& n) {
   if (static_cast<int64_t>(sizes.size()) != parts) fail_node(n, "has " + std::to_string(parts) + " outputs but " + std::to_string(sizes.size()) + " split sizes");
   int64_t at = 0;
   for (int64_t i = 0; i < parts; ++i) {
-    if (sizes[i] < 1 || at + sizes[i] > shape[axis]) fail_node(n, "split sizes do not fit dimension " + std::to_string(shape[axis]));
+    if (sizes[i] < 1 || sizes[i] > shape[axis] || at + sizes[i] > shape[axis]) fail_node(n, "split sizes do not fit dimension " + std::to_string(shape[axis]));
     std::vector<int64_t> b(rank, 0), e(shape), st(rank, 1);
     b[axis] = at;
     e[axis] = at + sizes[i];
