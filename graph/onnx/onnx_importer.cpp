@@ -793,7 +793,20 @@ void Importer::import_concat(const onnx::NodeProto& n) {
 bool Importer::fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply) {
   const Tensor& t = graph_.tensor(x);
   if (t.producer == kNoNode) return false;
-  const Node& producer = graph_.node(t.producer);
+  const Node* producer_node = &graph_.node(t.producer);
+  size_t channel_dim = 1;
+  if (producer_node->op == OpType::kReshape) {
+    // x[..., M] = Reshape(FullyConnected[rows, M]): a MatMul by a constant over rank > 2 (see
+    // import_matmul); its bias Add folds like one after a 2-D Gemm, along the last dim.
+    const Tensor& rows = graph_.tensor(producer_node->inputs[0]);
+    if (rows.producer == kNoNode || graph_.node(rows.producer).op != OpType::kFullyConnected ||
+        graph_.consumers(rows.id).size() != 1 || t.desc.shape.back() != rows.desc.shape.back()) {
+      return false;
+    }
+    producer_node = &graph_.node(rows.producer);
+    channel_dim = t.desc.shape.size() - 1;
+  }
+  const Node& producer = *producer_node;
   if (producer.op != OpType::kConv && producer.op != OpType::kFullyConnected) return false;
   const std::string& x_name = n.input(is_constant(n, 0) ? 1 : 0);
   if (uses_[x_name] != 1) return false;
@@ -801,13 +814,13 @@ bool Importer::fold_into_producer(const onnx::NodeProto& n, TensorId x, const On
     if (v.kind == Value::Kind::kActivation && v.tensor == x && name != x_name && uses_[name] > 0) return false;
   }
   const std::vector<int64_t>& shape = t.desc.shape;
-  const int64_t channels = shape[1];
+  const int64_t channels = shape[channel_dim];
   // Broadcast c against the output: every non-channel dimension of c must be 1.
   if (c.shape.size() > shape.size()) return false;
   const size_t offset = shape.size() - c.shape.size();
   for (size_t d = 0; d < c.shape.size(); ++d) {
     const int64_t dim = c.shape[d];
-    if (dim != 1 && !(d + offset == 1 && dim == channels)) return false;
+    if (dim != 1 && !(d + offset == channel_dim && dim == channels)) return false;
   }
   std::vector<float> values = c.floats();
   if (values.empty()) return false;
