@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -161,15 +162,20 @@ TEST(TransformerImport, BackendWithoutRankNOpsDeclinesTheNodeWithAReason) {
   }
 }
 
-TEST(TransformerImport, CastOfAComputedTensorToIntegersIsAOneLineError) {
-  try {
-    graph::import_onnx_file(kFixtures / "err_cast_int64.onnx");
-    ADD_FAILURE() << "no error";
-  } catch (const InputError& e) {
-    const std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    EXPECT_NE(message.find("node 'to_int64' (Cast)"), std::string::npos) << message;
-    EXPECT_NE(message.find("float32 only"), std::string::npos) << message;
+TEST(TransformerImport, UnsupportedCasesAreOneLineErrorsNamingTheNode) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"err_cast_int64", {"node 'to_int64' (Cast)", "element type 7", "float32 only"}},
+      {"err_gather_computed_indices", {"node 'pick' (Gather)", "constant indices only", "'r'"}},
+  };
+  for (const auto& [name, parts] : cases) {
+    try {
+      graph::import_onnx_file(kFixtures / (name + ".onnx"));
+      ADD_FAILURE() << name << ": no error";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+    }
   }
 }
 
