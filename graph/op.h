@@ -35,7 +35,7 @@
 //  Sqrt, Erf, Tanh,   X                              -   element-wise, any rank
 //    Exp
 //  MatMul             A[..., M, K], B[..., K, N]     -   numpy matmul: batch dims broadcast, rank >= 2
-//                                                        (A 1-D / B 1-D are reshaped at import)
+//                                                        (1-D operands are reshaped at import)
 //  Transpose          X                              perm(ints, a permutation of 0..rank-1)
 //  ReduceMean,        X                              axes(ints: sorted, distinct, >= 0),
 //    ReduceSum                                       keepdims(int 0|1)

@@ -1079,11 +1079,19 @@ void Importer::import_matmul(const onnx::NodeProto& n) {
       return set_activation(n, emit(n, OpType::kReshape, {y}, {{"shape", out}}));
     }
   }
-  const TensorId a = operand(n, 0), b = operand(n, 1);
-  if (shape_of(a).size() < 2 || shape_of(b).size() < 2) {
-    fail_node(n, "1-D operands are not supported (co_up multiplies matrices of rank >= 2)");
-  }
-  set_activation(n, emit(n, OpType::kMatMul, {a, b}, {}));
+  TensorId a = operand(n, 0), b = operand(n, 1);
+  // numpy: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; that dim is dropped from the result.
+  const bool row = shape_of(a).size() == 1, column = shape_of(b).size() == 1;
+  const std::string name = node_name(n);
+  if (row) a = emit_named(name + "#row", OpType::kReshape, {a}, {{"shape", std::vector<int64_t>{1, shape_of(a)[0]}}});
+  if (column) b = emit_named(name + "#column", OpType::kReshape, {b}, {{"shape", std::vector<int64_t>{shape_of(b)[0], 1}}});
+  if (!row && !column) return set_activation(n, emit(n, OpType::kMatMul, {a, b}, {}));
+  const TensorId y = emit_named(name + "#matmul", OpType::kMatMul, {a, b}, {});
+  std::vector<int64_t> out = shape_of(y);
+  if (column) out.pop_back();
+  if (row) out.erase(out.end() - (column ? 1 : 2));
+  if (out.empty()) out.push_back(1);
+  set_activation(n, emit(n, OpType::kReshape, {y}, {{"shape", out}}));
 }
 
 void Importer::import_general_gemm(const onnx::NodeProto& n) {

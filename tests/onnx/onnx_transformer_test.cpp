@@ -103,7 +103,7 @@ TEST_P(TransformerFixture, MatchesPyTorchOnCpuReferenceWithBlockAndOpUnits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TransformerFixture,
-                         ::testing::Values("op_broadcast", "op_attention", "op_layernorm17",
+                         ::testing::Values("op_broadcast", "op_attention", "op_matmul_vectors", "op_layernorm17",
                                            "op_layernorm13", "vit_tiny", "vit_tiny_opset13",
                                            "bert_tiny"),
                          [](const auto& info) { return info.param; });
