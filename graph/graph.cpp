@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -77,6 +78,41 @@ void require_rank(const std::string& name, OpType op, const TensorDesc& d, size_
   if (d.shape.size() != rank) {
     fail(name, op, "expects a rank-" + std::to_string(rank) + " input, got " + d.shape_string());
   }
+}
+
+// numpy broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
+                                                     const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Rank-N ops can make outputs larger than any input (broadcasting, MatMul): bound them before the
+// element count can overflow.
+void require_bounded(const std::string& name, OpType op, const std::vector<int64_t>& shape) {
+  constexpr int64_t kMaxElements = int64_t{1} << 31;
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || d > kMaxElements || count > kMaxElements / d) {
+      TensorDesc desc;
+      desc.shape = shape;
+      fail(name, op, "output " + desc.shape_string() + " is empty or has more than 2^31 elements");
+    }
+    count *= d;
+  }
+}
+
+std::string ints_string(const std::vector<int64_t>& v) {
+  TensorDesc d;
+  d.shape = v;
+  return d.shape_string();
 }
 
 }  // namespace
@@ -193,11 +229,131 @@ TensorDesc infer_output(const std::string& name, OpType op,
       return out;
     }
     case OpType::kAdd:
-      if (input(1).shape != x.shape) {
+    case OpType::kSub:
+    case OpType::kMul:
+    case OpType::kDiv:
+    case OpType::kPow: {
+      const auto shape = broadcast_shapes(x.shape, input(1).shape);
+      if (!shape) {
         fail(name, op, "operands " + x.shape_string() + " and " + input(1).shape_string() +
-                           " must have the same shape");
+                           " do not broadcast (numpy rules)");
+      }
+      require_bounded(name, op, *shape);
+      if (*shape != x.shape) {
+        out.shape = *shape;
+        out.layout = input(1).shape == *shape ? input(1).layout : Layout::kAny;
       }
       return out;
+    }
+    case OpType::kSqrt:
+    case OpType::kErf:
+    case OpType::kTanh:
+    case OpType::kExp:
+    case OpType::kGelu:
+      return out;
+    case OpType::kMatMul: {
+      const TensorDesc& b = input(1);
+      if (x.shape.size() < 2 || b.shape.size() < 2) {
+        fail(name, op, "operands " + x.shape_string() + " and " + b.shape_string() +
+                           " must be at least 2-D");
+      }
+      const int64_t m = x.shape[x.shape.size() - 2], k = x.shape.back();
+      const int64_t kb = b.shape[b.shape.size() - 2], n = b.shape.back();
+      const auto batch = broadcast_shapes({x.shape.begin(), x.shape.end() - 2},
+                                          {b.shape.begin(), b.shape.end() - 2});
+      if (k != kb || !batch) {
+        fail(name, op, "operands " + x.shape_string() + " and " + b.shape_string() +
+                           " do not fit a matrix product");
+      }
+      out.shape = *batch;
+      out.shape.push_back(m);
+      out.shape.push_back(n);
+      require_bounded(name, op, out.shape);
+      out.layout = Layout::kAny;
+      return out;
+    }
+    case OpType::kTranspose: {
+      const auto& perm = attrs.get_ints("perm");
+      std::vector<bool> seen(x.shape.size(), false);
+      if (perm.size() != x.shape.size()) fail(name, op, "perm " + ints_string(perm) + " does not fit " + x.shape_string());
+      for (size_t i = 0; i < perm.size(); ++i) {
+        if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(perm.size()) || seen[perm[i]]) {
+          fail(name, op, "perm " + ints_string(perm) + " is not a permutation");
+        }
+        seen[perm[i]] = true;
+        out.shape[i] = x.shape[perm[i]];
+      }
+      out.layout = Layout::kAny;
+      return out;
+    }
+    case OpType::kReduceMean:
+    case OpType::kReduceSum: {
+      const auto& axes = attrs.get_ints("axes");
+      const bool keep = attrs.get_int("keepdims") != 0;
+      std::vector<bool> reduce(x.shape.size(), false);
+      for (size_t i = 0; i < axes.size(); ++i) {
+        if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(x.shape.size()) || (i > 0 && axes[i] <= axes[i - 1])) {
+          fail(name, op, "axes " + ints_string(axes) + " must be sorted, distinct and within rank " + std::to_string(x.shape.size()));
+        }
+        reduce[axes[i]] = true;
+      }
+      out.shape.clear();
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        if (!reduce[d]) out.shape.push_back(x.shape[d]);
+        else if (keep) out.shape.push_back(1);
+      }
+      if (out.shape.empty()) out.shape.push_back(1);
+      out.layout = out.shape.size() == 4 ? x.layout : Layout::kAny;
+      return out;
+    }
+    case OpType::kGather: {
+      const int64_t axis = attrs.get_int("axis");
+      const auto& indices = attrs.get_ints("indices");
+      const auto& ishape = attrs.get_ints("indices_shape");
+      if (axis < 0 || axis >= static_cast<int64_t>(x.shape.size())) fail(name, op, "axis " + std::to_string(axis) + " is out of range");
+      int64_t count = 1;
+      for (int64_t d : ishape) count *= d;
+      if (count != static_cast<int64_t>(indices.size())) fail(name, op, "indices do not fit indices_shape");
+      for (int64_t i : indices) {
+        if (i < 0 || i >= x.shape[axis]) fail(name, op, "index " + std::to_string(i) + " is out of range");
+      }
+      out.shape.assign(x.shape.begin(), x.shape.begin() + axis);
+      out.shape.insert(out.shape.end(), ishape.begin(), ishape.end());
+      out.shape.insert(out.shape.end(), x.shape.begin() + axis + 1, x.shape.end());
+      if (out.shape.empty()) out.shape.push_back(1);
+      out.layout = Layout::kAny;
+      return out;
+    }
+    case OpType::kSlice: {
+      const auto& starts = attrs.get_ints("starts");
+      const auto& ends = attrs.get_ints("ends");
+      const auto& steps = attrs.get_ints("steps");
+      if (starts.size() != x.shape.size() || ends.size() != x.shape.size() || steps.size() != x.shape.size()) {
+        fail(name, op, "starts, ends and steps need one entry per axis of " + x.shape_string());
+      }
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        if (steps[d] < 1 || starts[d] < 0 || starts[d] >= ends[d] || ends[d] > x.shape[d]) {
+          fail(name, op, "slice [" + std::to_string(starts[d]) + ":" + std::to_string(ends[d]) + ":" +
+                             std::to_string(steps[d]) + "] of axis " + std::to_string(d) + " of " +
+                             x.shape_string() + " is empty or out of range");
+        }
+        out.shape[d] = (ends[d] - starts[d] + steps[d] - 1) / steps[d];
+      }
+      return out;
+    }
+    case OpType::kLayerNormalization: {
+      const int64_t axis = attrs.get_int("axis");
+      if (axis < 0 || axis >= static_cast<int64_t>(x.shape.size())) fail(name, op, "axis " + std::to_string(axis) + " is out of range");
+      int64_t norm = 1;
+      for (size_t d = axis; d < x.shape.size(); ++d) norm *= x.shape[d];
+      for (size_t i = 1; i < inputs.size(); ++i) {
+        if (inputs[i] != nullptr && inputs[i]->element_count() != norm) {
+          fail(name, op, (i == 1 ? "scale " : "bias ") + inputs[i]->shape_string() + " does not match the " +
+                             std::to_string(norm) + " normalised values");
+        }
+      }
+      return out;
+    }
     case OpType::kChannelScale: {
       require_rank(name, op, x, 4);
       const TensorDesc& s = input(1);
@@ -383,6 +539,8 @@ int64_t node_macs(const Graph& graph, const Node& node) {
       const TensorDesc& w = graph.tensor(node.inputs.at(1)).desc;
       return out.element_count() * w.shape[1];
     }
+    case OpType::kMatMul:
+      return out.element_count() * graph.tensor(node.inputs.at(0)).desc.shape.back();
     default:
       return 0;
   }

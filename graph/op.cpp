@@ -6,7 +6,7 @@
 namespace co_up::graph {
 namespace {
 
-constexpr std::array<std::pair<OpType, std::string_view>, 23> kOpNames{{
+constexpr std::array<std::pair<OpType, std::string_view>, 39> kOpNames{{
     {OpType::kInput, "Input"},
     {OpType::kConv, "Conv"},
     {OpType::kFullyConnected, "FullyConnected"},
@@ -30,6 +30,22 @@ constexpr std::array<std::pair<OpType, std::string_view>, 23> kOpNames{{
     {OpType::kHardSigmoid, "HardSigmoid"},
     {OpType::kSiLU, "SiLU"},
     {OpType::kChannelShuffle, "ChannelShuffle"},
+    {OpType::kSub, "Sub"},
+    {OpType::kMul, "Mul"},
+    {OpType::kDiv, "Div"},
+    {OpType::kPow, "Pow"},
+    {OpType::kSqrt, "Sqrt"},
+    {OpType::kErf, "Erf"},
+    {OpType::kTanh, "Tanh"},
+    {OpType::kExp, "Exp"},
+    {OpType::kMatMul, "MatMul"},
+    {OpType::kTranspose, "Transpose"},
+    {OpType::kReduceMean, "ReduceMean"},
+    {OpType::kReduceSum, "ReduceSum"},
+    {OpType::kGather, "Gather"},
+    {OpType::kSlice, "Slice"},
+    {OpType::kLayerNormalization, "LayerNormalization"},
+    {OpType::kGelu, "Gelu"},
 }};
 
 }  // namespace
@@ -48,6 +64,17 @@ std::optional<OpType> op_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_compute_op(OpType op) { return op == OpType::kConv || op == OpType::kFullyConnected; }
+bool is_compute_op(OpType op) {
+  return op == OpType::kConv || op == OpType::kFullyConnected || op == OpType::kMatMul;
+}
+
+bool is_broadcast_binary_op(OpType op) {
+  return op == OpType::kAdd || op == OpType::kSub || op == OpType::kMul || op == OpType::kDiv ||
+         op == OpType::kPow;
+}
+
+bool is_unary_math_op(OpType op) {
+  return op == OpType::kSqrt || op == OpType::kErf || op == OpType::kTanh || op == OpType::kExp;
+}
 
 }  // namespace co_up::graph

@@ -1,6 +1,6 @@
 // Operators of the co_up IR: names and attributes, as they cross the plugin ABI.
 //
-// Activations are 4-D NCHW f32 tensors unless said otherwise (batch N is 1 in the zoo, but kernels
+// CNN activations are 4-D NCHW f32 tensors; the transformer ops below take rank-N f32 tensors (batch N is 1 in the zoo, but kernels
 // handle any N). Names and attributes follow ONNX where ONNX has the operator, so importers map
 // one-to-one. Every attribute listed is always present on a node the builder made.
 //
@@ -30,10 +30,27 @@
 //  BatchNormalization X, scale, bias, mean, var      epsilon(float)  (folded into Conv at load;
 //                                                    backends may still see it after a non-Conv)
 //  Concat             X0, X1, ...                    axis(int)
-//  Add                A, B (same shape)              activation(string)
+//  Add                A, B (numpy broadcasting)      activation(string)
+//  Sub, Mul, Div, Pow A, B (numpy broadcasting)      -   either operand may be computed or constant
+//  Sqrt, Erf, Tanh,   X                              -   element-wise, any rank
+//    Exp
+//  MatMul             A[..., M, K], B[..., K, N]     -   numpy matmul: batch dims broadcast, rank >= 2
+//                                                        (1-D operands are reshaped at import)
+//  Transpose          X                              perm(ints, a permutation of 0..rank-1)
+//  ReduceMean,        X                              axes(ints: sorted, distinct, >= 0),
+//    ReduceSum                                       keepdims(int 0|1)
+//  Gather             X                              axis(int), indices(ints, each in [0, dim)),
+//                                                    indices_shape(ints)   constant indices only
+//  Slice              X                              starts(ints), ends(ints), steps(ints): one per
+//                                                    axis, starts in [0, dim), steps >= 1
+//                     out[d] = ceil((ends[d] - starts[d]) / steps[d])
+//  LayerNormalization X, Scale, Bias?                axis(int), epsilon(float): normalises over
+//                                                    axes axis..rank-1, Scale/Bias of that shape
+//  Gelu               X                              approximate(string: "none" (erf) | "tanh")
 //  Softmax            X                              axis(int)   (over that one axis)
 //  Flatten            X                              axis(int)   -> 2-D [prod(dims<axis), rest]
-//  Reshape            X                              shape(ints)  (resolved, no -1 or 0 entries)
+//  Reshape            X                              shape(ints)  (resolved, no -1 or 0 entries),
+//                                                    any rank (Squeeze/Unsqueeze map here)
 //  Identity           X                              -   (Dropout at inference maps here)
 //
 // CNN forms (4-D NCHW only; not the generic rank-N elementwise ops):
@@ -83,13 +100,35 @@ enum class OpType : uint8_t {
   kHardSigmoid,
   kSiLU,
   kChannelShuffle,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kSqrt,
+  kErf,
+  kTanh,
+  kExp,
+  kMatMul,
+  kTranspose,
+  kReduceMean,
+  kReduceSum,
+  kGather,
+  kSlice,
+  kLayerNormalization,
+  kGelu,
 };
 
 // ABI spelling of an op ("Conv", "FullyConnected", ...).
 std::string_view op_type_name(OpType op);
 std::optional<OpType> op_type_from_name(std::string_view name);
 
-// Compute ops start a new layer unit with --units=ops and carry the MAC count.
+// Compute ops start a new layer unit with --units=ops and carry the MAC count (Conv,
+// FullyConnected, MatMul).
 bool is_compute_op(OpType op);
+
+// Element-wise binary ops with numpy broadcasting (Add, Sub, Mul, Div, Pow).
+bool is_broadcast_binary_op(OpType op);
+// Element-wise unary ops without attributes that keep the shape (Relu, Sigmoid, Sqrt, Erf, ...).
+bool is_unary_math_op(OpType op);
 
 }  // namespace co_up::graph

@@ -134,6 +134,10 @@ void split_output_channels(Graph& graph, uint32_t unit, int parts) {
     throw InputError(where + " ('" + units[unit].name + "'): it has no convolution or fully connected op");
   }
   const Node& op = graph.node(op_id);
+  if (op.op == OpType::kMatMul) {
+    throw InputError(where + " ('" + op.name + "'): MatMul cannot be split by output channel (only Conv and "
+                     "FullyConnected can)");
+  }
   if (op.op == OpType::kConv && op.attrs.get_int("group") != 1) {
     throw InputError(where + " ('" + op.name + "'): grouped and depthwise convolutions cannot be split by output "
                      "channel (each slice would need its own input channels)");

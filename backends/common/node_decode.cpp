@@ -2,6 +2,7 @@
 #include "node_decode.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -353,12 +354,211 @@ void decode_pool(const NodeReader& r, NodePlan& p, bool average) {
   p.out_dims = {s.batch, s.channels, s.out_height(), s.out_width()};
 }
 
+std::optional<TensorOp> tensor_op_from_name(std::string_view name) {
+  static constexpr std::pair<std::string_view, TensorOp> kOps[] = {
+      {"Sub", TensorOp::kSub}, {"Mul", TensorOp::kMul}, {"Div", TensorOp::kDiv},
+      {"Pow", TensorOp::kPow}, {"Sqrt", TensorOp::kSqrt}, {"Erf", TensorOp::kErf},
+      {"Tanh", TensorOp::kTanh}, {"Exp", TensorOp::kExp}, {"Gelu", TensorOp::kGelu},
+      {"MatMul", TensorOp::kMatMul}, {"Transpose", TensorOp::kTranspose},
+      {"ReduceMean", TensorOp::kReduceMean}, {"ReduceSum", TensorOp::kReduceSum},
+      {"Gather", TensorOp::kGather}, {"Slice", TensorOp::kSlice},
+      {"LayerNormalization", TensorOp::kLayerNormalization}};
+  for (const auto& [n, op] : kOps) {
+    if (n == name) return op;
+  }
+  return std::nullopt;
+}
+
+// numpy broadcasting; empty when the shapes do not broadcast.
+std::vector<int64_t> broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return {};
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+constexpr size_t kMaxTensorRank = 8;
+
+// Decodes the rank-N ops (Op::kTensorOp); the node's op is `op`.
+void decode_tensor_op(const NodeReader& r, NodePlan& p, TensorOp op) {
+  p.op = Op::kTensorOp;
+  p.tensor_op = op;
+  const uint32_t x = r.input_index(0, "X");
+  p.inputs = {x};
+  p.in_dims = r.dims(x);
+  p.out_dims = p.in_dims;
+  auto check_rank = [&](const std::vector<int64_t>& d) {
+    if (d.size() > kMaxTensorRank) {
+      r.fail_node(CO_UP_STATUS_UNSUPPORTED, "rank " + std::to_string(d.size()) + " is above the " +
+                                                std::to_string(kMaxTensorRank) + " supported");
+    }
+  };
+  check_rank(p.in_dims);
+  auto sorted_unique_axes = [&](const std::vector<int64_t>& v, const char* what) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] >= static_cast<int64_t>(p.in_dims.size()) || (i > 0 && v[i] <= v[i - 1])) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string(what) + " " + dims_string(v) +
+                                                       " must be sorted, distinct and below rank " +
+                                                       std::to_string(p.in_dims.size()));
+      }
+    }
+  };
+  switch (op) {
+    case TensorOp::kAdd:
+    case TensorOp::kSub:
+    case TensorOp::kMul:
+    case TensorOp::kDiv:
+    case TensorOp::kPow: {
+      const uint32_t b = r.input_index(1, "B");
+      p.inputs.push_back(b);
+      p.in1_dims = r.dims(b);
+      check_rank(p.in1_dims);
+      p.out_dims = broadcast_dims(p.in_dims, p.in1_dims);
+      if (p.out_dims.empty()) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "operands " + dims_string(p.in_dims) + " and " +
+                                                       dims_string(p.in1_dims) + " do not broadcast");
+      }
+      if (op == TensorOp::kAdd) p.activation = r.attr_activation();
+      break;
+    }
+    case TensorOp::kSqrt:
+    case TensorOp::kErf:
+    case TensorOp::kTanh:
+    case TensorOp::kExp:
+      break;
+    case TensorOp::kGelu: {
+      const co_up_attr& a = r.attr("approximate", CO_UP_ATTR_STRING);
+      const std::string_view s = a.s ? a.s : "";
+      if (s != "none" && s != "tanh") {
+        r.fail_node(CO_UP_STATUS_UNSUPPORTED, "approximate '" + std::string(s) + "' is not one of none, tanh");
+      }
+      p.gelu_tanh = s == "tanh";
+      break;
+    }
+    case TensorOp::kMatMul: {
+      const uint32_t b = r.input_index(1, "B");
+      p.inputs.push_back(b);
+      p.in1_dims = r.dims(b);
+      check_rank(p.in1_dims);
+      const auto& a = p.in_dims;
+      const auto& bd = p.in1_dims;
+      if (a.size() < 2 || bd.size() < 2 || a.back() != bd[bd.size() - 2]) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "operands " + dims_string(a) + " and " +
+                                                       dims_string(bd) + " do not fit a matrix product");
+      }
+      const std::vector<int64_t> ab(a.begin(), a.end() - 2), bb(bd.begin(), bd.end() - 2);
+      std::vector<int64_t> batch = ab.empty() && bb.empty() ? std::vector<int64_t>{} : broadcast_dims(ab, bb);
+      if (batch.empty() && !(ab.empty() && bb.empty())) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "batch dimensions of " + dims_string(a) + " and " +
+                                                       dims_string(bd) + " do not broadcast");
+      }
+      p.out_dims = batch;
+      p.out_dims.push_back(a[a.size() - 2]);
+      p.out_dims.push_back(bd.back());
+      break;
+    }
+    case TensorOp::kTranspose: {
+      p.ints = r.attr_ints("perm", p.in_dims.size());
+      std::vector<bool> seen(p.in_dims.size(), false);
+      for (size_t i = 0; i < p.ints.size(); ++i) {
+        const int64_t d = p.ints[i];
+        if (d < 0 || d >= static_cast<int64_t>(p.in_dims.size()) || seen[static_cast<size_t>(d)]) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "perm " + dims_string(p.ints) + " is not a permutation");
+        }
+        seen[static_cast<size_t>(d)] = true;
+        p.out_dims[i] = p.in_dims[static_cast<size_t>(d)];
+      }
+      break;
+    }
+    case TensorOp::kReduceMean:
+    case TensorOp::kReduceSum: {
+      p.ints = r.attr_ints("axes", 0);
+      sorted_unique_axes(p.ints, "axes");
+      p.keepdims = r.attr_int("keepdims") != 0;
+      p.out_dims.clear();
+      size_t next = 0;
+      for (size_t d = 0; d < p.in_dims.size(); ++d) {
+        const bool reduced = next < p.ints.size() && p.ints[next] == static_cast<int64_t>(d);
+        if (reduced) ++next;
+        if (!reduced) p.out_dims.push_back(p.in_dims[d]);
+        else if (p.keepdims) p.out_dims.push_back(1);
+      }
+      if (p.out_dims.empty()) p.out_dims.push_back(1);
+      break;
+    }
+    case TensorOp::kGather: {
+      p.axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
+      p.ints = r.attr_ints("indices", 0);
+      const std::vector<int64_t> ishape = r.attr_ints("indices_shape", 0);
+      if (element_count(ishape) != static_cast<int64_t>(p.ints.size())) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "indices do not fit indices_shape " + dims_string(ishape));
+      }
+      for (int64_t i : p.ints) {
+        if (i < 0 || i >= p.in_dims[static_cast<size_t>(p.axis)]) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "index " + std::to_string(i) + " is out of range");
+        }
+      }
+      const auto axis = static_cast<size_t>(p.axis);
+      p.out_dims.assign(p.in_dims.begin(), p.in_dims.begin() + static_cast<ptrdiff_t>(axis));
+      p.out_dims.insert(p.out_dims.end(), ishape.begin(), ishape.end());
+      p.out_dims.insert(p.out_dims.end(), p.in_dims.begin() + static_cast<ptrdiff_t>(axis) + 1, p.in_dims.end());
+      if (p.out_dims.empty()) p.out_dims.push_back(1);
+      check_rank(p.out_dims);
+      break;
+    }
+    case TensorOp::kSlice: {
+      const size_t rank = p.in_dims.size();
+      p.ints = r.attr_ints("starts", rank);
+      const std::vector<int64_t> ends = r.attr_ints("ends", rank);
+      p.ints2 = r.attr_ints("steps", rank);
+      for (size_t d = 0; d < rank; ++d) {
+        if (p.ints2[d] < 1 || p.ints[d] < 0 || p.ints[d] >= ends[d] || ends[d] > p.in_dims[d]) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "slice of axis " + std::to_string(d) +
+                                                         " is empty or out of range (positive steps only)");
+        }
+        p.out_dims[d] = (ends[d] - p.ints[d] + p.ints2[d] - 1) / p.ints2[d];
+      }
+      break;
+    }
+    case TensorOp::kLayerNormalization: {
+      p.axis = normalise_axis(r, r.attr_int("axis"), p.in_dims.size(), false);
+      p.value0 = r.attr_float("epsilon");
+      const std::vector<int64_t> norm(p.in_dims.begin() + static_cast<ptrdiff_t>(p.axis), p.in_dims.end());
+      const uint32_t scale = r.input_index(1, "Scale");
+      const uint32_t bias = r.input_index(2, "Bias", true);
+      if (element_count(r.dims(scale)) != element_count(norm) ||
+          (bias != CO_UP_NO_TENSOR && element_count(r.dims(bias)) != element_count(norm))) {
+        r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "Scale and Bias must hold " +
+                                                       std::to_string(element_count(norm)) + " values");
+      }
+      p.inputs.push_back(scale);
+      p.inputs.push_back(bias);
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph, uint32_t index) {
   const NodeReader r(rules, graph, index);
   NodePlan p;
   const auto op = op_from_name(r.op_type());
+  if (const auto tensor_op = tensor_op_from_name(r.op_type())) {
+    if (rules.implements == nullptr || !rules.implements(Op::kTensorOp)) {
+      r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() + "' is not implemented by " +
+                                                rules.backend_name + " (map this layer to cpu-reference)");
+    }
+    decode_tensor_op(r, p, *tensor_op);
+    p.output = r.output_index();
+    r.expect_dims(p.output, p.out_dims, "output");
+    return p;
+  }
   if (!op || (!is_base_op(*op) && (rules.implements == nullptr || !rules.implements(*op)))) {
     r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() +
                                               "' is not implemented by " + rules.backend_name +
@@ -480,6 +680,16 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
     case Op::kAdd: {
       unary();
       const uint32_t b = r.input_index(1, "B");
+      if (r.dims(b) != p.in_dims || r.dims(p.output) != p.in_dims) {
+        if (rules.implements == nullptr || !rules.implements(Op::kTensorOp)) {
+          r.fail_node(CO_UP_STATUS_UNSUPPORTED,
+                      "broadcasting Add of " + dims_string(p.in_dims) + " and " + dims_string(r.dims(b)) +
+                          " is not implemented by " + rules.backend_name +
+                          " (same shapes only; map this layer to cpu-reference)");
+        }
+        decode_tensor_op(r, p, TensorOp::kAdd);
+        break;
+      }
       r.expect_dims(b, p.in_dims, "input B");
       p.inputs.push_back(b);
       p.activation = r.attr_activation();
@@ -500,6 +710,8 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
       p.out_dims = {outer, element_count(p.in_dims) / outer};
       break;
     }
+    case Op::kTensorOp:
+      break;  // not in the op table above
     case Op::kReshape: {
       unary();
       p.out_dims = r.attr_ints("shape", 0);

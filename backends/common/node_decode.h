@@ -22,7 +22,24 @@ enum class Op {
   kClip, kSigmoid, kHardSwish, kLrn, kBatchNormalization, kConcat, kAdd, kSoftmax, kFlatten,
   kReshape, kIdentity,
   // CNN forms (graph/op.h); only backends whose DecodeRules::implements says so accept them.
-  kChannelScale, kHardSigmoid, kSiLU, kChannelShuffle
+  kChannelScale, kHardSigmoid, kSiLU, kChannelShuffle,
+  // A rank-N op of the transformer set (NodePlan::tensor_op says which); only backends whose
+  // DecodeRules::implements names Op::kTensorOp accept it, others decline the node.
+  kTensorOp
+};
+
+// The rank-N ops (graph/op.h). An Add of two same-shape tensors stays Op::kAdd; an Add that
+// broadcasts is TensorOp::kAdd.
+enum class TensorOp {
+  kAdd, kSub, kMul, kDiv, kPow,                  // in_dims, in1_dims -> out_dims (numpy broadcast)
+  kSqrt, kErf, kTanh, kExp,                      // element-wise
+  kGelu,                                         // gelu_tanh: the tanh approximation
+  kMatMul,                                       // in_dims [..., M, K] x in1_dims [..., K, N]
+  kTranspose,                                    // ints = perm
+  kReduceMean, kReduceSum,                       // ints = axes (sorted), keepdims
+  kGather,                                       // axis, ints = indices
+  kSlice,                                        // ints = starts, ints2 = steps
+  kLayerNormalization,                           // axis, value0 = epsilon; inputs X, Scale, Bias?
 };
 
 // True for the ops every backend implements. Listed, not a range of the enum: an op added later
@@ -65,9 +82,16 @@ struct NodePlan {
   int64_t outer = 1;    // Concat / Softmax split of the shape around the axis
   int64_t axis_len = 1;
   int64_t inner = 1;
-  int64_t axis = 0;                  // Concat / Softmax axis, normalised
+  int64_t axis = 0;                  // Concat / Softmax / Gather / LayerNormalization axis, normalised
   std::vector<int64_t> concat_axis;  // per input: its extent along the axis
   int64_t groups = 1;                // ChannelShuffle
+  // Op::kTensorOp only (see TensorOp).
+  TensorOp tensor_op = TensorOp::kAdd;
+  std::vector<int64_t> in1_dims;  // dims of input 1 of a binary op or MatMul
+  std::vector<int64_t> ints;
+  std::vector<int64_t> ints2;
+  bool keepdims = true;
+  bool gelu_tanh = false;
 };
 
 // What a backend's decoding messages say about it.
@@ -80,7 +104,7 @@ struct DecodeRules {
   // The backend takes 4-D sub-graph inputs and outputs in NHWC memory order too (it declares
   // CO_UP_LAYOUT_NHWC in boundary_layouts); NHWC anywhere else is refused.
   bool nhwc_boundaries = false;
-  // Which ops beyond the base set the backend implements; NULL: none. Others are declined per
+  // Which ops beyond the base set the backend implements (Op::kTensorOp: the rank-N set); NULL: none. Others are declined per
   // node ("op 'SiLU' is not implemented by <backend_name>"), never accepted and failed at compile.
   bool (*implements)(Op op) = nullptr;
 };

@@ -89,6 +89,7 @@ const char* op_name(Op op) {
     case Op::kHardSigmoid: return "HardSigmoid";
     case Op::kSiLU: return "SiLU";
     case Op::kChannelShuffle: return "ChannelShuffle";
+    case Op::kTensorOp: return "rank-N op";
   }
   return "?";
 }
@@ -177,6 +178,7 @@ NodeExecution plan_execution(const NodePlan& p, bool vnni) {
     case Op::kHardSigmoid:
     case Op::kSiLU:
     case Op::kChannelShuffle:
+    case Op::kTensorOp:  // declined by int8's decoding
       break;
   }
   return {false, std::string("runs in f32 inside the partition (no int8 ") + op_name(p.op) +
@@ -632,6 +634,8 @@ Int8Partition::Step Int8Partition::build_int8_step(uint32_t n) {
     case Op::kSiLU:
     case Op::kChannelShuffle:
       fail(CO_UP_STATUS_UNSUPPORTED, std::string("no int8 ") + op_name(p.op) + " here");
+    case Op::kTensorOp:  // declined by int8's decoding
+      backends::fail(CO_UP_STATUS_UNSUPPORTED, "int8: rank-N ops are not implemented");
   }
   return step;
 }

@@ -512,10 +512,12 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
                  "clEnqueueCopyBuffer");
       };
       break;
-    }    case Op::kChannelScale:  // declined by decode_node (no kernels here)
+    }
+    case Op::kChannelScale:  // declined by decode_node (no kernels here)
     case Op::kHardSigmoid:
     case Op::kSiLU:
     case Op::kChannelShuffle:
+    case Op::kTensorOp:
       fail(CO_UP_STATUS_UNSUPPORTED, "opencl has no kernel for this op");
   }
   step.layer = layer;

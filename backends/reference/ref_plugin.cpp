@@ -18,6 +18,7 @@
 #include "plugin_status.h"
 #include "ref_cnn_kernels.h"
 #include "ref_kernels.h"
+#include "ref_tensor_kernels.h"
 #include "ref_thread_pool.h"
 #include "run_hooks.h"
 #include "subgraph_desc.h"
@@ -41,8 +42,8 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-reference: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-// Beyond the base ops, the CNN forms have steps in build_step.
-constexpr bool implements(Op op) { return backends::is_cnn_form(op); }
+// Beyond the base ops: the CNN forms and the rank-N tensor ops have steps in build_step.
+constexpr bool implements(Op op) { return backends::is_cnn_form(op) || op == Op::kTensorOp; }
 constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", false, implements};
 
 }  // namespace
@@ -85,6 +86,94 @@ struct co_up_compiled {
 
 namespace co_up::reference {
 namespace {
+
+using StepFunction = std::function<void(const std::vector<float*>&, ThreadPool*, float*)>;
+
+// The step of a rank-N op: plans (strides, shapes) are made here, once; runs only compute.
+StepFunction build_tensor_step(const NodePlan& p) {
+  using backends::TensorOp;
+  const uint32_t in = p.inputs[0];
+  const uint32_t out = p.output;
+  const int64_t count = element_count(p.out_dims);
+  switch (p.tensor_op) {
+    case TensorOp::kAdd:
+    case TensorOp::kSub:
+    case TensorOp::kMul:
+    case TensorOp::kDiv:
+    case TensorOp::kPow: {
+      static constexpr BinaryOp kBinary[] = {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul,
+                                             BinaryOp::kDiv, BinaryOp::kPow};
+      const BinaryOp op = kBinary[static_cast<int>(p.tensor_op) - static_cast<int>(TensorOp::kAdd)];
+      const BroadcastPlan plan = plan_broadcast(p.in_dims, p.in1_dims, p.out_dims);
+      const uint32_t b = p.inputs[1];
+      const Activation act = p.activation;
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        broadcast_binary(op, plan, t[in], t[b], t[out], act, pool);
+      };
+    }
+    case TensorOp::kSqrt:
+    case TensorOp::kErf:
+    case TensorOp::kTanh:
+    case TensorOp::kExp:
+    case TensorOp::kGelu: {
+      const UnaryOp op = p.tensor_op == TensorOp::kSqrt  ? UnaryOp::kSqrt
+                         : p.tensor_op == TensorOp::kErf ? UnaryOp::kErf
+                         : p.tensor_op == TensorOp::kTanh ? UnaryOp::kTanh
+                         : p.tensor_op == TensorOp::kExp ? UnaryOp::kExp
+                         : p.gelu_tanh                   ? UnaryOp::kGeluTanh
+                                                         : UnaryOp::kGelu;
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        unary(op, t[in], t[out], count, pool);
+      };
+    }
+    case TensorOp::kMatMul: {
+      const MatMulPlan plan = plan_matmul(p.in_dims, p.in1_dims);
+      const uint32_t b = p.inputs[1];
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        matmul(plan, t[in], t[b], t[out], pool);
+      };
+    }
+    case TensorOp::kTranspose:
+    case TensorOp::kSlice: {
+      const StridedCopyPlan plan = p.tensor_op == TensorOp::kTranspose
+                                       ? plan_transpose(p.in_dims, p.ints)
+                                       : plan_slice(p.in_dims, p.ints, p.ints2, p.out_dims);
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        strided_copy(plan, t[in], t[out], pool);
+      };
+    }
+    case TensorOp::kReduceMean:
+    case TensorOp::kReduceSum: {
+      const ReducePlan plan = plan_reduce(p.in_dims, p.ints, p.tensor_op == TensorOp::kReduceMean);
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        reduce(plan, t[in], t[out], pool);
+      };
+    }
+    case TensorOp::kGather: {
+      int64_t outer = 1, inner = 1;
+      const auto axis = static_cast<size_t>(p.axis);
+      for (size_t d = 0; d < axis; ++d) outer *= p.in_dims[d];
+      for (size_t d = axis + 1; d < p.in_dims.size(); ++d) inner *= p.in_dims[d];
+      const int64_t axis_len = p.in_dims[axis];
+      auto indices = std::make_shared<const std::vector<int64_t>>(p.ints);
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        gather(t[in], t[out], outer, axis_len, inner, *indices, pool);
+      };
+    }
+    case TensorOp::kLayerNormalization: {
+      int64_t outer = 1;
+      for (size_t d = 0; d < static_cast<size_t>(p.axis); ++d) outer *= p.in_dims[d];
+      const int64_t size = element_count(p.in_dims) / outer;
+      const uint32_t scale = p.inputs[1], bias = p.inputs[2];
+      const float epsilon = p.value0;
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        layer_norm(t[in], t[out], outer, size, t[scale], bias == CO_UP_NO_TENSOR ? nullptr : t[bias],
+                   epsilon, pool);
+      };
+    }
+  }
+  return {};
+}
 
 // Builds the executable step of a validated node, copying or packing what it keeps of `graph`.
 co_up_compiled::Step build_step(const co_up_subgraph_desc& graph, uint32_t index,
@@ -252,6 +341,9 @@ co_up_compiled::Step build_step(const co_up_subgraph_desc& graph, uint32_t index
       };
       break;
     }
+    case Op::kTensorOp:
+      step.run = build_tensor_step(p);
+      break;
   }
   return step;
 }
@@ -273,7 +365,9 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
     needed[plan.output] = true;
     const bool packs = plan.op == Op::kConv || plan.op == Op::kFullyConnected ||
                        plan.op == Op::kBatchNormalization;
-    for (size_t i = 0; i < (packs ? 1 : plan.inputs.size()); ++i) needed[plan.inputs[i]] = true;
+    for (size_t i = 0; i < (packs ? 1 : plan.inputs.size()); ++i) {
+      if (plan.inputs[i] != CO_UP_NO_TENSOR) needed[plan.inputs[i]] = true;
+    }
   }
 
   // Storage: constants copied (their data is only valid during this call), activations allocated.

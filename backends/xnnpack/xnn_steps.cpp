@@ -339,6 +339,8 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       }
       break;
     }
+    case Op::kTensorOp:  // declined by decode_node (DecodeRules::implements)
+      backends::fail(CO_UP_STATUS_UNSUPPORTED, "cpu-xnnpack: rank-N ops are not implemented");
   }
   return step;
 }

@@ -43,6 +43,20 @@ std::string unit_name(const Graph& graph, const std::vector<NodeId>& compute) {
   return prefix.empty() ? graph.node(compute[0]).name : prefix;
 }
 
+// The longest common '/'-separated scope of two unit names ("a/b/c", "a/b/d" -> "a/b"; a name
+// is its own scope: "a/b", "a/b/c" -> "a/b").
+std::string common_scope(const std::string& a, const std::string& b) {
+  auto within = [](const std::string& scope, const std::string& name) {
+    return name == scope || name.compare(0, scope.size() + 1, scope + "/") == 0;
+  };
+  std::string scope = a;
+  while (!scope.empty() && !within(scope, b)) {
+    const size_t slash = scope.rfind('/');
+    scope = slash == std::string::npos ? std::string() : scope.substr(0, slash);
+  }
+  return scope;
+}
+
 }  // namespace
 
 void assign_block_units(Graph& graph) {
@@ -135,9 +149,39 @@ void assign_block_units(Graph& graph) {
     if (has_compute) unit_block = block;
     unit_has_compute = unit_has_compute || has_compute;
   }
-  for (uint32_t u = 0; u < compute_of_unit.size(); ++u) {
-    std::string name = unit_name(graph, compute_of_unit[u]);
-    graph.set_layer_name(u, name.empty() ? "layer" + std::to_string(u) : name);
+  std::vector<std::string> names;
+  for (uint32_t u = 0; u < compute_of_unit.size(); ++u) names.push_back(unit_name(graph, compute_of_unit[u]));
+
+  // Transformer encoder blocks: the residual around attention and the one around the MLP make two
+  // single-tensor segments per block. A unit with attention (a MatMul of two computed tensors)
+  // takes the units after it that share its block's scope, up to the next attention unit.
+  std::vector<bool> attention(names.size(), false);
+  for (const Node& n : graph.nodes()) {
+    if (n.op == OpType::kMatMul && !graph.tensor(n.inputs.at(0)).is_constant &&
+        !graph.tensor(n.inputs.at(1)).is_constant) {
+      attention[n.layer] = true;
+    }
+  }
+  std::vector<uint32_t> merged(names.size());
+  std::vector<std::string> merged_names;
+  for (uint32_t u = 0; u < names.size(); ++u) {
+    if (attention[u] && u + 1 < names.size() && !attention[u + 1]) {
+      const std::string block = common_scope(names[u], names[u + 1]);
+      if (!block.empty()) {
+        merged_names.push_back(block);
+        merged[u] = static_cast<uint32_t>(merged_names.size() - 1);
+        while (u + 1 < names.size() && !attention[u + 1] && common_scope(names[u + 1], block) == block) {
+          merged[++u] = static_cast<uint32_t>(merged_names.size() - 1);
+        }
+        continue;
+      }
+    }
+    merged_names.push_back(names[u]);
+    merged[u] = static_cast<uint32_t>(merged_names.size() - 1);
+  }
+  for (const Node& n : graph.nodes()) graph.mutable_node(n.id).layer = merged[n.layer];
+  for (uint32_t u = 0; u < merged_names.size(); ++u) {
+    graph.set_layer_name(u, merged_names[u].empty() ? "layer" + std::to_string(u) : merged_names[u]);
   }
 }
 

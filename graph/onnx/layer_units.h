@@ -14,6 +14,10 @@
 //    is one unit like its residual siblings. Without scoped names the cuts depend only on the
 //    graph's structure and node order, never on its weights.
 //
+//  - a transformer encoder block is one unit: a unit with attention (a MatMul of two computed
+//    tensors) takes the units after it in the same scope ("encoder/layers/encoder_layer_0/
+//    self_attention" + ".../mlp" -> "encoder/layers/encoder_layer_0"), so patch embedding, each
+//    block and the head are units of their own.
 // Names: the common prefix of the unit's compute-op node names up to a '/' (PyTorch's scopes:
 // "layer1/layer1.0"), else the first compute op's name.
 #pragma once

@@ -254,6 +254,8 @@ OnnxConstant fold_binary(const std::string& op, const OnnxConstant& a, const Onn
       else if (op == "Div") {
         if (y == 0 || (x == INT64_MIN && y == -1)) bad("integer division by zero or overflow");
         r = x / y;
+      } else if (op == "Equal") {
+        r = x == y ? 1 : 0;
       } else {
         bad("cannot fold " + op);
       }
@@ -272,6 +274,8 @@ OnnxConstant fold_binary(const std::string& op, const OnnxConstant& a, const Onn
     else if (op == "Sub") r = x - y;
     else if (op == "Mul") r = x * y;
     else if (op == "Div") r = x / y;
+    else if (op == "Pow") r = std::pow(x, y);
+    else if (op == "Equal") r = x == y ? 1.0f : 0.0f;
     else bad("cannot fold " + op);
     out[static_cast<size_t>(k)] = r;
   }

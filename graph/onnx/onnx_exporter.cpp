@@ -306,6 +306,27 @@ void Exporter::export_node(const Node& n) {
       inputs.push_back(add_int64_initializer(n.name + "/shape", n.attrs.get_ints("shape")));
       simple("Reshape");
       return;
+    case OpType::kSub:
+    case OpType::kMul:
+    case OpType::kDiv:
+    case OpType::kPow:
+    case OpType::kSqrt:
+    case OpType::kErf:
+    case OpType::kTanh:
+    case OpType::kExp:
+    case OpType::kMatMul:
+      simple(std::string(op_type_name(n.op)).c_str());
+      return;
+    case OpType::kTranspose:
+      set_attr(simple("Transpose"), "perm", n.attrs.get_ints("perm"));
+      return;
+    case OpType::kReduceMean:
+    case OpType::kReduceSum:
+    case OpType::kGather:
+    case OpType::kSlice:
+    case OpType::kLayerNormalization:
+    case OpType::kGelu:
+      break;  // not exported yet: the message below names the op
   }
   fail_node(n, "has no ONNX export");
 }

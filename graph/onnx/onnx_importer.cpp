@@ -1,5 +1,6 @@
 #include "graph/onnx/onnx_importer.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/io/input_file.h"
+#include "graph/fusion.h"
 #include "graph/onnx/onnx_constant.h"
 #include "onnx/onnx_pb.h"
 
@@ -53,9 +55,11 @@ std::string graph_name(const std::string& source) {
 
 const char* const kSupportedOps =
     "Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip, "
-    "Sigmoid, HardSigmoid, HardSwish, LRN, BatchNormalization, Concat, Add, Sub, Mul, Div, Softmax, "
-    "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Dropout, Identity, Constant, Transpose (as a channel "
-    "shuffle), and on constants Shape, Gather, Slice, Transpose, Cast, ConstantOfShape";
+    "Sigmoid, HardSigmoid, HardSwish, LRN, BatchNormalization, Concat, Add, Sub, Mul, Div, Pow, "
+    "Neg, Sqrt, Erf, Tanh, Exp, Softmax, Flatten, Reshape, Squeeze, Unsqueeze, Transpose, "
+    "ReduceMean, ReduceSum, LayerNormalization, Gather (constant indices), Slice, Split, Pad, "
+    "Dropout, Identity, Cast (to float), Constant, and on constants Shape, ConstantOfShape, Equal, "
+    "Where, Expand";
 
 class Importer {
  public:
@@ -123,12 +127,24 @@ class Importer {
   void import_concat(const onnx::NodeProto& n);
   void import_constant_op(const onnx::NodeProto& n);
   // CNN patterns (graph/op.h's CNN forms): Mul of two computed tensors as SiLU, HardSwish or
-  // ChannelScale (false: none of them), and Transpose of an activation as half a ChannelShuffle.
+  // ChannelScale, and Transpose of an activation as half a ChannelShuffle (false: not the pattern).
   bool import_cnn_mul(const onnx::NodeProto& n);
-  void import_transpose(const onnx::NodeProto& n);
+  bool import_channel_shuffle(const onnx::NodeProto& n);
   // The node producing activation `t` when it is an `op` node and its output, ONNX name `name`,
   // has the one reader being imported (no other reader, alias or graph output); else null.
   const Node* single_use_producer(TensorId t, const std::string& name, OpType op) const;
+  void import_matmul(const onnx::NodeProto& n);
+  void import_general_gemm(const onnx::NodeProto& n);
+  void import_unary(const onnx::NodeProto& n, OpType op);
+  void import_transpose(const onnx::NodeProto& n);
+  void import_reduce(const onnx::NodeProto& n, OpType op);
+  void import_gather(const onnx::NodeProto& n);
+  void import_slice(const onnx::NodeProto& n);
+  void import_split(const onnx::NodeProto& n);
+  void import_layer_norm(const onnx::NodeProto& n);
+  void import_where_expand(const onnx::NodeProto& n);
+  TensorId operand(const onnx::NodeProto& n, int i);
+  TensorId emit_named(const std::string& name, OpType op, std::vector<TensorId> inputs, Attributes attrs);
   bool fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply);
   Pads spatial_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in_shape,
                     const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
@@ -438,6 +454,7 @@ Graph Importer::run() {
   if (!dead_.empty()) {
     graph_.erase_passthrough_nodes([&](const Node& node) { return dead_.count(node.id) != 0; });
   }
+  fuse_transformer_patterns(graph_);
   return std::move(graph_);
 }
 
@@ -452,8 +469,8 @@ void Importer::import_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   try {
     if (op == "Conv") return import_conv(n);
-    if (op == "Gemm") return import_gemm(n, false);
-    if (op == "MatMul") return import_gemm(n, true);
+    if (op == "Gemm") return import_general_gemm(n);
+    if (op == "MatMul") return import_matmul(n);
     if (op == "MaxPool") return import_pool(n, OpType::kMaxPool);
     if (op == "AveragePool") return import_pool(n, OpType::kAveragePool);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
@@ -482,7 +499,26 @@ void Importer::import_node(const onnx::NodeProto& n) {
     }
     if (op == "BatchNormalization") return import_batch_norm(n);
     if (op == "Concat") return import_concat(n);
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return import_elementwise_constant(n);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
+      return import_elementwise_constant(n);
+    }
+    if (op == "Neg") {
+      if (is_constant(n, 0)) {
+        return set_constant(n, fold_binary("Mul", constant(n, 0, "x"), OnnxConstant::from_floats({}, {-1.0f})));
+      }
+      const TensorId minus_one = materialize(node_name(n) + "/minus_one", OnnxConstant::from_floats({1}, {-1.0f}), {1});
+      return set_activation(n, emit(n, OpType::kMul, {activation(n, 0), minus_one}, {}));
+    }
+    if (op == "Sqrt") return import_unary(n, OpType::kSqrt);
+    if (op == "Erf") return import_unary(n, OpType::kErf);
+    if (op == "Tanh") return import_unary(n, OpType::kTanh);
+    if (op == "Exp") return import_unary(n, OpType::kExp);
+    if (op == "ReduceMean") return import_reduce(n, OpType::kReduceMean);
+    if (op == "ReduceSum") return import_reduce(n, OpType::kReduceSum);
+    if (op == "LayerNormalization") return import_layer_norm(n);
+    if (op == "Split") return import_split(n);
+    if (op == "Equal") return set_constant(n, fold_binary(op, constant(n, 0, "a"), constant(n, 1, "b")));
+    if (op == "Where" || op == "Expand") return import_where_expand(n);
     if (op == "Softmax") return import_softmax(n);
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") {
       return import_reshape_like(n);
@@ -519,33 +555,22 @@ void Importer::import_node(const onnx::NodeProto& n) {
       const auto size = static_cast<int64_t>(out.size());
       return set_constant(n, OnnxConstant::from_ints({size}, std::move(out)));
     }
-    if (op == "Gather") {
-      return set_constant(n, fold_gather(constant(n, 0, "Gather data"), constant(n, 1, "Gather indices"),
-                                         attr_int(n, "axis", 0)));
-    }
-    if (op == "Slice") {
-      auto ints_or_empty = [&](int i, const char* what) {
-        return has_input(n, i) ? constant(n, i, what).ints() : std::vector<int64_t>{};
-      };
-      return set_constant(n, fold_slice(constant(n, 0, "Slice data"), ints_or_empty(1, "starts"),
-                                        ints_or_empty(2, "ends"), ints_or_empty(3, "axes"),
-                                        ints_or_empty(4, "steps")));
-    }
-    if (op == "Transpose" && !is_constant(n, 0)) return import_transpose(n);
-    if (op == "Transpose") {
-      return set_constant(n, fold_transpose(constant(n, 0, "Transpose input (co_up transposes only "
-                                                            "constants)"),
-                                            attr_ints(n, "perm", {})));
-    }
+    if (op == "Gather") return import_gather(n);
+    if (op == "Slice") return import_slice(n);
+    if (op == "Transpose") return import_transpose(n);
     if (op == "Cast") {
       const int64_t to = attr_int(n, "to", 0);
       const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE ||
                             to == onnx::TensorProto::FLOAT16;
-      if (value(n, 0).kind == Value::Kind::kActivation && to == onnx::TensorProto::FLOAT) {
+      if (value(n, 0).kind == Value::Kind::kActivation) {
+        if (to != onnx::TensorProto::FLOAT) {
+          fail_node(n, "casts a computed tensor to element type " + std::to_string(to) +
+                           "; co_up computes in float32 only (Cast to float, type 1, is supported)");
+        }
         Value v = value(n, 0);
         return set_output(n, 0, std::move(v));
       }
-      const OnnxConstant& c = constant(n, 0, "Cast input (co_up casts only constants)");
+      const OnnxConstant& c = constant(n, 0, "Cast input");
       return set_constant(n, to_float ? OnnxConstant::from_floats(c.shape, c.floats())
                                       : OnnxConstant::from_ints(c.shape, c.ints()));
     }
@@ -776,7 +801,7 @@ void Importer::import_concat(const onnx::NodeProto& n) {
     return set_constant(n, fold_concat(parts, axis_attr->i()));
   }
   std::vector<TensorId> inputs;
-  for (int i = 0; i < n.input_size(); ++i) inputs.push_back(activation(n, i));
+  for (int i = 0; i < n.input_size(); ++i) inputs.push_back(operand(n, i));
   const int64_t axis = normalize_axis(axis_attr->i(), static_cast<int64_t>(shape_of(inputs[0]).size()));
   set_activation(n, emit(n, OpType::kConcat, std::move(inputs), {{"axis", axis}}));
 }
@@ -785,7 +810,20 @@ void Importer::import_concat(const onnx::NodeProto& n) {
 bool Importer::fold_into_producer(const onnx::NodeProto& n, TensorId x, const OnnxConstant& c, bool multiply) {
   const Tensor& t = graph_.tensor(x);
   if (t.producer == kNoNode) return false;
-  const Node& producer = graph_.node(t.producer);
+  const Node* producer_node = &graph_.node(t.producer);
+  size_t channel_dim = 1;
+  if (producer_node->op == OpType::kReshape) {
+    // x[..., M] = Reshape(FullyConnected[rows, M]): a MatMul by a constant over rank > 2 (see
+    // import_matmul); its bias Add folds like one after a 2-D Gemm, along the last dim.
+    const Tensor& rows = graph_.tensor(producer_node->inputs[0]);
+    if (rows.producer == kNoNode || graph_.node(rows.producer).op != OpType::kFullyConnected ||
+        graph_.consumers(rows.id).size() != 1 || t.desc.shape.back() != rows.desc.shape.back()) {
+      return false;
+    }
+    producer_node = &graph_.node(rows.producer);
+    channel_dim = t.desc.shape.size() - 1;
+  }
+  const Node& producer = *producer_node;
   if (producer.op != OpType::kConv && producer.op != OpType::kFullyConnected) return false;
   const std::string& x_name = n.input(is_constant(n, 0) ? 1 : 0);
   if (uses_[x_name] != 1) return false;
@@ -793,13 +831,13 @@ bool Importer::fold_into_producer(const onnx::NodeProto& n, TensorId x, const On
     if (v.kind == Value::Kind::kActivation && v.tensor == x && name != x_name && uses_[name] > 0) return false;
   }
   const std::vector<int64_t>& shape = t.desc.shape;
-  const int64_t channels = shape[1];
+  const int64_t channels = shape[channel_dim];
   // Broadcast c against the output: every non-channel dimension of c must be 1.
   if (c.shape.size() > shape.size()) return false;
   const size_t offset = shape.size() - c.shape.size();
   for (size_t d = 0; d < c.shape.size(); ++d) {
     const int64_t dim = c.shape[d];
-    if (dim != 1 && !(d + offset == 1 && dim == channels)) return false;
+    if (dim != 1 && !(d + offset == channel_dim && dim == channels)) return false;
   }
   std::vector<float> values = c.floats();
   if (values.empty()) return false;
@@ -830,34 +868,31 @@ void Importer::import_elementwise_constant(const onnx::NodeProto& n) {
   const bool c0 = is_constant(n, 0), c1 = is_constant(n, 1);
   if (c0 && c1) return set_constant(n, fold_binary(op, constant(n, 0, "a"), constant(n, 1, "b")));
   if (op == "Mul" && !c0 && !c1 && import_cnn_mul(n)) return;
-  if (!c0 && !c1) {
-    if (op != "Add") {
-      fail_node(n, op + " of two computed tensors is not supported (co_up has Add; " + op +
-                       " only by a constant folded into the preceding Conv/Gemm)");
-    }
-    return set_activation(n, emit(n, OpType::kAdd, {activation(n, 0), activation(n, 1)}, {}));
-  }
-  // One constant operand: fold into the producing Conv / FullyConnected.
+  const OpType type = op == "Add" ? OpType::kAdd : op == "Sub" ? OpType::kSub : op == "Mul" ? OpType::kMul
+                    : op == "Div" ? OpType::kDiv : OpType::kPow;
+  if (!c0 && !c1) return set_activation(n, emit(n, type, {activation(n, 0), activation(n, 1)}, {}));
+  // One constant operand: folded into the producing Conv / FullyConnected where it is a per-channel
+  // or scalar x + c, x - c, x * c or x / c (no extra pass over the data), else an element-wise op.
   const int ci = c0 ? 0 : 1;
   const TensorId x = activation(n, 1 - ci);
-  OnnxConstant c = constant(n, ci, "constant operand");
-  bool multiply = op == "Mul" || op == "Div";
-  if (op == "Sub" && ci == 0) {
-    fail_node(n, "constant - x is not supported");
+  const OnnxConstant& c = constant(n, ci, "constant operand");
+  if (op != "Pow" && !(ci == 0 && (op == "Sub" || op == "Div"))) {
+    OnnxConstant folded = c;
+    if (op == "Sub" || op == "Div") {
+      std::vector<float> v = c.floats();
+      for (float& f : v) f = op == "Sub" ? -f : 1.0f / f;
+      folded = OnnxConstant::from_floats(c.shape, std::move(v));
+    }
+    if (fold_into_producer(n, x, folded, op == "Mul" || op == "Div")) {
+      Value v;
+      v.tensor = x;
+      return set_output(n, 0, std::move(v));
+    }
   }
-  if (op == "Div" && ci == 0) fail_node(n, "constant / x is not supported");
-  if (op == "Sub" || op == "Div") {
-    std::vector<float> v = c.floats();
-    for (float& f : v) f = op == "Sub" ? -f : 1.0f / f;
-    c = OnnxConstant::from_floats(c.shape, std::move(v));
-  }
-  if (!fold_into_producer(n, x, c, multiply)) {
-    fail_node(n, op + " by a constant is supported only right after a Conv or Gemm/MatMul whose "
-                 "output nothing else reads, with one value per channel or a scalar");
-  }
-  Value v;
-  v.tensor = x;
-  set_output(n, 0, std::move(v));
+  std::vector<int64_t> shape = c.shape;
+  if (shape.empty()) shape = {1};
+  const TensorId ct = materialize(n.input(ci), c, shape);
+  set_activation(n, emit(n, type, ci == 0 ? std::vector<TensorId>{ct, x} : std::vector<TensorId>{x, ct}, {}));
 }
 
 const Node* Importer::single_use_producer(TensorId t, const std::string& name, OpType op) const {
@@ -879,7 +914,10 @@ bool Importer::import_cnn_mul(const onnx::NodeProto& n) {
   for (int i = 0; i < 2; ++i) {
     const TensorId gate = i == 0 ? a : b, x = i == 0 ? b : a;
     const NodeId gate_node = graph_.tensor(gate).producer;
-    if (gate_node == kNoNode || graph_.node(gate_node).inputs.at(0) != x) continue;
+    if (gate_node == kNoNode || graph_.node(gate_node).inputs.empty() ||
+        graph_.node(gate_node).inputs[0] != x) {
+      continue;  // a graph input, or a gate of another tensor
+    }
     const Node& g = graph_.node(gate_node);
     // x * Sigmoid(x) = SiLU; x * HardSigmoid(x) = HardSwish when alpha = 1/6, beta = 1/2.
     if (g.op == OpType::kSigmoid) {
@@ -913,7 +951,7 @@ bool Importer::import_cnn_mul(const onnx::NodeProto& n) {
   return false;
 }
 
-void Importer::import_transpose(const onnx::NodeProto& n) {
+bool Importer::import_channel_shuffle(const onnx::NodeProto& n) {
   const TensorId v = activation(n, 0);
   const std::vector<int64_t> perm = attr_ints(n, "perm", {});
   const Node* reshape = single_use_producer(v, n.input(0), OpType::kReshape);
@@ -928,12 +966,11 @@ void Importer::import_transpose(const onnx::NodeProto& n) {
       shuffle.kind = Value::Kind::kChannelShuffle;
       shuffle.tensor = x;
       shuffle.groups = view[1];
-      return set_output(n, 0, std::move(shuffle));
+      set_output(n, 0, std::move(shuffle));
+      return true;
     }
   }
-  fail_node(n, "Transpose of a computed tensor " + graph_.tensor(v).desc.shape_string() +
-                   " is supported only as ShuffleNet's channel shuffle (Reshape to [N,g,C/g,H,W], "
-                   "perm 0,2,1,3,4, Reshape back)");
+  return false;
 }
 
 void Importer::import_softmax(const onnx::NodeProto& n) {
@@ -1093,6 +1130,295 @@ void Importer::import_pad(const onnx::NodeProto& n) {
     v.pads = total;
   }
   set_output(n, 0, std::move(v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rank-N tensor ops (transformers)
+
+// Input i as an IR tensor: an activation, or a constant materialised for an op that takes it.
+TensorId Importer::operand(const onnx::NodeProto& n, int i) {
+  if (!is_constant(n, i)) return activation(n, i);
+  const OnnxConstant& c = constant(n, i, "operand");
+  std::vector<int64_t> shape = c.shape;
+  if (shape.empty()) shape = {1};
+  return materialize(n.input(i), c, shape);
+}
+
+// An IR node that no ONNX node names itself (a helper Reshape or Transpose of an import).
+TensorId Importer::emit_named(const std::string& name, OpType op, std::vector<TensorId> inputs,
+                              Attributes attrs) {
+  if (op == OpType::kAdd && !attrs.has("activation")) attrs.set("activation", std::string("none"));
+  try {
+    return graph_.add_node(name, op, std::move(inputs), std::move(attrs), 0);
+  } catch (const InputError& e) {
+    fail(e.what());
+  }
+}
+
+void Importer::import_matmul(const onnx::NodeProto& n) {
+  if (is_constant(n, 0) && is_constant(n, 1)) fail_node(n, "both operands are constants (fold the model first)");
+  const Value& av = value(n, 0);
+  if (av.kind == Value::Kind::kActivation && is_constant(n, 1)) {
+    const OnnxConstant& b = constant(n, 1, "MatMul right-hand side");
+    const std::vector<int64_t> a_shape = shape_of(av.tensor);
+    if (b.shape.size() == 2 && a_shape.size() == 2) return import_gemm(n, true);
+    if (b.shape.size() == 2 && a_shape.size() > 2 && a_shape.back() == b.shape[0] && b.shape[1] > 0) {
+      // x[..., K] @ W[K, N]: the packed FullyConnected over the rows, reshaped around it.
+      const int64_t k = a_shape.back(), cols = b.shape[1];
+      const int64_t rows = checked_count(a_shape) / k;
+      const std::string name = node_name(n);
+      const TensorId flat = emit_named(name + "#rows", OpType::kReshape, {av.tensor},
+                                       {{"shape", std::vector<int64_t>{rows, k}}});
+      std::vector<float> src = b.floats(), weights(src.size());
+      for (int64_t r = 0; r < cols; ++r) {
+        for (int64_t c = 0; c < k; ++c) weights[r * k + c] = src[c * cols + r];
+      }
+      const TensorId w = materialize(n.input(1), OnnxConstant::from_floats({cols, k}, std::move(weights)), {cols, k});
+      const TensorId y = emit_named(name + "#fc", OpType::kFullyConnected, {flat, w}, {{"activation", std::string("none")}});
+      std::vector<int64_t> out(a_shape.begin(), a_shape.end() - 1);
+      out.push_back(cols);
+      return set_activation(n, emit(n, OpType::kReshape, {y}, {{"shape", out}}));
+    }
+  }
+  TensorId a = operand(n, 0), b = operand(n, 1);
+  // numpy: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; that dim is dropped from the result.
+  const bool row = shape_of(a).size() == 1, column = shape_of(b).size() == 1;
+  const std::string name = node_name(n);
+  if (row) a = emit_named(name + "#row", OpType::kReshape, {a}, {{"shape", std::vector<int64_t>{1, shape_of(a)[0]}}});
+  if (column) b = emit_named(name + "#column", OpType::kReshape, {b}, {{"shape", std::vector<int64_t>{shape_of(b)[0], 1}}});
+  if (!row && !column) return set_activation(n, emit(n, OpType::kMatMul, {a, b}, {}));
+  const TensorId y = emit_named(name + "#matmul", OpType::kMatMul, {a, b}, {});
+  std::vector<int64_t> out = shape_of(y);
+  if (column) out.pop_back();
+  if (row) out.erase(out.end() - (column ? 1 : 2));
+  if (out.empty()) out.push_back(1);
+  set_activation(n, emit(n, OpType::kReshape, {y}, {{"shape", out}}));
+}
+
+void Importer::import_general_gemm(const onnx::NodeProto& n) {
+  const bool trans_a = attr_int(n, "transA", 0) != 0, trans_b = attr_int(n, "transB", 0) != 0;
+  if (!trans_a && !is_constant(n, 0) && is_constant(n, 1) && value(n, 0).kind == Value::Kind::kActivation &&
+      shape_of(activation(n, 0)).size() == 2 && (!has_input(n, 2) || is_constant(n, 2))) {
+    return import_gemm(n, false);  // the packed FullyConnected with folded alpha, beta and bias
+  }
+  const std::string name = node_name(n);
+  const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+  auto side = [&](int i, bool trans) {
+    if (is_constant(n, i) && trans) {
+      const OnnxConstant& c = constant(n, i, "Gemm operand");
+      if (c.shape.size() != 2) fail_node(n, "operands must be 2-D");
+      return materialize(n.input(i), fold_transpose(c, {1, 0}), {c.shape[1], c.shape[0]});
+    }
+    TensorId t = operand(n, i);
+    if (shape_of(t).size() != 2) fail_node(n, "operands must be 2-D");
+    if (trans) t = emit_named(name + "#trans" + std::to_string(i), OpType::kTranspose, {t}, {{"perm", std::vector<int64_t>{1, 0}}});
+    return t;
+  };
+  const TensorId a = side(0, trans_a), b = side(1, trans_b);
+  TensorId y = emit_named(name + "#matmul", OpType::kMatMul, {a, b}, {});
+  if (alpha != 1.0) {
+    y = emit_named(name + "#alpha", OpType::kMul, {y, materialize(name + "/alpha", OnnxConstant::from_floats({1}, {static_cast<float>(alpha)}), {1})}, {});
+  }
+  if (has_input(n, 2) && beta != 0.0) {
+    TensorId c;
+    if (is_constant(n, 2)) {
+      OnnxConstant cc = constant(n, 2, "Gemm C");
+      std::vector<float> v = cc.floats();
+      for (float& f : v) f = static_cast<float>(f * beta);
+      std::vector<int64_t> shape = cc.shape.empty() ? std::vector<int64_t>{1} : cc.shape;
+      c = materialize(n.input(2), OnnxConstant::from_floats(shape, std::move(v)), shape);
+    } else {
+      c = activation(n, 2);
+      if (beta != 1.0) {
+        c = emit_named(name + "#beta", OpType::kMul, {c, materialize(name + "/beta", OnnxConstant::from_floats({1}, {static_cast<float>(beta)}), {1})}, {});
+      }
+    }
+    y = emit_named(name + "#bias", OpType::kAdd, {y, c}, {});
+  }
+  Value v;
+  v.tensor = y;
+  set_output(n, 0, std::move(v));
+}
+
+void Importer::import_unary(const onnx::NodeProto& n, OpType op) {
+  if (is_constant(n, 0)) {
+    const OnnxConstant& c = constant(n, 0, "x");
+    std::vector<float> v = c.floats();
+    for (float& f : v) {
+      f = op == OpType::kSqrt ? std::sqrt(f) : op == OpType::kErf ? std::erf(f)
+        : op == OpType::kTanh ? std::tanh(f) : std::exp(f);
+    }
+    return set_constant(n, OnnxConstant::from_floats(c.shape, std::move(v)));
+  }
+  set_activation(n, emit(n, op, {activation(n, 0)}, {}));
+}
+
+void Importer::import_transpose(const onnx::NodeProto& n) {
+  if (is_constant(n, 0)) {
+    return set_constant(n, fold_transpose(constant(n, 0, "Transpose input"), attr_ints(n, "perm", {})));
+  }
+  if (import_channel_shuffle(n)) return;
+  const TensorId x = activation(n, 0);
+  const auto rank = static_cast<int64_t>(shape_of(x).size());
+  std::vector<int64_t> perm = attr_ints(n, "perm", {});
+  if (perm.empty()) {
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  }
+  for (int64_t& p : perm) {
+    if (p < -rank || p >= rank) fail_node(n, "perm entry " + std::to_string(p) + " is out of range for rank " + std::to_string(rank));
+    if (p < 0) p += rank;
+  }
+  set_activation(n, emit(n, OpType::kTranspose, {x}, {{"perm", perm}}));
+}
+
+void Importer::import_reduce(const onnx::NodeProto& n, OpType op) {
+  const TensorId x = activation(n, 0);
+  const auto rank = static_cast<int64_t>(shape_of(x).size());
+  std::vector<int64_t> axes;
+  const bool axes_input = op == OpType::kReduceSum ? opset_ >= 13 : opset_ >= 18;
+  if (axes_input) {
+    if (has_input(n, 1)) axes = constant(n, 1, "axes").ints();
+  } else {
+    axes = attr_ints(n, "axes", {});
+  }
+  if (axes.empty()) {
+    if (axes_input && attr_int(n, "noop_with_empty_axes", 0) != 0) {
+      Value v = value(n, 0);
+      return set_output(n, 0, std::move(v));
+    }
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) a = normalize_axis(a, rank);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) fail_node(n, "repeats an axis");
+  set_activation(n, emit(n, op, {x}, {{"axes", axes}, {"keepdims", attr_int(n, "keepdims", 1) != 0 ? int64_t{1} : int64_t{0}}}));
+}
+
+void Importer::import_gather(const onnx::NodeProto& n) {
+  const OnnxConstant& idx = constant(n, 1, "Gather indices (co_up gathers with constant indices only)");
+  if (is_constant(n, 0)) {
+    return set_constant(n, fold_gather(constant(n, 0, "Gather data"), idx, attr_int(n, "axis", 0)));
+  }
+  const TensorId x = activation(n, 0);
+  const std::vector<int64_t>& shape = shape_of(x);
+  const int64_t axis = normalize_axis(attr_int(n, "axis", 0), static_cast<int64_t>(shape.size()));
+  std::vector<int64_t> indices = idx.ints();
+  for (int64_t& i : indices) {
+    if (i < -shape[axis] || i >= shape[axis]) fail_node(n, "index " + std::to_string(i) + " is out of range for dimension " + std::to_string(shape[axis]));
+    if (i < 0) i += shape[axis];
+  }
+  set_activation(n, emit(n, OpType::kGather, {x}, {{"axis", axis}, {"indices", indices}, {"indices_shape", idx.shape}}));
+}
+
+void Importer::import_slice(const onnx::NodeProto& n) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_ >= 10) {
+    auto ints_or_empty = [&](int i, const char* what) {
+      return has_input(n, i) ? constant(n, i, what).ints() : std::vector<int64_t>{};
+    };
+    starts = ints_or_empty(1, "starts");
+    ends = ints_or_empty(2, "ends");
+    axes = ints_or_empty(3, "axes");
+    steps = ints_or_empty(4, "steps");
+  } else {
+    starts = attr_ints(n, "starts", {});
+    ends = attr_ints(n, "ends", {});
+    axes = attr_ints(n, "axes", {});
+  }
+  if (is_constant(n, 0)) return set_constant(n, fold_slice(constant(n, 0, "Slice data"), starts, ends, axes, steps));
+  const TensorId x = activation(n, 0);
+  const std::vector<int64_t>& shape = shape_of(x);
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size())) {
+    fail_node(n, "starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> b(rank, 0), e(shape), st(rank, 1);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t d = normalize_axis(axes.empty() ? static_cast<int64_t>(i) : axes[i], rank);
+    if (seen[d]) fail_node(n, "repeats axis " + std::to_string(d));
+    seen[d] = true;
+    const int64_t step = steps.empty() ? 1 : steps[i];
+    if (step < 1) fail_node(n, "step " + std::to_string(step) + " is not supported (co_up slices with positive steps)");
+    int64_t s0 = starts[i], e0 = ends[i];
+    if (s0 < 0) s0 += shape[d];
+    if (e0 < 0) e0 += shape[d];
+    b[d] = std::clamp<int64_t>(s0, 0, shape[d]);
+    e[d] = std::clamp<int64_t>(e0, 0, shape[d]);
+    st[d] = step;
+    if (b[d] >= e[d]) fail_node(n, "the slice of axis " + std::to_string(d) + " is empty");
+  }
+  set_activation(n, emit(n, OpType::kSlice, {x}, {{"starts", b}, {"ends", e}, {"steps", st}}));
+}
+
+void Importer::import_split(const onnx::NodeProto& n) {
+  const TensorId x = activation(n, 0);
+  const std::vector<int64_t> shape = shape_of(x);  // a copy: emitting nodes grows the tensor list
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = normalize_axis(attr_int(n, "axis", 0), rank);
+  std::vector<int64_t> sizes;
+  if (opset_ >= 13 && has_input(n, 1)) sizes = constant(n, 1, "split").ints();
+  else if (opset_ < 13) sizes = attr_ints(n, "split", {});
+  const int64_t parts = n.output_size();
+  if (sizes.empty()) {
+    const int64_t each = (shape[axis] + parts - 1) / parts;
+    for (int64_t i = 0, left = shape[axis]; i < parts; ++i, left -= each) sizes.push_back(std::min(each, left));
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts) fail_node(n, "has " + std::to_string(parts) + " outputs but " + std::to_string(sizes.size()) + " split sizes");
+  int64_t at = 0;
+  for (int64_t i = 0; i < parts; ++i) {
+    if (sizes[i] < 1 || sizes[i] > shape[axis] || at + sizes[i] > shape[axis]) fail_node(n, "split sizes do not fit dimension " + std::to_string(shape[axis]));
+    std::vector<int64_t> b(rank, 0), e(shape), st(rank, 1);
+    b[axis] = at;
+    e[axis] = at + sizes[i];
+    at += sizes[i];
+    if (n.output(static_cast<int>(i)).empty()) continue;
+    Value v;
+    v.tensor = emit_named(node_name(n) + "#" + std::to_string(i), OpType::kSlice, {x}, {{"starts", b}, {"ends", e}, {"steps", st}});
+    set_output(n, static_cast<int>(i), std::move(v));
+  }
+  if (at != shape[axis]) fail_node(n, "split sizes add up to " + std::to_string(at) + ", not " + std::to_string(shape[axis]));
+}
+
+void Importer::import_layer_norm(const onnx::NodeProto& n) {
+  require_unused_outputs(n, 1);
+  const TensorId x = activation(n, 0);
+  const auto rank = static_cast<int64_t>(shape_of(x).size());
+  const int64_t axis = normalize_axis(attr_int(n, "axis", -1), rank);
+  std::vector<int64_t> norm_shape(shape_of(x).begin() + axis, shape_of(x).end());
+  std::vector<TensorId> inputs{x};
+  for (int i = 1; i <= 2; ++i) {
+    if (!has_input(n, i)) continue;
+    const OnnxConstant& c = constant(n, i, i == 1 ? "Scale" : "B");
+    if (c.count() != checked_count(norm_shape)) fail_node(n, std::string(i == 1 ? "Scale" : "B") + " does not match the normalised shape");
+    inputs.push_back(materialize(n.input(i), c, norm_shape));
+  }
+  set_activation(n, emit(n, OpType::kLayerNormalization, std::move(inputs),
+                         {{"axis", axis}, {"epsilon", attr_float(n, "epsilon", 1e-5)}}));
+}
+
+// Where(cond, a, b) and Expand(x, shape) over constants (shape arithmetic of exporters).
+void Importer::import_where_expand(const onnx::NodeProto& n) {
+  if (n.op_type() == "Expand") {
+    const OnnxConstant& x = constant(n, 0, "Expand input (co_up expands only constants)");
+    const std::vector<int64_t> shape = constant(n, 1, "shape").ints();
+    if (checked_count(shape) > (int64_t{1} << 24)) fail_node(n, "is too large to fold");
+    const OnnxConstant ones = x.is_int ? OnnxConstant::from_ints(shape, std::vector<int64_t>(checked_count(shape), 1))
+                                       : OnnxConstant::from_floats(shape, std::vector<float>(checked_count(shape), 1.0f));
+    return set_constant(n, fold_binary("Mul", x, ones));
+  }
+  const OnnxConstant& c = constant(n, 0, "Where condition (co_up selects only between constants)");
+  const OnnxConstant& a = constant(n, 1, "Where X");
+  const OnnxConstant& b = constant(n, 2, "Where Y");
+  const OnnxConstant cond = c.is_int ? c : OnnxConstant::from_ints(c.shape, c.ints());
+  const OnnxConstant one = OnnxConstant::from_ints({}, {1});
+  if (a.is_int && b.is_int) {
+    return set_constant(n, fold_binary("Add", fold_binary("Mul", cond, a), fold_binary("Mul", fold_binary("Sub", one, cond), b)));
+  }
+  const OnnxConstant fc = OnnxConstant::from_floats(cond.shape, cond.floats());
+  const OnnxConstant fone = OnnxConstant::from_floats({}, {1.0f});
+  set_constant(n, fold_binary("Add", fold_binary("Mul", fc, a), fold_binary("Mul", fold_binary("Sub", fone, fc), b)));
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -197,28 +197,17 @@ TEST(MobileCnnExport, RoundTripKeepsTheCnnOpsAndTheOutput) {
   }
 }
 
-// Networks an op outside the CNN forms still blocks: the exact one-line error, so that this list
-// shrinks when the op arrives.
-TEST(MobileCnnBlocked, ListedWithTheirCurrentError) {
-  const std::map<std::string, std::string> blocked = {
-      // ShuffleNetV2's channel split (x.chunk(2, dim=1)) is a Slice of an activation.
-      {"shufflenet_v2_tiny",
-       "node '/stage2/stage2.1/Slice' (Slice): Slice data ('/stage2/stage2.0/Reshape_1_output_0') "
-       "must be a constant (an initializer or computed from constants only)"},
-      // ConvNeXt permutes to NHWC for its LayerNorm and Linear layers.
-      {"convnext_tiny_tiny",
-       "node '/features/features.0/features.0.1/Transpose' (Transpose): Transpose of a computed "
-       "tensor [1,8,8,8] is supported only as ShuffleNet's channel shuffle (Reshape to "
-       "[N,g,C/g,H,W], perm 0,2,1,3,4, Reshape back)"},
-  };
-  for (const auto& [name, error] : blocked) {
-    const std::string path = (kFixtures / (name + ".onnx")).string();
-    try {
-      load(name);
-      ADD_FAILURE() << name << " loads now: move it to the runnable list";
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), path + ": " + error);
-    }
+// Networks that need the rank-N ops as well (ShuffleNetV2's channel split is a Slice of an
+// activation; ConvNeXt permutes to NHWC for its LayerNorm and Linear layers): they run on
+// cpu-reference, which has both sets, and match PyTorch.
+TEST(MobileCnnWithTensorOps, RunOnCpuReference) {
+  for (const std::string name : {"shufflenet_v2_tiny", "convnext_tiny_tiny"}) {
+    const graph::Graph g = load(name);
+    const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
+    const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
+    expect_matches_pytorch(run(g, std::string(g.layer_count(), 'B'), ExecutionMode::kSwitch,
+                               input.data, "cpu-reference"),
+                           want, name + " on cpu-reference");
   }
 }
 

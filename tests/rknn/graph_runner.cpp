@@ -224,6 +224,8 @@ ReferenceGraphRunner::Step ReferenceGraphRunner::build_step(const Node& n) {
       const int64_t groups = n.attrs.get_int("groups");
       return [=] { reference::channel_shuffle(x, y, batch, channels, plane, groups, nullptr); };
     }
+    default:
+      break;  // the rank-N ops: refused below
   }
   throw std::invalid_argument("node '" + n.name + "' (" + std::string(graph::op_type_name(n.op)) +
                               "): not supported by the reference graph runner");

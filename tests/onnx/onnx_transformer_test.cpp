@@ -1,0 +1,183 @@
+// Transformer operators end to end: the committed transformer fixtures (tests/fixtures/onnx/,
+// made by make_fixtures.py --transformers with PyTorch's output for a seeded input) imported and
+// run on cpu-reference with block units and --units=ops, all-B and mixed B/L orders: output within
+// 1e-3 of PyTorch's output range, same argmax. Plus the import-time fusions (LayerNormalization
+// from the opset-13 pattern, GELU from its erf and tanh forms), transformer layer units, the
+// per-node decline of a backend without the rank-N ops, and one-line import errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/network.h"
+#include "core/partition.h"
+#include "graph/npy.h"
+#include "graph/onnx/onnx_importer.h"
+#include "tests/core/test_support.h"
+
+namespace co_up {
+namespace {
+
+const std::filesystem::path kFixtures = CO_UP_ONNX_FIXTURES;
+
+graph::Graph load(const std::string& name, const std::string& units = "layers") {
+  NetworkSpec spec;
+  spec.model = (kFixtures / (name + ".onnx")).string();
+  spec.units = units;
+  return build_network(spec);
+}
+
+Platform platform_with(const std::string& cpu_backend) {
+  Platform platform = testing::host_platform();
+  for (ProcessorSpec& p : platform.processors) {
+    if (p.is_cpu()) p.backends = {cpu_backend};
+  }
+  return platform;
+}
+
+std::vector<float> run(const graph::Graph& g, const std::string& order, ExecutionMode mode,
+                       const std::vector<float>& input, const std::string& cpu_backend) {
+  ExecutorOptions options;
+  options.mode = mode;
+  Executor executor(g, Partition::create(g, order), platform_with(cpu_backend),
+                    testing::build_plugins(), options);
+  RunRequest request;
+  request.frames = 2;
+  request.input_sets = {{input}};
+  RunResult result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, 2u);
+  return result.last_outputs.at(0);
+}
+
+void expect_matches_pytorch(const std::vector<float>& got, const graph::NpyArray& want,
+                            const std::string& what) {
+  ASSERT_EQ(got.size(), want.data.size()) << what;
+  const auto [lo, hi] = std::minmax_element(want.data.begin(), want.data.end());
+  const double range = static_cast<double>(*hi - *lo);
+  ASSERT_GT(range, 1e-3) << what << ": the golden output is flat; the fixture tests nothing";
+  double max_diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(got[i]) - want.data[i]));
+  }
+  EXPECT_LE(max_diff, 1e-3 * range) << what << ": max |diff| " << max_diff << ", range " << range;
+  const auto argmax = [](std::span<const float> v) {
+    return std::max_element(v.begin(), v.end()) - v.begin();
+  };
+  EXPECT_EQ(argmax(got), argmax(want.data)) << what;
+}
+
+std::map<std::string, int> op_counts(const graph::Graph& g) {
+  std::map<std::string, int> counts;
+  for (const graph::Node& n : g.nodes()) ++counts[std::string(graph::op_type_name(n.op))];
+  return counts;
+}
+
+class TransformerFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TransformerFixture, MatchesPyTorchOnCpuReferenceWithBlockAndOpUnits) {
+  const std::string name = GetParam();
+  const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
+  const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
+  for (const std::string units : {"layers", "ops"}) {
+    const graph::Graph g = load(name, units);
+    ASSERT_EQ(g.tensor(g.inputs().at(0)).desc.shape, input.shape);
+    const uint32_t layers = g.layer_count();
+    std::string alternating;
+    for (uint32_t i = 0; i < layers; ++i) alternating += i % 2 ? 'L' : 'B';
+    for (const std::string& order : {std::string(layers, 'B'), alternating}) {
+      for (const ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+        const std::string what = name + " --units=" + units + " --order=" + order +
+                                 (mode == ExecutionMode::kPipeline ? " pipeline" : " switch");
+        expect_matches_pytorch(run(g, order, mode, input.data, "cpu-reference"), want, what);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TransformerFixture,
+                         ::testing::Values("op_broadcast", "op_attention", "op_matmul_vectors", "op_layernorm17",
+                                           "op_layernorm13", "vit_tiny", "vit_tiny_opset13",
+                                           "bert_tiny"),
+                         [](const auto& info) { return info.param; });
+
+TEST(TransformerImport, LayerNormPatternAndGeluFormsAreFusedAtImport) {
+  for (const std::string name : {"op_layernorm17", "op_layernorm13"}) {
+    const auto counts = op_counts(load(name));
+    EXPECT_EQ(counts.count("ReduceMean"), 0u) << name;
+    EXPECT_EQ(counts.count("Erf"), 0u) << name;
+    EXPECT_EQ(counts.count("Tanh"), 0u) << name;
+    EXPECT_EQ(counts.at("LayerNormalization"), 2) << name;
+    EXPECT_EQ(counts.at("Gelu"), 2) << name;  // F.gelu (erf) and F.gelu(approximate="tanh")
+  }
+  const auto vit = op_counts(load("vit_tiny_opset13"));
+  EXPECT_EQ(vit.at("LayerNormalization"), 5);  // two per block and the final one
+  EXPECT_EQ(vit.at("Gelu"), 2);
+  EXPECT_EQ(vit.count("Pow"), 0u);
+}
+
+TEST(TransformerImport, EncoderBlocksPatchEmbeddingAndHeadAreUnits) {
+  const graph::Graph vit = load("vit_tiny");
+  std::vector<std::string> names;
+  int64_t matmul_macs = 0;
+  for (const graph::LayerSummary& s : graph::summarize_layers(vit)) names.push_back(s.name);
+  for (const graph::Node& n : vit.nodes()) {
+    if (n.op == graph::OpType::kMatMul) matmul_macs += graph::node_macs(vit, n);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"conv_proj", "encoder/layers/encoder_layer_0",
+                                             "encoder/layers/encoder_layer_1", "heads/head"}));
+  // q k^T and attention x v of 4 heads of 16 over 17 tokens, per block.
+  EXPECT_EQ(matmul_macs, 2 * 2 * 4 * 17 * 17 * 16);
+  const graph::Graph bert = load("bert_tiny");
+  names.clear();
+  for (const graph::LayerSummary& s : graph::summarize_layers(bert)) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"encoder/layers.0", "encoder/layers.1", "head"}));
+  // --units=ops: one unit per compute op (Conv, FullyConnected, MatMul).
+  int compute = 0;
+  const graph::Graph ops = load("vit_tiny", "ops");
+  for (const graph::Node& n : ops.nodes()) compute += graph::is_compute_op(n.op) ? 1 : 0;
+  EXPECT_EQ(ops.layer_count(), static_cast<uint32_t>(compute));
+}
+
+TEST(TransformerImport, BackendWithoutRankNOpsDeclinesTheNodeWithAReason) {
+  if (testing::build_plugins().find("cpu-xnnpack") == nullptr) {
+    GTEST_SKIP() << "plugin 'cpu-xnnpack' is not built or not loadable here";
+  }
+  const graph::Graph g = load("bert_tiny");
+  try {
+    Executor executor(g, Partition::create(g, std::string(g.layer_count(), 'B')),
+                      platform_with("cpu-xnnpack"), testing::build_plugins(), {});
+    ADD_FAILURE() << "cpu-xnnpack accepted a graph with MatMul and Transpose";
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_NE(message.find("is not implemented by cpu-xnnpack"), std::string::npos) << message;
+  }
+}
+
+TEST(TransformerImport, UnsupportedCasesAreOneLineErrorsNamingTheNode) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"err_cast_int64", {"node 'to_int64' (Cast)", "element type 7", "float32 only"}},
+      {"err_gather_computed_indices", {"node 'pick' (Gather)", "constant indices only", "'r'"}},
+  };
+  for (const auto& [name, parts] : cases) {
+    try {
+      graph::import_onnx_file(kFixtures / (name + ".onnx"));
+      ADD_FAILURE() << name << ": no error";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace co_up
