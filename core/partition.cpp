@@ -12,7 +12,8 @@ using graph::NodeId;
 using graph::OpType;
 using graph::TensorId;
 
-Partition Partition::create(const graph::Graph& graph, const std::string& order) {
+Partition Partition::create(const graph::Graph& graph, const std::string& order,
+                            SubGraphCuts cuts) {
   const uint32_t layers = graph.layer_count();
   if (order.size() != layers) {
     throw InputError("order '" + order + "' has " + std::to_string(order.size()) +
@@ -31,7 +32,7 @@ Partition Partition::create(const graph::Graph& graph, const std::string& order)
   p.order_ = order;
   p.layer_to_subgraph_.resize(layers);
   for (uint32_t layer = 0; layer < layers; ++layer) {
-    if (layer == 0 || order[layer] != order[layer - 1]) {
+    if (layer == 0 || order[layer] != order[layer - 1] || cuts == SubGraphCuts::kEveryLayer) {
       SubGraph sg;
       sg.index = static_cast<uint32_t>(p.subgraphs_.size());
       sg.processor = order[layer];

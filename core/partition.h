@@ -33,10 +33,15 @@ struct Edge {
   bool is_graph_output = false;        // the user reads it too (--output, top-5)
 };
 
+// Where sub-graphs start: where the order's letter changes (what a run does), or at every layer
+// (what `co_up profile` uses to time an accelerator, which runs a sub-graph as one node, per layer).
+enum class SubGraphCuts { kWhereLetterChanges, kEveryLayer };
+
 class Partition {
  public:
   // Throws InputError when `order` does not have one letter per layer unit.
-  static Partition create(const graph::Graph& graph, const std::string& order);
+  static Partition create(const graph::Graph& graph, const std::string& order,
+                          SubGraphCuts cuts = SubGraphCuts::kWhereLetterChanges);
 
   const std::string& order() const { return order_; }
   const std::vector<SubGraph>& subgraphs() const { return subgraphs_; }

@@ -129,6 +129,32 @@ CostModel::CostModel(const LayerProfile& profile) : profile_(profile), layers_(p
     warnings_.push_back("level 0 (as found: the level of a domain the command does not set) not measured on " +
                         unmeasured_as_found + ": taken as the highest level");
   }
+  // Layers a processor declined: a prohibitive time, so that no search places them there (and
+  // plan() drops any candidate that still does), while every sum stays finite.
+  runs_.assign(n_proc, std::vector<bool>(layers_, true));
+  for (size_t p = 0; p < n_proc; ++p) {
+    std::string list;
+    for (const LayerTimes& t : profile_.layer_times) {
+      if (t.processor != letters_[p]) continue;
+      for (const auto& [layer, why] : t.declined) {
+        if (layer >= layers_ || !runs_[p][layer]) continue;
+        runs_[p][layer] = false;
+        list += (list.empty() ? "" : ", ") + std::to_string(layer);
+      }
+    }
+    for (std::vector<double>& row : time_[p]) {
+      for (uint32_t i = 0; i < layers_; ++i) {
+        if (!runs_[p][i] || std::isnan(row[i])) {
+          runs_[p][i] = false;
+          row[i] = kDeclinedUs;
+        }
+      }
+    }
+    if (!list.empty()) {
+      warnings_.push_back(std::string("processor ") + letters_[p] + " declined layer(s) " + list +
+                          " (see the profile's \"declined\"): plans keep them off " + letters_[p]);
+    }
+  }
 
   // Transfers between every ordered pair; a pair not measured costs 0 (and says so).
   const std::vector<double> zeros(layers_ > 0 ? layers_ - 1 : 0, 0.0);
@@ -310,6 +336,14 @@ std::vector<int> CostModel::fastest_levels() const {
     }
   }
   return levels;
+}
+
+bool CostModel::runs(const std::string& order) const {
+  for (uint32_t i = 0; i < order.size() && i < layers_; ++i) {
+    const size_t p = index_of(order[i]);
+    if (p < letters_.size() && !runs_[p][i]) return false;
+  }
+  return true;
 }
 
 void CostModel::check(const Mapping& m) const {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <limits>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,7 +79,9 @@ class Reader {
     }
     return s[0];
   }
-  std::vector<double> numbers(const Json& v, const std::string& key, size_t count) const {
+  // `declined`: layers whose entry is null (not measurable), read as NaN.
+  std::vector<double> numbers(const Json& v, const std::string& key, size_t count,
+                              const std::map<uint32_t, std::string>* declined = nullptr) const {
     array(v, key);
     if (v.size() != count) {
       fail(key, "has " + std::to_string(v.size()) + " entries, expected " + std::to_string(count) +
@@ -85,7 +89,17 @@ class Reader {
     }
     std::vector<double> out;
     out.reserve(count);
-    for (size_t i = 0; i < v.size(); ++i) out.push_back(number(v[i], key + "[" + std::to_string(i) + "]", 0));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string entry = key + "[" + std::to_string(i) + "]";
+      const bool may_be_null = declined != nullptr && declined->count(static_cast<uint32_t>(i)) != 0;
+      if (v[i].is_null()) {
+        if (!may_be_null) fail(entry, "is null, but the layer is not in 'declined'");
+        out.push_back(std::numeric_limits<double>::quiet_NaN());
+        continue;
+      }
+      if (may_be_null) fail(entry, "is a time, but the layer is in 'declined' (must be null)");
+      out.push_back(number(v[i], entry, 0));
+    }
     return out;
   }
 
@@ -337,11 +351,24 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
     if (profile.find_layer_times(t.processor, t.level) != nullptr) {
       r.fail(key, "repeats processor '" + std::string(1, t.processor) + "' level " + std::to_string(t.level));
     }
-    t.median_us = r.numbers(r.required(times[i], key, "median_us"), key + ".median_us", n);
+    if (const Json* x = r.optional(times[i], "declined")) {
+      r.object(*x, key + ".declined");
+      for (auto it = x->begin(); it != x->end(); ++it) {
+        const std::string entry = key + ".declined." + it.key();
+        uint32_t layer = 0;
+        const auto [end, ec] = std::from_chars(it.key().data(), it.key().data() + it.key().size(), layer);
+        if (ec != std::errc() || end != it.key().data() + it.key().size() || layer >= n) {
+          r.fail(entry, "is not a layer index (0.." + std::to_string(n - 1) + ")");
+        }
+        t.declined[layer] = r.string(it.value(), entry);
+      }
+    }
+    t.median_us = r.numbers(r.required(times[i], key, "median_us"), key + ".median_us", n, &t.declined);
     if (const Json* x = r.optional(times[i], "mad_us")) {
-      t.mad_us = r.numbers(*x, key + ".mad_us", n);
+      t.mad_us = r.numbers(*x, key + ".mad_us", n, &t.declined);
     } else {
       t.mad_us.assign(n, 0.0);
+      for (const auto& [layer, why] : t.declined) t.mad_us[layer] = std::numeric_limits<double>::quiet_NaN();
     }
     profile.layer_times.push_back(std::move(t));
   }
@@ -452,8 +479,15 @@ std::string layer_profile_json(const LayerProfile& profile) {
   root["repetitions"] = profile.repetitions;
   root["layer_times"] = Ordered::array();
   for (const LayerTimes& t : profile.layer_times) {
-    root["layer_times"].push_back(Ordered{{"processor", letter(t.processor)}, {"level", t.level},
-                                          {"median_us", t.median_us}, {"mad_us", t.mad_us}});
+    // NaN (a declined layer) is written as null.
+    Ordered entry{{"processor", letter(t.processor)}, {"level", t.level},
+                  {"median_us", t.median_us}, {"mad_us", t.mad_us}};
+    if (!t.declined.empty()) {
+      Ordered declined = Ordered::object();
+      for (const auto& [layer, why] : t.declined) declined[std::to_string(layer)] = why;
+      entry["declined"] = std::move(declined);
+    }
+    root["layer_times"].push_back(std::move(entry));
   }
   root["transfers"] = Ordered::array();
   for (const TransferTimes& t : profile.transfers) {
