@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_input.h"
 
 namespace co_up::planner {
 namespace {
@@ -55,23 +56,14 @@ class Reader {
     if (!v.is_string()) fail(key, "must be a string");
     return v.get<std::string>();
   }
+  // The rule every co_up JSON reader follows (core/json_input.h).
   int64_t integer(const Json& v, const std::string& key, int64_t min, int64_t max) const {
-    if (!v.is_number_integer()) fail(key, "must be an integer");
-    const int64_t value = v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX
-                              ? INT64_MAX
-                              : v.get<int64_t>();
-    if (value < min || value > max) {
-      fail(key, "is " + std::to_string(value) + ", outside " + std::to_string(min) + ".." +
-                    std::to_string(max));
-    }
-    return value;
+    return json_integer(v, where(key), min, max);
   }
   double number(const Json& v, const std::string& key, double min) const {
-    if (!v.is_number()) fail(key, "must be a number");
-    const double value = v.get<double>();
-    if (!std::isfinite(value) || value < min) fail(key, "is " + v.dump() + ", must be >= " + trim(min));
-    return value;
+    return json_number(v, where(key), min);
   }
+  std::string where(const std::string& key) const { return "profile '" + origin_ + "': key '" + key + "'"; }
   char letter(const Json& v, const std::string& key) const {
     const std::string s = string(v, key);
     if (s.size() != 1 || !std::isalpha(static_cast<unsigned char>(s[0]))) {
@@ -108,11 +100,6 @@ class Reader {
   }
   static std::string at(const std::string& path, size_t i) {
     return path + "[" + std::to_string(i) + "]";
-  }
-  static std::string trim(double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
   }
 
   void set_layer_count(uint32_t n) { layer_count_ = n; }
@@ -278,12 +265,7 @@ std::string LayerProfile::letters() const {
 
 LayerProfile parse_layer_profile(const std::string& json_text, const std::string& origin) {
   Reader r(origin);
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
-    throw InputError("profile '" + origin + "' is not valid JSON: " + e.what());
-  }
+  const Json root = parse_json(json_text, "profile '" + origin + "'");
   if (!root.is_object()) throw InputError("profile '" + origin + "' is not a JSON object");
   const std::string format = r.string(r.required(root, "", "format"), "format");
   if (format != kFormat) r.fail("format", "is '" + format + "', expected '" + kFormat + "' (written by co_up profile)");
