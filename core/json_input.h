@@ -20,21 +20,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/message_text.h"
 
 namespace co_up {
-
-// `text` with more than `limit` characters (UTF-8 code points) cut to its first `limit` and
-// "... (N characters)".
-inline std::string shorten_for_message(const std::string& text, size_t limit = 40) {
-  size_t count = 0, cut = text.size();
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;  // continuation byte
-    if (count == limit) cut = i;
-    ++count;
-  }
-  if (count <= limit) return text;
-  return text.substr(0, cut) + "... (" + std::to_string(count) + " characters)";
-}
 
 // The key path of `key` inside `parent`: "processors"[0] + "cores" -> "processors"[0]."cores".
 inline std::string json_key(const std::string& parent, const std::string& key) {

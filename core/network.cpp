@@ -1,6 +1,12 @@
 #include "core/network.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
 #include <utility>
 
 #include "core/error.h"
@@ -42,7 +48,69 @@ void apply_splits(graph::Graph& g, const std::string& split) {
   for (const auto& [unit, parts] : splits) graph::split_output_channels(g, unit, parts);
 }
 
+std::string bytes_text(uint64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return std::to_string(bytes) + " bytes (" + text + ")";
+}
+
+std::string network_text(const NetworkSpec& spec) {
+  return "network " + spec.name +
+         (spec.image_size != 0 ? " at --image-size=" + std::to_string(spec.image_size) : std::string());
+}
+
+// Counts the bytes of every constant before the wrapped source allocates it, and refuses the one
+// that would take the total beyond what the machine has: a clear error instead of bad_alloc (or
+// the OOM killer) half way through building.
+class BudgetedWeights final : public graph::WeightSource {
+ public:
+  BudgetedWeights(graph::WeightSource& inner, uint64_t budget, std::string what)
+      : inner_(inner), budget_(budget), what_(std::move(what)) {}
+  std::vector<float> load(const std::string& name, const graph::TensorDesc& desc,
+                          graph::ConstantRole role, int64_t fan_in) override {
+    const uint64_t bytes = static_cast<uint64_t>(desc.element_count()) * sizeof(float);
+    total_ += bytes;
+    if (total_ > budget_) {
+      throw InputError(what_ + " needs at least " + bytes_text(total_) + " of memory for its weights (" +
+                       name + " " + desc.shape_string() + " alone: " + bytes_text(bytes) +
+                       "), more than the " + bytes_text(budget_) +
+                       " available; use a smaller --image-size");
+    }
+    return inner_.load(name, desc, role, fan_in);
+  }
+  uint64_t total() const { return total_; }
+
+ private:
+  graph::WeightSource& inner_;
+  uint64_t budget_;
+  std::string what_;
+  uint64_t total_ = 0;
+};
+
 }  // namespace
+
+uint64_t available_memory_bytes() {
+  uint64_t available = UINT64_MAX;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) {
+      available = static_cast<uint64_t>(kib) * 1024;
+      break;
+    }
+  }
+  if (available == UINT64_MAX) {
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) available = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  }
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    rlimit limit{};
+    if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      available = std::min<uint64_t>(available, limit.rlim_cur);
+    }
+  }
+  return available;
+}
 
 graph::Graph build_network(const NetworkSpec& spec) {
   if (spec.units != "layers" && spec.units != "ops") {
@@ -74,14 +142,31 @@ graph::Graph build_network(const NetworkSpec& spec) {
   }
   graph::ZooOptions options;
   options.image_size = spec.image_size;
+  const uint64_t budget = available_memory_bytes();
+  uint64_t weight_bytes = 0;
   graph::Graph g = [&] {
+    std::unique_ptr<graph::WeightSource> source;
     if (!spec.data_dir.empty()) {
-      graph::NpyDirectoryWeights weights(spec.data_dir);
-      return graph::build_zoo_graph(spec.name, weights, options);
+      source = std::make_unique<graph::NpyDirectoryWeights>(spec.data_dir);
+    } else {
+      source = std::make_unique<graph::SeededWeights>(spec.seed);
     }
-    graph::SeededWeights weights(spec.seed);
-    return graph::build_zoo_graph(spec.name, weights, options);
+    BudgetedWeights weights(*source, budget, network_text(spec));
+    graph::Graph built = graph::build_zoo_graph(spec.name, weights, options);
+    weight_bytes = weights.total();
+    return built;
   }();
+  // Activations: every tensor once (the runtime's buffers hold at most that, plus receive slots).
+  uint64_t activation_bytes = 0;
+  for (const graph::Tensor& t : g.tensors()) {
+    if (!t.is_constant) activation_bytes += t.desc.byte_size();
+  }
+  if (weight_bytes + activation_bytes > budget) {
+    throw InputError(network_text(spec) + " needs about " + bytes_text(weight_bytes + activation_bytes) +
+                     " of memory (weights " + bytes_text(weight_bytes) + ", activations " +
+                     bytes_text(activation_bytes) + "), more than the " + bytes_text(budget) +
+                     " available; use a smaller --image-size");
+  }
   graph::optimize_for_inference(g);
   if (spec.units == "ops") graph::assign_op_units(g);
   apply_splits(g, spec.split);

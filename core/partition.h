@@ -58,6 +58,11 @@ class Partition {
   std::vector<uint32_t> layer_to_subgraph_;
 };
 
+// Throws InputError unless `order` is non-empty and all upper-case ASCII letters; the message
+// names the first other character and its position, counted in characters (UTF-8 code points),
+// and quotes a long order shortened (core/message_text.h).
+void check_order_letters(const std::string& order);
+
 // Receive-buffer capacity per (edge, destination), as ARM-CO-UP Fig. 8 requires: an adjacent edge
 // gets `base` slots (2 = double buffering, so producer and consumer overlap); an edge that skips
 // stages gets the longest-path sum of `base` between its ends, so its sender never waits on it in

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/message_text.h"
 
 namespace co_up::planner {
 namespace {
@@ -348,12 +349,12 @@ bool CostModel::runs(const std::string& order) const {
 
 void CostModel::check(const Mapping& m) const {
   if (m.order.size() != layers_) {
-    throw InputError("order '" + m.order + "' has " + std::to_string(m.order.size()) +
+    throw InputError("order " + order_for_message(m.order) + " has " + std::to_string(m.order.size()) +
                      " letters, the profiled network has " + std::to_string(layers_) + " layer units");
   }
   for (size_t i = 0; i < m.order.size(); ++i) {
     if (index_of(m.order[i]) == letters_.size()) {
-      throw InputError("order '" + m.order + "' has letter '" + std::string(1, m.order[i]) +
+      throw InputError("order " + order_for_message(m.order) + " has letter '" + std::string(1, m.order[i]) +
                        "' at position " + std::to_string(i + 1) + ", but the profile has layer times for " +
                        letters_ + " only");
     }

@@ -454,6 +454,11 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "co_up: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // What build_network's estimate did not foresee (backend buffers, packed weights).
+    std::cerr << "co_up: failed: out of memory (this network, --image-size or --buffers need more "
+                 "memory than this machine has; use a smaller --image-size)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "co_up: failed: " << e.what() << "\n";
     return 1;

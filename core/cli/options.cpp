@@ -159,6 +159,12 @@ Options parse_options(const std::vector<std::string>& args) {
     } else {
       throw InputError("--" + name + " needs a value (--" + name + "=...)");
     }
+    // An empty value would silently mean the default (every layer on B, no --split, a seeded
+    // input, no --frequency, ...): refuse it, for every option.
+    if (value.empty()) {
+      throw InputError("--" + name + "= has an empty value; give one (--" + name +
+                       "=...) or leave the option out for its default (see --help)");
+    }
     setter->second(value);
   }
   return o;
@@ -203,7 +209,7 @@ mapping and execution (paper Table 2)
   --calibration=N       frames the int8 accelerator (npu-int8) runs in f32 to calibrate its int8
                         activations (default 4); then co_up reports int8 vs f32 accuracy
   --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max
-                        (0-based indices into the platform's tables: --list-frequencies)
+                        (levels count from 1 = lowest frequency: --list-frequencies)
   --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
   --buffers=N           receive buffers between adjacent stages (default 2)
   --npu_fallback=B|L|G  layers the NPU/DSP cannot run move to that processor, and the placement
