@@ -238,7 +238,8 @@ layer profiles (co_up profile --graph=NAME|--model=FILE --profile-out=FILE [opti
   --profile-out=FILE    the layer profile to write: every layer on every processor (and DVFS level,
                         where the platform has tables and sysfs is writable), every transfer
   --processors=LETTERS  processors to profile (default: every one whose backend plugin loads)
-  --repetitions=N       measured frames per run, medians stored (default 10, after 2 warm-up)
+  --repetitions=N       measured frames per run, medians stored (default 10, after 2 warm-up;
+                        runs on npu-int8 warm up --calibration frames more)
   --restart             start afresh instead of resuming the steps FILE already has
 
 planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
