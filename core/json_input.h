@@ -124,7 +124,7 @@ inline nlohmann::json parse_json(const std::string& text, const std::string& ori
 
 inline int64_t json_integer(const nlohmann::json& v, const std::string& where, int64_t min,
                             int64_t max, const std::string& what = "") {
-  const std::string range = json_detail::range_text(static_cast<double>(min), static_cast<double>(max));
+  const std::string range = std::to_string(min) + ".." + std::to_string(max);
   if (!v.is_number_integer()) {
     json_detail::refuse(where, v, v.is_number() ? "is not an integer" : "must be an integer", what,
                         range);

@@ -36,10 +36,12 @@ void check_order_letters(const std::string& order) {
       what = "byte " + std::string(hex);  // the character cannot be shown
       why = ", which is not UTF-8 text";
     } else if (byte >= 'a' && byte <= 'z') {
-      what = "'" + order.substr(i, 1) + "'";
+      what = std::string(1, '\'') + order[i] + '\'';
       why = ": processor letters are upper-case (" + std::string(1, static_cast<char>(byte - 'a' + 'A')) + ")";
     } else {
-      what = "'" + order.substr(i, length) + "'";
+      what = order.substr(i, length);
+      what.insert(what.begin(), '\'');
+      what += '\'';
       why = ", which is not a processor letter (use upper-case letters A-Z such as B, L, G, N)";
     }
     throw InputError("order " + order_for_message(order) + " has invalid " +
