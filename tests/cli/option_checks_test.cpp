@@ -49,7 +49,7 @@ TEST_F(OptionChecksTest, EmptyValuesAreRefusedNotTakenAsTheDefault) {
     expect_refused({"--graph=alexnet", "--image-size=64", "--n=1", std::string("--") + name + "="},
                    {std::string("--") + name + "= has an empty value"});
   }
-  expect_refused({"profile", "--graph=alexnet", "--processors=", "--profile-out=p.json"},
+  expect_refused({"profile", "--graph=alexnet", "--processors=", "--profile-out=" + (dir_ / "p.json").string()},
                  {"--processors= has an empty value"});
   expect_refused({"plan", "--profile="}, {"--profile= has an empty value"});
   expect_refused({"--graph="}, {"--graph= has an empty value"});
@@ -104,7 +104,7 @@ TEST_F(OptionChecksTest, ANetworkTooLargeForMemoryIsRefusedWithTheBytesItNeeds) 
   expect_refused({"--graph=alexnet", "--image-size=4096", "--list-layers"},
                  {"network alexnet at --image-size=4096 needs at least ", "fc6_w [4096,4129024] alone: 67649929216 bytes",
                   "available; use a smaller --image-size"});
-  expect_refused({"profile", "--graph=alexnet", "--image-size=4096", "--profile-out=p.json"},
+  expect_refused({"profile", "--graph=alexnet", "--image-size=4096", "--profile-out=" + (dir_ / "p.json").string()},
                  {"needs at least "});
 }
 
