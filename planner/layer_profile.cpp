@@ -293,14 +293,11 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
     }
     profile.processors.push_back(std::move(p));
   }
-  // Processors of one DVFS domain must agree on its table.
+  // Processors of one DVFS domain must agree on its table. (A host need not be in the profile:
+  // `co_up profile --processors=N` profiles an accelerator without its host cluster; host_cores
+  // still say which cores it shares.)
   for (size_t i = 0; i < profile.processors.size(); ++i) {
     const ProfileProcessor& p = profile.processors[i];
-    if (p.host != p.letter && profile.find_processor(p.host) == nullptr) {
-      r.fail(Reader::at("platform.processors", i) + ".host",
-             "names '" + std::string(1, p.host) + "', which is not a processor of the profile (" +
-                 profile.letters() + ")");
-    }
     for (size_t j = 0; j < i; ++j) {
       const ProfileProcessor& q = profile.processors[j];
       if (!p.dvfs_domain.empty() && p.dvfs_domain == q.dvfs_domain && p.levels_khz != q.levels_khz) {

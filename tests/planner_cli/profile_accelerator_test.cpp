@@ -57,6 +57,29 @@ TEST_F(ProfileAcceleratorTest, TimesEveryLayerOfAnInt8AcceleratorAndPlansWithIt)
   EXPECT_THAT(plan.out, HasSubstr("processors BN"));
 }
 
+// npu-int8 runs each compiled sub-graph's first --calibration frames in f32, about 10x slower than
+// int8 here: none of them may be measured, however many there are.
+TEST_F(ProfileAcceleratorTest, CalibrationFramesAreNeverMeasured) {
+  const auto total_us = [&](int calibration) {
+    const fs::path out = dir_ / ("p" + std::to_string(calibration) + ".json");
+    const Exit e = run({"profile", "--graph=alexnet", "--image-size=64", "--repetitions=3",
+                        "--processors=N", "--calibration=" + std::to_string(calibration),
+                        "--platform=" + platform("npu-int8").string(), "--profile-out=" + out.string()});
+    EXPECT_EQ(e.code, 0) << e.err;
+    const planner::LayerProfile p = planner::read_layer_profile(out);
+    const planner::LayerTimes* n = p.find_layer_times('N', 0);
+    double total = 0;
+    if (n != nullptr) {
+      for (double us : n->median_us) total += us;
+    }
+    return total;
+  };
+  const double one = total_us(1), many = total_us(12);
+  ASSERT_GT(one, 0.0);
+  // Measuring f32 calibration frames (all of them with 12, before the warm-up knew) gave ~10x.
+  EXPECT_LT(many, 3 * one) << "calibration 1: " << one << " us, calibration 12: " << many << " us";
+}
+
 TEST_F(ProfileAcceleratorTest, DeclinedLayersAreRecordedInOneNoteAndKeptOffTheAccelerator) {
   const fs::path out = dir_ / "p.json";
   const Exit e = run({"profile", "--graph=alexnet", "--image-size=64", "--repetitions=2",
