@@ -78,7 +78,6 @@ class BudgetedWeights final : public graph::WeightSource {
     }
     return inner_.load(name, desc, role, fan_in);
   }
-  uint64_t total() const { return total_; }
 
  private:
   graph::WeightSource& inner_;
@@ -86,6 +85,41 @@ class BudgetedWeights final : public graph::WeightSource {
   std::string what_;
   uint64_t total_ = 0;
 };
+
+// Weights plus the peak of activations alive at once (a tensor lives from its producer to its
+// last reader, in node order), against `budget`, before the runtime allocates its buffers. A
+// lower bound: backends add workspaces and receivers add slots (bad_alloc then still ends in one
+// line, from main).
+void check_fits(const graph::Graph& g, const std::string& what, uint64_t budget, const std::string& advice) {
+  uint64_t weight_bytes = 0;
+  std::vector<size_t> last_use(g.tensors().size(), 0);
+  const size_t end = g.nodes().size();
+  for (const graph::Tensor& t : g.tensors()) {
+    if (t.is_constant) weight_bytes += t.desc.byte_size();
+  }
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    for (graph::TensorId t : g.nodes()[k].inputs) {
+      if (t != graph::kNoTensor) last_use[t] = std::max(last_use[t], k);
+    }
+  }
+  for (graph::TensorId t : g.outputs()) last_use[t] = end;
+  std::vector<uint64_t> freed(end + 1, 0);
+  uint64_t live = 0, peak = 0;
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    for (graph::TensorId t : g.nodes()[k].outputs) {
+      if (g.tensor(t).is_constant) continue;
+      live += g.tensor(t).desc.byte_size();
+      freed[std::max(last_use[t], k)] += g.tensor(t).desc.byte_size();
+    }
+    peak = std::max(peak, live);
+    live -= freed[k];
+  }
+  if (weight_bytes + peak > budget) {
+    throw InputError(what + " needs at least " + bytes_text(weight_bytes + peak) +
+                     " of memory (weights " + bytes_text(weight_bytes) + ", activations alive at once " +
+                     bytes_text(peak) + "), more than the " + bytes_text(budget) + " available; " + advice);
+  }
+}
 
 }  // namespace
 
@@ -128,6 +162,8 @@ graph::Graph build_network(const NetworkSpec& spec) {
     import_options.input_shape = spec.input_shape;
     graph::Graph g = graph::import_onnx_file(spec.model, import_options);
     graph::optimize_for_inference(g);
+    check_fits(g, "model '" + spec.model + "'", available_memory_bytes(),
+               "use a smaller --input-shape");
     if (spec.units == "ops") {
       graph::assign_op_units(g);
     } else {
@@ -143,7 +179,6 @@ graph::Graph build_network(const NetworkSpec& spec) {
   graph::ZooOptions options;
   options.image_size = spec.image_size;
   const uint64_t budget = available_memory_bytes();
-  uint64_t weight_bytes = 0;
   graph::Graph g = [&] {
     std::unique_ptr<graph::WeightSource> source;
     if (!spec.data_dir.empty()) {
@@ -152,22 +187,10 @@ graph::Graph build_network(const NetworkSpec& spec) {
       source = std::make_unique<graph::SeededWeights>(spec.seed);
     }
     BudgetedWeights weights(*source, budget, network_text(spec));
-    graph::Graph built = graph::build_zoo_graph(spec.name, weights, options);
-    weight_bytes = weights.total();
-    return built;
+    return graph::build_zoo_graph(spec.name, weights, options);
   }();
-  // Activations: every tensor once (the runtime's buffers hold at most that, plus receive slots).
-  uint64_t activation_bytes = 0;
-  for (const graph::Tensor& t : g.tensors()) {
-    if (!t.is_constant) activation_bytes += t.desc.byte_size();
-  }
-  if (weight_bytes + activation_bytes > budget) {
-    throw InputError(network_text(spec) + " needs about " + bytes_text(weight_bytes + activation_bytes) +
-                     " of memory (weights " + bytes_text(weight_bytes) + ", activations " +
-                     bytes_text(activation_bytes) + "), more than the " + bytes_text(budget) +
-                     " available; use a smaller --image-size");
-  }
   graph::optimize_for_inference(g);
+  check_fits(g, network_text(spec), budget, "use a smaller --image-size");
   if (spec.units == "ops") graph::assign_op_units(g);
   apply_splits(g, spec.split);
   g.validate();
