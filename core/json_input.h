@@ -34,6 +34,13 @@ inline std::string json_index(const std::string& parent, size_t index) {
 
 inline std::string json_shown(const nlohmann::json& v) { return shorten_for_message(v.dump()); }
 
+// nlohmann's message without its "[json.exception.type_error.302] " prefix.
+inline std::string json_error_text(const nlohmann::json::exception& e) {
+  const std::string what = e.what();
+  const size_t close = what.find("] ");
+  return what.rfind("[json.exception", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
+}
+
 namespace json_detail {
 
 inline std::string range_text(double min, double max) {

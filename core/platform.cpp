@@ -345,20 +345,18 @@ Platform parse_platform(const std::string& json_text, const std::string& origin)
   const json j = parse_json(json_text, origin);
   if (!j.is_object()) throw InputError(origin + " must hold a JSON object");
   Platform platform;
-  platform.name = j.value("name", std::string("unnamed"));
-  platform.description = j.value("description", std::string());
-  if (!j.contains("processors") || !j["processors"].is_array() || j["processors"].empty()) {
-    throw InputError(origin + " has no \"processors\" list");
-  }
+  // A string where a number belongs (or the reverse) surfaces as nlohmann's type_error from
+  // j.value() and get(): one line naming the file, like every other mistake in it.
   try {
+    platform.name = j.value("name", std::string("unnamed"));
+    platform.description = j.value("description", std::string());
+    if (!j.contains("processors") || !j["processors"].is_array() || j["processors"].empty()) {
+      throw InputError(origin + " has no \"processors\" list");
+    }
     for (size_t i = 0; i < j["processors"].size(); ++i) {
       platform.processors.push_back(
           parse_processor(j["processors"][i], json_index(origin + ": \"processors\"", i)));
     }
-  } catch (const json::exception& e) {
-    throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
-  }
-  try {
     if (j.contains("sensors")) {
       if (!j["sensors"].is_array()) throw InputError(origin + ": \"sensors\" must be a list");
       for (size_t i = 0; i < j["sensors"].size(); ++i) {
@@ -368,7 +366,7 @@ Platform parse_platform(const std::string& json_text, const std::string& origin)
     }
     if (j.contains("gpio")) platform.gpio = parse_gpio(j["gpio"], origin + ": \"gpio\"");
   } catch (const json::exception& e) {
-    throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
+    throw InputError(origin + ": a field has the wrong type (" + json_error_text(e) + ")");
   }
   check_consistency(platform, origin);
   return platform;

@@ -88,6 +88,15 @@ TEST(PlatformNumbers, BrokenJsonIsOneLineWithLineAndColumn) {
   EXPECT_THAT(e2, HasSubstr("invalid literal"));
   EXPECT_THAT(e2, Not(HasSubstr("json.exception")));
   EXPECT_EQ(e2.find('\n'), std::string::npos);
+  // A string field holding a number: an InputError naming the file, not nlohmann's own exception.
+  try {
+    parse_platform(R"({"name": 5, "processors": [{"letter": "B", "backend": "b", "cores": [0]}]})",
+                   "platform 'x.json'");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "platform 'x.json': a field has the wrong type (type must be string, but is number)");
+  }
 }
 
 TEST(PlatformNumbers, LoadPlatformNamesTheFile) {
