@@ -44,6 +44,24 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
 
 }  // namespace
 
+std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames) {
+  std::string letters;
+  for (ProcessorSpec& p : platform.processors) {
+    std::string backend;
+    for (const std::string& b : p.backends) {
+      if (plugins.find(b)) {
+        backend = b;
+        break;
+      }
+    }
+    if (backend != "npu-int8") continue;
+    letters += p.letter;
+    std::erase_if(p.options, [](const auto& kv) { return kv.first == "calibration_frames"; });
+    p.options.emplace_back("calibration_frames", std::to_string(frames));
+  }
+  return letters;
+}
+
 std::string alternating_order(char first, char second, uint32_t length) {
   std::string order(length, first);
   for (uint32_t i = 1; i < length; i += 2) order[i] = second;

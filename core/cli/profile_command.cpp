@@ -528,20 +528,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
   // npu-int8 runs its first --calibration frames in f32 (per compiled sub-graph, so per layer
   // too): the same option a run passes, and that many more warm-up frames before measuring.
-  std::string calibrating;
-  for (ProcessorSpec& p : platform.processors) {
-    std::string backend;
-    for (const std::string& b : p.backends) {
-      if (registry.find(b)) {
-        backend = b;
-        break;
-      }
-    }
-    if (backend != "npu-int8") continue;
-    calibrating += p.letter;
-    std::erase_if(p.options, [](const auto& kv) { return kv.first == "calibration_frames"; });
-    p.options.emplace_back("calibration_frames", std::to_string(o.calibration));
-  }
+  const std::string calibrating = prepare_calibration(platform, registry, static_cast<int>(o.calibration));
   // Restores every governor it changed when it goes, on every path out (errors, Ctrl-C).
   power::SysfsDvfs dvfs(platform, o.sysfs_root);
 

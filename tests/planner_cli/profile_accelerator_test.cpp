@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -62,7 +63,7 @@ TEST_F(ProfileAcceleratorTest, TimesEveryLayerOfAnInt8AcceleratorAndPlansWithIt)
 TEST_F(ProfileAcceleratorTest, CalibrationFramesAreNeverMeasured) {
   const auto total_us = [&](int calibration) {
     const fs::path out = dir_ / ("p" + std::to_string(calibration) + ".json");
-    const Exit e = run({"profile", "--graph=alexnet", "--image-size=64", "--repetitions=3",
+    const Exit e = run({"profile", "--graph=alexnet", "--image-size=64", "--repetitions=5", "--restart",
                         "--processors=N", "--calibration=" + std::to_string(calibration),
                         "--platform=" + platform("npu-int8").string(), "--profile-out=" + out.string()});
     EXPECT_EQ(e.code, 0) << e.err;
@@ -74,9 +75,11 @@ TEST_F(ProfileAcceleratorTest, CalibrationFramesAreNeverMeasured) {
     }
     return total;
   };
-  const double one = total_us(1), many = total_us(12);
+  // The faster of two profiles each: a busy host can stretch one run's medians, not both.
+  const double one = std::min(total_us(1), total_us(1));
+  const double many = std::min(total_us(12), total_us(12));
   ASSERT_GT(one, 0.0);
-  // Measuring f32 calibration frames (all of them with 12, before the warm-up knew) gave ~10x.
+  // Measuring f32 calibration frames (all of them with 12, before the warm-up knew) gave ~7-10x.
   EXPECT_LT(many, 3 * one) << "calibration 1: " << one << " us, calibration 12: " << many << " us";
 }
 
