@@ -13,6 +13,7 @@
 
 #include "core/affinity.h"
 #include "core/error.h"
+#include "core/message_text.h"
 #include "core/fallback.h"
 #include "core/receiver.h"
 #include "core/sender.h"
@@ -194,7 +195,7 @@ void Executor::Impl::create_processors(const PluginRegistry& plugins) {
   for (char letter : partition.processors()) {
     const ProcessorSpec* spec = platform.find(letter);
     if (spec == nullptr) {
-      throw InputError("order '" + partition.order() + "' uses '" + std::string(1, letter) +
+      throw InputError("order " + order_for_message(partition.order()) + " uses '" + std::string(1, letter) +
                        "', but platform '" + platform.name + "' defines only " +
                        platform.letters() + " (see --list-devices)");
     }

@@ -1,6 +1,12 @@
 #include "core/network.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
 #include <utility>
 
 #include "core/error.h"
@@ -42,7 +48,103 @@ void apply_splits(graph::Graph& g, const std::string& split) {
   for (const auto& [unit, parts] : splits) graph::split_output_channels(g, unit, parts);
 }
 
+std::string bytes_text(uint64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return std::to_string(bytes) + " bytes (" + text + ")";
+}
+
+std::string network_text(const NetworkSpec& spec) {
+  return "network " + spec.name +
+         (spec.image_size != 0 ? " at --image-size=" + std::to_string(spec.image_size) : std::string());
+}
+
+// Counts the bytes of every constant before the wrapped source allocates it, and refuses the one
+// that would take the total beyond what the machine has: a clear error instead of bad_alloc (or
+// the OOM killer) half way through building.
+class BudgetedWeights final : public graph::WeightSource {
+ public:
+  BudgetedWeights(graph::WeightSource& inner, uint64_t budget, std::string what)
+      : inner_(inner), budget_(budget), what_(std::move(what)) {}
+  std::vector<float> load(const std::string& name, const graph::TensorDesc& desc,
+                          graph::ConstantRole role, int64_t fan_in) override {
+    const uint64_t bytes = static_cast<uint64_t>(desc.element_count()) * sizeof(float);
+    total_ += bytes;
+    if (total_ > budget_) {
+      throw InputError(what_ + " needs at least " + bytes_text(total_) + " of memory for its weights (" +
+                       name + " " + desc.shape_string() + " alone: " + bytes_text(bytes) +
+                       "), more than the " + bytes_text(budget_) +
+                       " available; use a smaller --image-size");
+    }
+    return inner_.load(name, desc, role, fan_in);
+  }
+
+ private:
+  graph::WeightSource& inner_;
+  uint64_t budget_;
+  std::string what_;
+  uint64_t total_ = 0;
+};
+
+// Weights plus the peak of activations alive at once (a tensor lives from its producer to its
+// last reader, in node order), against `budget`, before the runtime allocates its buffers. A
+// lower bound: backends add workspaces and receivers add slots (bad_alloc then still ends in one
+// line, from main).
+void check_fits(const graph::Graph& g, const std::string& what, uint64_t budget, const std::string& advice) {
+  uint64_t weight_bytes = 0;
+  std::vector<size_t> last_use(g.tensors().size(), 0);
+  const size_t end = g.nodes().size();
+  for (const graph::Tensor& t : g.tensors()) {
+    if (t.is_constant) weight_bytes += t.desc.byte_size();
+  }
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    for (graph::TensorId t : g.nodes()[k].inputs) {
+      if (t != graph::kNoTensor) last_use[t] = std::max(last_use[t], k);
+    }
+  }
+  for (graph::TensorId t : g.outputs()) last_use[t] = end;
+  std::vector<uint64_t> freed(end + 1, 0);
+  uint64_t live = 0, peak = 0;
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    for (graph::TensorId t : g.nodes()[k].outputs) {
+      if (g.tensor(t).is_constant) continue;
+      live += g.tensor(t).desc.byte_size();
+      freed[std::max(last_use[t], k)] += g.tensor(t).desc.byte_size();
+    }
+    peak = std::max(peak, live);
+    live -= freed[k];
+  }
+  if (weight_bytes + peak > budget) {
+    throw InputError(what + " needs at least " + bytes_text(weight_bytes + peak) +
+                     " of memory (weights " + bytes_text(weight_bytes) + ", activations alive at once " +
+                     bytes_text(peak) + "), more than the " + bytes_text(budget) + " available; " + advice);
+  }
+}
+
 }  // namespace
+
+uint64_t available_memory_bytes() {
+  uint64_t available = UINT64_MAX;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) {
+      available = static_cast<uint64_t>(kib) * 1024;
+      break;
+    }
+  }
+  if (available == UINT64_MAX) {
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) available = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  }
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    rlimit limit{};
+    if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      available = std::min<uint64_t>(available, limit.rlim_cur);
+    }
+  }
+  return available;
+}
 
 graph::Graph build_network(const NetworkSpec& spec) {
   if (spec.units != "layers" && spec.units != "ops") {
@@ -60,6 +162,8 @@ graph::Graph build_network(const NetworkSpec& spec) {
     import_options.input_shape = spec.input_shape;
     graph::Graph g = graph::import_onnx_file(spec.model, import_options);
     graph::optimize_for_inference(g);
+    check_fits(g, "model '" + spec.model + "'", available_memory_bytes(),
+               "use a smaller --input-shape");
     if (spec.units == "ops") {
       graph::assign_op_units(g);
     } else {
@@ -74,15 +178,19 @@ graph::Graph build_network(const NetworkSpec& spec) {
   }
   graph::ZooOptions options;
   options.image_size = spec.image_size;
+  const uint64_t budget = available_memory_bytes();
   graph::Graph g = [&] {
+    std::unique_ptr<graph::WeightSource> source;
     if (!spec.data_dir.empty()) {
-      graph::NpyDirectoryWeights weights(spec.data_dir);
-      return graph::build_zoo_graph(spec.name, weights, options);
+      source = std::make_unique<graph::NpyDirectoryWeights>(spec.data_dir);
+    } else {
+      source = std::make_unique<graph::SeededWeights>(spec.seed);
     }
-    graph::SeededWeights weights(spec.seed);
+    BudgetedWeights weights(*source, budget, network_text(spec));
     return graph::build_zoo_graph(spec.name, weights, options);
   }();
   graph::optimize_for_inference(g);
+  check_fits(g, network_text(spec), budget, "use a smaller --image-size");
   if (spec.units == "ops") graph::assign_op_units(g);
   apply_splits(g, spec.split);
   g.validate();

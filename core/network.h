@@ -37,6 +37,12 @@ struct NetworkSpec {
 // structure (graph/onnx/layer_units.h) unless units is "ops".
 graph::Graph build_network(const NetworkSpec& spec);
 
+// Bytes this process can still allocate: /proc/meminfo's MemAvailable, lowered by RLIMIT_AS and
+// RLIMIT_DATA when set. build_network refuses a network whose weights plus peak live activations
+// exceed it (InputError with the bytes needed); a zoo network's weights are counted before each
+// is allocated.
+uint64_t available_memory_bytes();
+
 // A deterministic input in [-1, 1) for every graph input, a function of the seed only.
 std::vector<std::vector<float>> seeded_inputs(const graph::Graph& graph, uint64_t seed);
 

@@ -1,9 +1,11 @@
 #include "core/partition.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "core/error.h"
+#include "core/message_text.h"
 
 namespace co_up {
 
@@ -12,26 +14,57 @@ using graph::NodeId;
 using graph::OpType;
 using graph::TensorId;
 
-Partition Partition::create(const graph::Graph& graph, const std::string& order) {
+void check_order_letters(const std::string& order) {
+  if (order.empty()) throw InputError("the order is empty (one processor letter per layer)");
+  // Positions count characters (UTF-8 code points), as the user typed them.
+  size_t position = 0;
+  for (size_t i = 0; i < order.size(); ++position) {
+    const auto byte = static_cast<unsigned char>(order[i]);
+    if (byte >= 'A' && byte <= 'Z') {
+      ++i;
+      continue;
+    }
+    size_t length = byte < 0x80 ? 1 : (byte & 0xE0) == 0xC0 ? 2 : (byte & 0xF0) == 0xE0 ? 3 : (byte & 0xF8) == 0xF0 ? 4 : 0;
+    bool valid_utf8 = length != 0 && i + length <= order.size();
+    for (size_t k = 1; valid_utf8 && k < length; ++k) {
+      valid_utf8 = (static_cast<unsigned char>(order[i + k]) & 0xC0) == 0x80;
+    }
+    std::string what, why;
+    if (!valid_utf8) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", byte);
+      what = "byte " + std::string(hex);  // the character cannot be shown
+      why = ", which is not UTF-8 text";
+    } else if (byte >= 'a' && byte <= 'z') {
+      what = std::string(1, '\'') + order[i] + '\'';
+      why = ": processor letters are upper-case (" + std::string(1, static_cast<char>(byte - 'a' + 'A')) + ")";
+    } else {
+      what = order.substr(i, length);
+      what.insert(what.begin(), '\'');
+      what += '\'';
+      why = ", which is not a processor letter (use upper-case letters A-Z such as B, L, G, N)";
+    }
+    throw InputError("order " + order_for_message(order) + " has invalid " +
+                     (valid_utf8 ? "character " : "") + what + " at position " +
+                     std::to_string(position + 1) + why);
+  }
+}
+
+Partition Partition::create(const graph::Graph& graph, const std::string& order,
+                            SubGraphCuts cuts) {
   const uint32_t layers = graph.layer_count();
+  check_order_letters(order);
   if (order.size() != layers) {
-    throw InputError("order '" + order + "' has " + std::to_string(order.size()) +
+    throw InputError("order " + order_for_message(order) + " has " + std::to_string(order.size()) +
                      " letters but graph '" + graph.name() + "' has " + std::to_string(layers) +
                      " layers (one letter per layer; see --list-layers)");
-  }
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (order[i] < 'A' || order[i] > 'Z') {
-      throw InputError("order '" + order + "' has invalid character '" + std::string(1, order[i]) +
-                       "' at position " + std::to_string(i + 1) +
-                       " (use processor letters such as B, L, G, N)");
-    }
   }
 
   Partition p;
   p.order_ = order;
   p.layer_to_subgraph_.resize(layers);
   for (uint32_t layer = 0; layer < layers; ++layer) {
-    if (layer == 0 || order[layer] != order[layer - 1]) {
+    if (layer == 0 || order[layer] != order[layer - 1] || cuts == SubGraphCuts::kEveryLayer) {
       SubGraph sg;
       sg.index = static_cast<uint32_t>(p.subgraphs_.size());
       sg.processor = order[layer];

@@ -33,10 +33,15 @@ struct Edge {
   bool is_graph_output = false;        // the user reads it too (--output, top-5)
 };
 
+// Where sub-graphs start: where the order's letter changes (what a run does), or at every layer
+// (what `co_up profile` uses to time an accelerator, which runs a sub-graph as one node, per layer).
+enum class SubGraphCuts { kWhereLetterChanges, kEveryLayer };
+
 class Partition {
  public:
   // Throws InputError when `order` does not have one letter per layer unit.
-  static Partition create(const graph::Graph& graph, const std::string& order);
+  static Partition create(const graph::Graph& graph, const std::string& order,
+                          SubGraphCuts cuts = SubGraphCuts::kWhereLetterChanges);
 
   const std::string& order() const { return order_; }
   const std::vector<SubGraph>& subgraphs() const { return subgraphs_; }
@@ -52,6 +57,11 @@ class Partition {
   std::vector<Edge> edges_;
   std::vector<uint32_t> layer_to_subgraph_;
 };
+
+// Throws InputError unless `order` is non-empty and all upper-case ASCII letters; the message
+// names the first other character and its position, counted in characters (UTF-8 code points),
+// and quotes a long order shortened (core/message_text.h).
+void check_order_letters(const std::string& order);
 
 // Receive-buffer capacity per (edge, destination), as ARM-CO-UP Fig. 8 requires: an adjacent edge
 // gets `base` slots (2 = double buffering, so producer and consumer overlap); an edge that skips

@@ -12,11 +12,20 @@
 
 #include "core/error.h"
 #include "core/io/input_file.h"
+#include "core/json_input.h"
 
 namespace co_up {
 namespace {
 
 using nlohmann::json;
+
+// CPU_SETSIZE: what sched_setaffinity can name.
+constexpr int64_t kMaxCore = 1023;
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kMaxKhz = 100'000'000;  // 100 GHz
+constexpr int64_t kMaxMillivolts = 100'000;
+constexpr int64_t kMaxGpioLine = 65535;
+constexpr double kMaxModelConstant = 1e6;
 
 std::string core_list(const std::vector<int>& cores) {
   std::ostringstream out;
@@ -37,14 +46,14 @@ DvfsSpec parse_dvfs(const json& j, const std::string& where) {
   DvfsSpec d;
   d.driver = j.value("driver", std::string("cpufreq"));
   if (d.driver != "cpufreq" && d.driver != "devfreq") {
-    throw InputError(where + ".driver is \"" + d.driver + "\"; use cpufreq or devfreq");
+    throw InputError(json_key(where, "driver") + " is \"" + d.driver + "\"; use cpufreq or devfreq");
   }
   if (j.contains("node")) {
     if (j["node"].is_string()) {
       d.nodes.push_back(j["node"].get<std::string>());
     } else if (j["node"].is_array()) {
       for (const json& n : j["node"]) {
-        if (!n.is_string()) throw InputError(where + ".node entries must be strings");
+        if (!n.is_string()) throw InputError(json_key(where, "node") + " entries must be strings");
         d.nodes.push_back(n.get<std::string>());
       }
     }
@@ -54,19 +63,21 @@ DvfsSpec parse_dvfs(const json& j, const std::string& where) {
       j["frequencies_khz"].empty()) {
     throw InputError(where + " needs \"frequencies_khz\": [ascending kHz values]");
   }
-  for (const json& f : j["frequencies_khz"]) {
-    if (!f.is_number_integer() || f.get<int64_t>() <= 0) {
-      throw InputError(where + ".frequencies_khz must hold positive integers");
+  const json& frequencies = j["frequencies_khz"];
+  for (size_t i = 0; i < frequencies.size(); ++i) {
+    const int64_t khz = json_integer(frequencies[i], json_index(json_key(where, "frequencies_khz"), i),
+                                     1, kMaxKhz, "a frequency in kHz");
+    if (!d.frequencies_khz.empty() && khz <= d.frequencies_khz.back()) {
+      throw InputError(json_key(where, "frequencies_khz") + " must be strictly ascending");
     }
-    if (!d.frequencies_khz.empty() && f.get<int64_t>() <= d.frequencies_khz.back()) {
-      throw InputError(where + ".frequencies_khz must be strictly ascending");
-    }
-    d.frequencies_khz.push_back(f.get<int64_t>());
+    d.frequencies_khz.push_back(khz);
   }
   if (j.contains("voltages_mv")) {
-    for (const json& v : j["voltages_mv"]) {
-      if (!v.is_number_integer()) throw InputError(where + ".voltages_mv must hold integers");
-      d.voltages_mv.push_back(v.get<int>());
+    if (!j["voltages_mv"].is_array()) throw InputError(json_key(where, "voltages_mv") + " must be a list of millivolts");
+    const json& voltages = j["voltages_mv"];
+    for (size_t i = 0; i < voltages.size(); ++i) {
+      d.voltages_mv.push_back(static_cast<int>(json_integer(
+          voltages[i], json_index(json_key(where, "voltages_mv"), i), 1, kMaxMillivolts, "a voltage in mV")));
     }
     if (d.voltages_mv.size() != d.frequencies_khz.size()) {
       throw InputError(where + " has " + std::to_string(d.voltages_mv.size()) +
@@ -75,12 +86,12 @@ DvfsSpec parse_dvfs(const json& j, const std::string& where) {
     }
   }
   // Written as --frequency writes levels (1 = lowest); stored as a position in the table.
-  const int default_level = j.value("default_level", 0);
-  if (default_level < 0 || default_level > d.max_level() + 1) {
-    throw InputError(where + ".default_level " + std::to_string(default_level) +
-                     " is not a level (1.." + std::to_string(d.max_level() + 1) + ")");
+  // Absent: none declared.
+  d.default_level = -1;
+  if (j.contains("default_level")) {
+    d.default_level = static_cast<int>(json_integer(j["default_level"], json_key(where, "default_level"),
+                                                    1, d.max_level() + 1, "a level of this table")) - 1;
   }
-  d.default_level = default_level - 1;
   return d;
 }
 
@@ -94,7 +105,8 @@ SensorSpec parse_sensor(const json& j, const std::string& where) {
   s.current = j.value("current", std::string());
   s.voltage = j.value("voltage", std::string());
   s.max_path = j.value("max_path", std::string());
-  s.scale = j.value("scale", 1.0);
+  if (j.contains("scale")) s.scale = json_number(j["scale"], json_key(where, "scale"), 0, 1e12, "a scale factor");
+  if (s.scale == 0) throw InputError(json_key(where, "scale") + " = 0 must be above 0");
   if (s.name.empty()) throw InputError(where + " needs a \"name\"");
   if (s.kind == "power" || s.kind == "energy") {
     if (s.path.empty()) throw InputError(where + " ('" + s.name + "') needs \"path\"");
@@ -116,16 +128,14 @@ GpioSpec parse_gpio(const json& j, const std::string& where) {
   g.mode = j.value("mode", std::string("edge"));
   if (g.chip.empty()) throw InputError(where + " needs \"chip\" (e.g. \"gpiochip0\")");
   if (g.mode != "edge" && g.mode != "code") {
-    throw InputError(where + ".mode is \"" + g.mode + "\"; use edge or code");
+    throw InputError(json_key(where, "mode") + " is \"" + g.mode + "\"; use edge or code");
   }
   if (!j.contains("lines") || !j["lines"].is_array() || j["lines"].empty()) {
     throw InputError(where + " needs \"lines\": [line offsets]");
   }
-  for (const json& l : j["lines"]) {
-    if (!l.is_number_integer() || l.get<int>() < 0) {
-      throw InputError(where + ".lines must hold non-negative integers");
-    }
-    g.lines.push_back(l.get<unsigned>());
+  for (size_t i = 0; i < j["lines"].size(); ++i) {
+    g.lines.push_back(static_cast<unsigned>(json_integer(
+        j["lines"][i], json_index(json_key(where, "lines"), i), 0, kMaxGpioLine, "a line offset")));
   }
   if (g.mode == "edge" && g.lines.size() != 1) {
     throw InputError(where + " in edge mode takes one line (code mode takes several)");
@@ -137,7 +147,7 @@ ProcessorSpec parse_processor(const json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where + " must be an object");
   ProcessorSpec p;
   if (!j.contains("letter")) throw InputError(where + " has no \"letter\"");
-  p.letter = parse_letter(j["letter"], where + ".letter");
+  p.letter = parse_letter(j["letter"], json_key(where, "letter"));
   const std::string here = where + " ('" + std::string(1, p.letter) + "')";
   p.name = j.value("name", std::string(1, p.letter));
   p.kind = j.value("kind", std::string("cpu"));
@@ -150,23 +160,25 @@ ProcessorSpec parse_processor(const json& j, const std::string& where) {
     p.backends.push_back(backend.get<std::string>());
   } else if (backend.is_array() && !backend.empty()) {
     for (const json& b : backend) {
-      if (!b.is_string()) throw InputError(here + ".backend entries must be strings");
+      if (!b.is_string()) throw InputError(json_key(where, "backend") + " entries must be strings");
       p.backends.push_back(b.get<std::string>());
     }
   } else {
-    throw InputError(here + ".backend must be a plugin name or a list of names");
+    throw InputError(json_key(where, "backend") + " must be a plugin name or a list of names");
   }
   if (p.is_cpu()) {
     if (!j.contains("cores") || !j["cores"].is_array() || j["cores"].empty()) {
       throw InputError(here + " is a CPU cluster and needs \"cores\": [ids]");
     }
-    for (const json& c : j["cores"]) {
-      if (!c.is_number_integer() || c.get<int>() < 0) {
-        throw InputError(here + ".cores must hold non-negative integers");
-      }
-      p.cores.push_back(c.get<int>());
+    for (size_t i = 0; i < j["cores"].size(); ++i) {
+      p.cores.push_back(static_cast<int>(json_integer(
+          j["cores"][i], json_index(json_key(where, "cores"), i), 0, kMaxCore, "a core number")));
     }
-    p.threads = j.value("threads", static_cast<int>(p.cores.size()));
+    p.threads = static_cast<int>(p.cores.size());
+    if (j.contains("threads")) {
+      p.threads = static_cast<int>(
+          json_integer(j["threads"], json_key(where, "threads"), 1, kMaxThreads, "a thread count"));
+    }
     if (p.threads < 1 || p.threads > static_cast<int>(p.cores.size())) {
       throw InputError(here + " has threads " + std::to_string(p.threads) + " for " +
                        std::to_string(p.cores.size()) + " core(s) (use 1.." +
@@ -174,19 +186,23 @@ ProcessorSpec parse_processor(const json& j, const std::string& where) {
     }
   } else {
     if (!j.contains("host")) throw InputError(here + " needs \"host\": the CPU letter hosting it");
-    p.host = parse_letter(j["host"], here + ".host");
+    p.host = parse_letter(j["host"], json_key(where, "host"));
   }
-  if (j.contains("dvfs")) p.dvfs = parse_dvfs(j["dvfs"], here + ".dvfs");
+  if (j.contains("dvfs")) p.dvfs = parse_dvfs(j["dvfs"], json_key(where, "dvfs"));
   if (j.contains("power_model")) {
     const json& m = j["power_model"];
-    if (!m.is_object() || !m.contains("alpha") || !m["alpha"].is_number() ||
-        !m.value("beta", json(0.0)).is_number()) {
-      throw InputError(here + ".power_model must be {\"alpha\": number, \"beta\": number}");
+    if (!m.is_object() || !m.contains("alpha")) {
+      throw InputError(json_key(where, "power_model") + " must be {\"alpha\": number, \"beta\": number}");
     }
-    p.power_model = {true, m["alpha"].get<double>(), m.value("beta", 0.0)};
+    const std::string model = json_key(where, "power_model");
+    p.power_model.present = true;
+    p.power_model.alpha = json_number(m["alpha"], json_key(model, "alpha"), 0, kMaxModelConstant);
+    if (m.contains("beta")) {
+      p.power_model.beta = json_number(m["beta"], json_key(model, "beta"), 0, kMaxModelConstant);
+    }
   }
   if (j.contains("options")) {
-    if (!j["options"].is_object()) throw InputError(here + ".options must be an object");
+    if (!j["options"].is_object()) throw InputError(json_key(where, "options") + " must be an object");
     for (const auto& [key, value] : j["options"].items()) {
       p.options.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
     }
@@ -351,38 +367,31 @@ const std::vector<int>& Platform::host_cores(char letter) const {
 }
 
 Platform parse_platform(const std::string& json_text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw InputError(origin + " is not valid JSON (" + e.what() + ")");
-  }
+  const json j = parse_json(json_text, origin);
   if (!j.is_object()) throw InputError(origin + " must hold a JSON object");
   Platform platform;
-  platform.name = j.value("name", std::string("unnamed"));
-  platform.description = j.value("description", std::string());
-  if (!j.contains("processors") || !j["processors"].is_array() || j["processors"].empty()) {
-    throw InputError(origin + " has no \"processors\" list");
-  }
+  // A string where a number belongs (or the reverse) surfaces as nlohmann's type_error from
+  // j.value() and get(): one line naming the file, like every other mistake in it.
   try {
+    platform.name = j.value("name", std::string("unnamed"));
+    platform.description = j.value("description", std::string());
+    if (!j.contains("processors") || !j["processors"].is_array() || j["processors"].empty()) {
+      throw InputError(origin + " has no \"processors\" list");
+    }
     for (size_t i = 0; i < j["processors"].size(); ++i) {
       platform.processors.push_back(
-          parse_processor(j["processors"][i], origin + ": processors[" + std::to_string(i) + "]"));
+          parse_processor(j["processors"][i], json_index(origin + ": \"processors\"", i)));
     }
-  } catch (const json::exception& e) {
-    throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
-  }
-  try {
     if (j.contains("sensors")) {
       if (!j["sensors"].is_array()) throw InputError(origin + ": \"sensors\" must be a list");
       for (size_t i = 0; i < j["sensors"].size(); ++i) {
         platform.sensors.push_back(
-            parse_sensor(j["sensors"][i], origin + ": sensors[" + std::to_string(i) + "]"));
+            parse_sensor(j["sensors"][i], json_index(origin + ": \"sensors\"", i)));
       }
     }
-    if (j.contains("gpio")) platform.gpio = parse_gpio(j["gpio"], origin + ": gpio");
+    if (j.contains("gpio")) platform.gpio = parse_gpio(j["gpio"], origin + ": \"gpio\"");
   } catch (const json::exception& e) {
-    throw InputError(origin + ": a field has the wrong type (" + e.what() + ")");
+    throw InputError(origin + ": a field has the wrong type (" + json_error_text(e) + ")");
   }
   check_consistency(platform, origin);
   return platform;
@@ -395,7 +404,7 @@ Platform load_platform(const std::filesystem::path& path) {
                      "' (check the path; shipped ones are in platforms/)");
   }
   return parse_platform(io::read_input_file(path, "platform file", io::kMaxConfigBytes),
-                        "platform file '" + path.string() + "'");
+                        "platform '" + path.string() + "'");
 }
 
 Platform detect_host_platform(const std::filesystem::path& sysfs_root) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/message_text.h"
 
 namespace co_up::planner {
 namespace {
@@ -128,6 +129,32 @@ CostModel::CostModel(const LayerProfile& profile) : profile_(profile), layers_(p
   if (!unmeasured_as_found.empty()) {
     warnings_.push_back("level 0 (as found: the level of a domain the command does not set) not measured on " +
                         unmeasured_as_found + ": taken as the highest level");
+  }
+  // Layers a processor declined: a prohibitive time, so that no search places them there (and
+  // plan() drops any candidate that still does), while every sum stays finite.
+  runs_.assign(n_proc, std::vector<bool>(layers_, true));
+  for (size_t p = 0; p < n_proc; ++p) {
+    std::string list;
+    for (const LayerTimes& t : profile_.layer_times) {
+      if (t.processor != letters_[p]) continue;
+      for (const auto& [layer, why] : t.declined) {
+        if (layer >= layers_ || !runs_[p][layer]) continue;
+        runs_[p][layer] = false;
+        list += (list.empty() ? "" : ", ") + std::to_string(layer);
+      }
+    }
+    for (std::vector<double>& row : time_[p]) {
+      for (uint32_t i = 0; i < layers_; ++i) {
+        if (!runs_[p][i] || std::isnan(row[i])) {
+          runs_[p][i] = false;
+          row[i] = kDeclinedUs;
+        }
+      }
+    }
+    if (!list.empty()) {
+      warnings_.push_back(std::string("processor ") + letters_[p] + " declined layer(s) " + list +
+                          " (see the profile's \"declined\"): plans keep them off " + letters_[p]);
+    }
   }
 
   // Transfers between every ordered pair; a pair not measured costs 0 (and says so).
@@ -312,14 +339,22 @@ std::vector<int> CostModel::fastest_levels() const {
   return levels;
 }
 
+bool CostModel::runs(const std::string& order) const {
+  for (uint32_t i = 0; i < order.size() && i < layers_; ++i) {
+    const size_t p = index_of(order[i]);
+    if (p < letters_.size() && !runs_[p][i]) return false;
+  }
+  return true;
+}
+
 void CostModel::check(const Mapping& m) const {
   if (m.order.size() != layers_) {
-    throw InputError("order '" + m.order + "' has " + std::to_string(m.order.size()) +
+    throw InputError("order " + order_for_message(m.order) + " has " + std::to_string(m.order.size()) +
                      " letters, the profiled network has " + std::to_string(layers_) + " layer units");
   }
   for (size_t i = 0; i < m.order.size(); ++i) {
     if (index_of(m.order[i]) == letters_.size()) {
-      throw InputError("order '" + m.order + "' has letter '" + std::string(1, m.order[i]) +
+      throw InputError("order " + order_for_message(m.order) + " has letter '" + std::string(1, m.order[i]) +
                        "' at position " + std::to_string(i + 1) + ", but the profile has layer times for " +
                        letters_ + " only");
     }

@@ -52,6 +52,10 @@
 namespace co_up::planner {
 
 enum class Mode { kPipeline, kSwitch };
+
+// The time charged for a layer on a processor that declined it (1000 s): large enough that no
+// search prefers it, finite so that sums and comparisons stay ordinary numbers.
+inline constexpr double kDeclinedUs = 1e9;
 const char* mode_name(Mode mode);  // "pipeline" / "switch", as --mode takes
 
 struct Mapping {
@@ -127,6 +131,10 @@ class CostModel {
     return domain_of_[p] < 0 || levels.empty() ? 0 : levels[static_cast<size_t>(domain_of_[p])];
   }
   size_t index_of(char letter) const;  // letters().size() when absent
+  // Whether layer `layer` can run on processor p (false: it declined the layer when profiled;
+  // layer_us then is kDeclinedUs), and whether every layer of `order` runs where it is placed.
+  bool runs(uint32_t layer, size_t p) const { return runs_[p][layer]; }
+  bool runs(const std::string& order) const;
   // For each domain, the level with the smallest total layer time among the levels searches
   // use (0 for a domain not profiled at table levels).
   std::vector<int> fastest_levels() const;
@@ -143,7 +151,9 @@ class CostModel {
   size_t resource_count_ = 0;
   std::string energy_gap_;
   std::vector<std::string> warnings_;
-  // time_[p][level][layer], level 0..table size; NaN-free after construction.
+  std::vector<std::vector<bool>> runs_;  // [p][layer]
+  // time_[p][level][layer], level 0..table size; NaN-free after construction (declined layers:
+  // kDeclinedUs).
   std::vector<std::vector<std::vector<double>>> time_;
   std::vector<std::vector<std::vector<double>>> send_, receive_;  // [from][to][boundary]
   std::vector<double> input_;

@@ -60,6 +60,7 @@ std::vector<std::string> handoff_orders(const CostModel& model, char a, char b) 
       for (size_t i : pick) cuts.push_back(grid[i]);
       for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
         std::string order = runs_order(n, cuts, x, y);
+        if (!zero.runs(order)) continue;  // a layer where it was declined: cannot run
         const double period = zero.predict({order, Mode::kPipeline, {}}).period_us;
         if (period < best_period) {
           best_period = period;

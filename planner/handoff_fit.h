@@ -23,8 +23,8 @@ namespace co_up::planner {
 // Orders over processors `a` and `b` only, best predicted pipeline period first among their
 // shape, with the pair's hand-off taken as 0: a contiguous 2-stage split, then the best
 // X^i Y^j X^k (3 sub-graphs) and X^i Y^j X^k Y^l (4 sub-graphs) with X, Y either way round.
-// Networks of fewer than 3 (4) layers give fewer orders. Levels: 0 (as found). For n > 64
-// layers the cuts are searched on a grid of about 64 positions (keeps it well under a second).
+// Networks of fewer than 3 (4) layers give fewer orders, and so do layers one of them declined
+// (no order places one there: CostModel::runs). Levels: 0 (as found). For n > 64 layers the cuts are searched on a grid of about 64 positions (keeps it well under a second).
 std::vector<std::string> handoff_orders(const CostModel& model, char a, char b);
 
 struct HandoffFit {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <limits>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include "core/error.h"
 #include "core/io/input_file.h"
 #include "core/io/output_file.h"
+#include "core/json_input.h"
 
 namespace co_up::planner {
 namespace {
@@ -55,23 +58,14 @@ class Reader {
     if (!v.is_string()) fail(key, "must be a string");
     return v.get<std::string>();
   }
+  // The rule every co_up JSON reader follows (core/json_input.h).
   int64_t integer(const Json& v, const std::string& key, int64_t min, int64_t max) const {
-    if (!v.is_number_integer()) fail(key, "must be an integer");
-    const int64_t value = v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX
-                              ? INT64_MAX
-                              : v.get<int64_t>();
-    if (value < min || value > max) {
-      fail(key, "is " + std::to_string(value) + ", outside " + std::to_string(min) + ".." +
-                    std::to_string(max));
-    }
-    return value;
+    return json_integer(v, where(key), min, max);
   }
   double number(const Json& v, const std::string& key, double min) const {
-    if (!v.is_number()) fail(key, "must be a number");
-    const double value = v.get<double>();
-    if (!std::isfinite(value) || value < min) fail(key, "is " + v.dump() + ", must be >= " + trim(min));
-    return value;
+    return json_number(v, where(key), min);
   }
+  std::string where(const std::string& key) const { return "profile '" + origin_ + "': key '" + key + "'"; }
   char letter(const Json& v, const std::string& key) const {
     const std::string s = string(v, key);
     if (s.size() != 1 || !std::isalpha(static_cast<unsigned char>(s[0]))) {
@@ -79,7 +73,9 @@ class Reader {
     }
     return s[0];
   }
-  std::vector<double> numbers(const Json& v, const std::string& key, size_t count) const {
+  // `declined`: layers whose entry is null (not measurable), read as NaN.
+  std::vector<double> numbers(const Json& v, const std::string& key, size_t count,
+                              const std::map<uint32_t, std::string>* declined = nullptr) const {
     array(v, key);
     if (v.size() != count) {
       fail(key, "has " + std::to_string(v.size()) + " entries, expected " + std::to_string(count) +
@@ -87,7 +83,17 @@ class Reader {
     }
     std::vector<double> out;
     out.reserve(count);
-    for (size_t i = 0; i < v.size(); ++i) out.push_back(number(v[i], key + "[" + std::to_string(i) + "]", 0));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string entry = key + "[" + std::to_string(i) + "]";
+      const bool may_be_null = declined != nullptr && declined->count(static_cast<uint32_t>(i)) != 0;
+      if (v[i].is_null()) {
+        if (!may_be_null) fail(entry, "is null, but the layer is not in 'declined'");
+        out.push_back(std::numeric_limits<double>::quiet_NaN());
+        continue;
+      }
+      if (may_be_null) fail(entry, "is a time, but the layer is in 'declined' (must be null)");
+      out.push_back(number(v[i], entry, 0));
+    }
     return out;
   }
 
@@ -96,11 +102,6 @@ class Reader {
   }
   static std::string at(const std::string& path, size_t i) {
     return path + "[" + std::to_string(i) + "]";
-  }
-  static std::string trim(double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
   }
 
   void set_layer_count(uint32_t n) { layer_count_ = n; }
@@ -266,12 +267,7 @@ std::string LayerProfile::letters() const {
 
 LayerProfile parse_layer_profile(const std::string& json_text, const std::string& origin) {
   Reader r(origin);
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
-    throw InputError("profile '" + origin + "' is not valid JSON: " + e.what());
-  }
+  const Json root = parse_json(json_text, "profile '" + origin + "'");
   if (!root.is_object()) throw InputError("profile '" + origin + "' is not a JSON object");
   const std::string format = r.string(r.required(root, "", "format"), "format");
   if (format != kFormat) r.fail("format", "is '" + format + "', expected '" + kFormat + "' (written by co_up profile)");
@@ -299,14 +295,11 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
     }
     profile.processors.push_back(std::move(p));
   }
-  // Processors of one DVFS domain must agree on its table.
+  // Processors of one DVFS domain must agree on its table. (A host need not be in the profile:
+  // `co_up profile --processors=N` profiles an accelerator without its host cluster; host_cores
+  // still say which cores it shares.)
   for (size_t i = 0; i < profile.processors.size(); ++i) {
     const ProfileProcessor& p = profile.processors[i];
-    if (p.host != p.letter && profile.find_processor(p.host) == nullptr) {
-      r.fail(Reader::at("platform.processors", i) + ".host",
-             "names '" + std::string(1, p.host) + "', which is not a processor of the profile (" +
-                 profile.letters() + ")");
-    }
     for (size_t j = 0; j < i; ++j) {
       const ProfileProcessor& q = profile.processors[j];
       if (!p.dvfs_domain.empty() && p.dvfs_domain == q.dvfs_domain && p.levels_khz != q.levels_khz) {
@@ -339,11 +332,24 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
     if (profile.find_layer_times(t.processor, t.level) != nullptr) {
       r.fail(key, "repeats processor '" + std::string(1, t.processor) + "' level " + std::to_string(t.level));
     }
-    t.median_us = r.numbers(r.required(times[i], key, "median_us"), key + ".median_us", n);
+    if (const Json* x = r.optional(times[i], "declined")) {
+      r.object(*x, key + ".declined");
+      for (auto it = x->begin(); it != x->end(); ++it) {
+        const std::string entry = key + ".declined." + it.key();
+        uint32_t layer = 0;
+        const auto [end, ec] = std::from_chars(it.key().data(), it.key().data() + it.key().size(), layer);
+        if (ec != std::errc() || end != it.key().data() + it.key().size() || layer >= n) {
+          r.fail(entry, "is not a layer index (0.." + std::to_string(n - 1) + ")");
+        }
+        t.declined[layer] = r.string(it.value(), entry);
+      }
+    }
+    t.median_us = r.numbers(r.required(times[i], key, "median_us"), key + ".median_us", n, &t.declined);
     if (const Json* x = r.optional(times[i], "mad_us")) {
-      t.mad_us = r.numbers(*x, key + ".mad_us", n);
+      t.mad_us = r.numbers(*x, key + ".mad_us", n, &t.declined);
     } else {
       t.mad_us.assign(n, 0.0);
+      for (const auto& [layer, why] : t.declined) t.mad_us[layer] = std::numeric_limits<double>::quiet_NaN();
     }
     profile.layer_times.push_back(std::move(t));
   }
@@ -451,8 +457,15 @@ std::string layer_profile_json(const LayerProfile& profile) {
   root["repetitions"] = profile.repetitions;
   root["layer_times"] = Ordered::array();
   for (const LayerTimes& t : profile.layer_times) {
-    root["layer_times"].push_back(Ordered{{"processor", letter(t.processor)}, {"level", t.level},
-                                          {"median_us", t.median_us}, {"mad_us", t.mad_us}});
+    // NaN (a declined layer) is written as null.
+    Ordered entry{{"processor", letter(t.processor)}, {"level", t.level},
+                  {"median_us", t.median_us}, {"mad_us", t.mad_us}};
+    if (!t.declined.empty()) {
+      Ordered declined = Ordered::object();
+      for (const auto& [layer, why] : t.declined) declined[std::to_string(layer)] = why;
+      entry["declined"] = std::move(declined);
+    }
+    root["layer_times"].push_back(std::move(entry));
   }
   root["transfers"] = Ordered::array();
   for (const TransferTimes& t : profile.transfers) {

@@ -56,11 +56,15 @@ struct ProfileProcessor {
 };
 
 // Times of every layer on one processor at one level (0 = as found, else 1-based table level).
+// A layer the processor cannot run (an accelerator declined one of its ops when offered the layer
+// alone) has NaN times (null in the file) and an entry in `declined` with the backend's reason;
+// the cost model never places it there.
 struct LayerTimes {
   char processor = 0;
   int level = 0;
   std::vector<double> median_us;  // layer_count entries
   std::vector<double> mad_us;     // layer_count entries
+  std::map<uint32_t, std::string> declined;  // layer -> why it cannot run on `processor`
 };
 
 // Cost of moving layer i's outputs from `from` to `to` (layer i on `from`, i+1 on `to`).

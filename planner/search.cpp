@@ -751,6 +751,12 @@ PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_
   for (size_t d = 0; d < model.domains().size(); ++d) genes += model.domain_profiled(d) ? 1 : 0;
   options.generations = static_cast<int>(std::clamp<size_t>(5 * genes, 60, 250));
   std::vector<Candidate> front = nsga2(model, seeds, options);
+  // A layer placed where it was declined cannot run: such candidates are never printed.
+  const auto declined = [&](const Candidate& c) { return !model.runs(c.mapping.order); };
+  front.erase(std::remove_if(front.begin(), front.end(), declined), front.end());
+  pool.erase(std::remove_if(pool.begin(), pool.end(), declined), pool.end());
+  if (declined(sp_pipeline)) sp_pipeline = pool.empty() ? result.single_processor : pool.front();
+  if (declined(sp)) sp = result.single_processor;
   if (objective == Objective::kPareto) {
     if (front.size() > top) front.resize(top);
     result.ranked = std::move(front);

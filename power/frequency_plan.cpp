@@ -3,23 +3,27 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/message_text.h"
 
 namespace co_up::power {
 namespace {
 
 [[noreturn]] void malformed(const std::string& text, const std::string& why) {
-  throw InputError("malformed --frequency='" + text + "': " + why +
+  throw InputError("malformed --frequency='" + shorten_for_message(text, 60) + "': " + why +
                    " (e.g. 7-4-6-[3,2]-[4,4]-1-1-1, {2-3-1}, {{4-5-2}}, min, max)");
 }
 
+// Levels are 1-based (1 = lowest frequency), as --list-frequencies numbers them.
 int parse_level(const std::string& text, const std::string& token) {
-  if (token.empty() || token.size() > 3) malformed(text, "level '" + token + "' is not a small index");
+  if (token.empty() || token.size() > 3) {
+    malformed(text, "level '" + token + "' is not a level number (1 = lowest frequency)");
+  }
   for (char c : token) {
     if (!std::isdigit(static_cast<unsigned char>(c))) {
-      malformed(text, "level '" + token + "' is not a non-negative integer");
+      malformed(text, "level '" + token + "' is not a level number (1 = lowest frequency)");
     }
   }
-  return std::stoi(token);
+  return std::stoi(token);  // 0 and levels beyond a table: refused against the platform's tables
 }
 
 // Splits on '-' outside brackets.
@@ -98,7 +102,7 @@ FrequencyPlan parse_frequency(const std::string& text, const std::string& order,
     malformed(text, std::to_string(tokens.size()) + " tokens for " +
                         std::to_string(letters.size()) +
                         (plan.scope == FrequencyPlan::Scope::kPerLayer ? " layers" : " sub-graphs") +
-                        " of order '" + order + "'");
+                        " of order " + order_for_message(order));
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     plan.tokens.push_back(parse_token(text, tokens[i], letters[i], i));

@@ -193,7 +193,7 @@ void write_chrome_trace(const io::OutputFile& out, const std::vector<LayerSpan>&
     if (d.apply_ns == 0) continue;
     events.push_back({{"ph", "C"}, {"name", std::string("frequency ") + d.processor + " MHz"}, {"pid", 2},
                       {"ts", us(d.apply_ns)}, {"args", {{"MHz", static_cast<double>(d.khz) / 1000.0}}}});
-    events.push_back({{"ph", "i"}, {"name", std::string("DVFS ") + d.processor + " -> " + std::to_string(d.level)},
+    events.push_back({{"ph", "i"}, {"name", std::string("DVFS ") + d.processor + " -> level " + std::to_string(d.level + 1)},
                       {"pid", 1}, {"tid", static_cast<int>(d.processor)}, {"s", "t"}, {"ts", us(d.issue_ns)}});
   }
   // t0_ns: CLOCK_MONOTONIC of ts 0, so that the power CSV's t_ns lines up (scripts/co_up-report).

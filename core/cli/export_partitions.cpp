@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/message_text.h"
 #include "graph/onnx/onnx_exporter.h"
 
 namespace co_up::cli {
@@ -36,8 +37,8 @@ std::vector<ExportedPartition> export_partitions(const graph::Graph& graph,
     if (accelerators.find(sg.processor) != std::string::npos) chosen.push_back(&sg);
   }
   if (chosen.empty()) {
-    throw InputError("--export-partitions: order '" + partition.order() +
-                     "' maps no layer to an accelerator (letters " + accelerators +
+    throw InputError("--export-partitions: order " + order_for_message(partition.order()) +
+                     " maps no layer to an accelerator (letters " + accelerators +
                      " on platform '" + platform.name +
                      "'); put N where the NPU runs, e.g. --order=" +
                      std::string(partition.order().size() - partition.order().size() / 2, 'B') +

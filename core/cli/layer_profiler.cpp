@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/fallback.h"
 #include "core/partition.h"
 #include "profiler/report.h"
 
@@ -43,6 +44,24 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
 
 }  // namespace
 
+std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames) {
+  std::string letters;
+  for (ProcessorSpec& p : platform.processors) {
+    std::string backend;
+    for (const std::string& b : p.backends) {
+      if (plugins.find(b)) {
+        backend = b;
+        break;
+      }
+    }
+    if (backend != "npu-int8") continue;
+    letters += p.letter;
+    std::erase_if(p.options, [](const auto& kv) { return kv.first == "calibration_frames"; });
+    p.options.emplace_back("calibration_frames", std::to_string(frames));
+  }
+  return letters;
+}
+
 std::string alternating_order(char first, char second, uint32_t length) {
   std::string order(length, first);
   for (uint32_t i = 1; i < length; i += 2) order[i] = second;
@@ -73,11 +92,18 @@ void LayerSamples::add(const profiler::RunProfile& run, uint64_t first) {
   input_.insert(input_.end(), input.begin(), input.end());
 }
 
-planner::LayerTimes LayerSamples::times(char processor, int level) const {
+planner::LayerTimes LayerSamples::times(char processor, int level,
+                                        const std::map<uint32_t, std::string>& declined) const {
   planner::LayerTimes times;
   times.processor = processor;
   times.level = level;
+  times.declined = declined;
   for (size_t l = 0; l < samples_.size(); ++l) {
+    if (declined.count(static_cast<uint32_t>(l)) != 0) {
+      times.median_us.push_back(kNaN);
+      times.mad_us.push_back(kNaN);
+      continue;
+    }
     if (samples_[l].empty()) {
       throw RuntimeError("no time measured for layer " + std::to_string(l) + " on '" +
                          std::string(1, processor) + "' (the run needs profile level 2)");
@@ -173,20 +199,24 @@ LayerProfiler::LayerProfiler(const graph::Graph& graph, const Platform& platform
 void LayerProfiler::run_interleaved(
     const std::vector<std::string>& orders, int profile_level,
     const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
-    ExecutionMode mode, int frames_per_turn) const {
+    ExecutionMode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts) const {
   ExecutorOptions options;
   options.mode = mode;
   options.profile_level = profile_level;
   std::vector<std::unique_ptr<Executor>> executors;
-  for (const std::string& order : orders) {
-    executors.push_back(std::make_unique<Executor>(graph_, Partition::create(graph_, order),
+  for (size_t i = 0; i < orders.size(); ++i) {
+    const SubGraphCuts c = i < cuts.size() ? cuts[i] : SubGraphCuts::kWhereLetterChanges;
+    executors.push_back(std::make_unique<Executor>(graph_, Partition::create(graph_, orders[i], c),
                                                    platform_, plugins_, options));
   }
   RunRequest request;
   request.input_sets.push_back(input_);
-  if (settings_.warmup_frames > 0) {
-    request.frames = static_cast<uint64_t>(settings_.warmup_frames);
-    for (auto& e : executors) e->run(request);
+  for (size_t i = 0; i < orders.size(); ++i) {
+    const bool calibrates = orders[i].find_first_of(settings_.calibrating) != std::string::npos;
+    const int warmup = settings_.warmup_frames + (calibrates ? settings_.calibration_frames : 0);
+    if (warmup <= 0) continue;
+    request.frames = static_cast<uint64_t>(warmup);
+    executors[i]->run(request);
   }
   const int rounds = settings_.rounds;
   const uint64_t rewarm = rounds > 1 ? 1 : 0;
@@ -210,20 +240,57 @@ void LayerProfiler::run_interleaved(
 
 std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& processors,
                                                             int level) const {
+  const uint32_t layers = graph_.layer_count();
   std::vector<std::string> orders;
+  std::vector<SubGraphCuts> cuts;
+  std::vector<std::map<uint32_t, std::string>> declined(processors.size());
   std::vector<LayerSamples> samples;
-  for (char p : processors) {
-    orders.emplace_back(graph_.layer_count(), p);
-    samples.emplace_back(graph_.layer_count());
+  for (size_t i = 0; i < processors.size(); ++i) {
+    const char p = processors[i];
+    std::string order(layers, p);
+    const ProcessorSpec* spec = platform_.find(p);
+    const bool accelerator = spec != nullptr && is_accelerator(*spec);
+    // The layers it declines run on its host cluster (not timed): the others still are.
+    declined[i] = declined_layers(p);
+    for (const auto& [layer, why] : declined[i]) order[layer] = spec->host;
+    orders.push_back(std::move(order));
+    cuts.push_back(accelerator ? SubGraphCuts::kEveryLayer : SubGraphCuts::kWhereLetterChanges);
+    samples.emplace_back(layers);
   }
-  run_interleaved(orders, 2, [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
-    samples[i].add(run, first);
-  });
+  run_interleaved(
+      orders, 2,
+      [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
+        if (declined[i].empty()) {
+          samples[i].add(run, first);
+          return;
+        }
+        // Only the layers on the measured processor: declined ones ran on the host.
+        profiler::RunProfile own = run;
+        std::erase_if(own.events, [&](const profiler::Event& e) {
+          return e.kind == EventKind::kLayer && e.layer < orders[i].size() &&
+                 orders[i][e.layer] != processors[i];
+        });
+        samples[i].add(own, first);
+      },
+      ExecutionMode::kSwitch, 0, cuts);
   std::vector<LayerMeasurement> result;
   for (size_t i = 0; i < processors.size(); ++i) {
-    result.push_back({samples[i].times(processors[i], level), samples[i].input_us()});
+    result.push_back({samples[i].times(processors[i], level, declined[i]), samples[i].input_us()});
   }
   return result;
+}
+
+std::map<uint32_t, std::string> LayerProfiler::declined_layers(char processor) const {
+  std::map<uint32_t, std::string> declined;
+  const ProcessorSpec* spec = platform_.find(processor);
+  if (spec == nullptr || !is_accelerator(*spec)) return declined;
+  const FallbackPlan plan = plan_npu_fallback(graph_, std::string(graph_.layer_count(), processor),
+                                              platform_, plugins_, spec->host);
+  for (const FallbackMove& m : plan.moves) {
+    declined.emplace(m.layer, m.node.empty() ? m.reason
+                                             : "node '" + m.node + "' (" + m.op + "): " + m.reason);
+  }
+  return declined;
 }
 
 std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<std::string>& orders) const {
@@ -251,14 +318,40 @@ std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure
     throw InputError("network '" + graph_.name() + "' has one layer unit: no boundaries to measure");
   }
   TransferSamples samples;
+  // A layer one of them declines goes to the other: its boundaries cannot occur in any mapping
+  // that runs, so they are recorded as 0 below.
+  const std::map<uint32_t, std::string> declined_a = declined_layers(a), declined_b = declined_layers(b);
+  std::vector<std::string> orders = {alternating_order(a, b, layers), alternating_order(b, a, layers)};
+  for (std::string& order : orders) {
+    for (uint32_t l = 0; l < layers; ++l) {
+      if (order[l] == a && declined_a.count(l) != 0) order[l] = b;
+      else if (order[l] == b && declined_b.count(l) != 0) order[l] = a;
+    }
+  }
+  const auto declines = [&](char p, uint32_t layer) {
+    return (p == a ? declined_a : declined_b).count(layer) != 0;
+  };
   // Level 1 records transfers without the per-layer events (less work on the measured path).
-  run_interleaved({alternating_order(a, b, layers), alternating_order(b, a, layers)}, 1,
+  run_interleaved(orders, 1,
                   [&](size_t, const profiler::RunProfile& run, uint64_t first) {
                     samples.add(run, first);
                   });
-  const auto found = samples.times();
-  for (const auto& [pair, t] : found) {
+  auto found = samples.times();
+  for (char from : {a, b}) {  // a pair whose every boundary involves a declined layer
+    const char to = from == a ? b : a;
+    planner::TransferTimes& t = found[{from, to}];
+    t.from = from;
+    t.to = to;
+    t.send_us.resize(layers - 1, kNaN);
+    t.receive_us.resize(layers - 1, kNaN);
+  }
+  for (auto& [pair, t] : found) {
     for (size_t i = 0; i < t.send_us.size(); ++i) {
+      const auto boundary = static_cast<uint32_t>(i);
+      if (std::isnan(t.send_us[i]) && (declines(t.from, boundary) || declines(t.to, boundary + 1))) {
+        t.send_us[i] = 0;
+        t.receive_us[i] = 0;
+      }
       if (std::isnan(t.send_us[i])) {
         throw RuntimeError("boundary " + std::to_string(i) + " from '" + std::string(1, t.from) +
                            "' to '" + std::string(1, t.to) + "' was not measured");

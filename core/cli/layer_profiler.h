@@ -4,7 +4,15 @@
 //
 //   layers      order "XXXX" (one sub-graph on X), switch mode, profile level 2: per-layer
 //               median and MAD over the measured frames from kLayer events; the receive side of
-//               the network input (sub-graph 0's kTransfer with peer 0) is input_us.
+//               the network input (sub-graph 0's kTransfer with peer 0) is input_us. An
+//               accelerator (kind npu/dsp) runs a sub-graph as one node and reports one time for
+//               it, so there every layer is its own sub-graph (SubGraphCuts::kEveryLayer): its
+//               time is that layer compiled and run alone, and what moves between two of them is
+//               timed as transfer, as between any two sub-graphs. A layer the accelerator declines
+//               (capability query, as --npu_fallback asks) runs on its host CPU instead, is not
+//               timed, and is reported in LayerMeasurement::times.declined.
+//               Processors that calibrate on their first frames (MeasureSettings::calibrating)
+//               get that many more warm-up frames, so that no calibration frame is measured.
 //   transfers   order "XYXY…" in switch mode puts an X->Y boundary after every even layer and
 //               Y->X after every odd one; its shift "YXYX…" the rest: two runs per unordered
 //               pair measure every boundary in both directions. Per boundary i (layer i on the
@@ -41,6 +49,7 @@
 #include <vector>
 
 #include "core/executor.h"
+#include "core/partition.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -53,6 +62,10 @@ struct MeasureSettings {
   int frames = 10;        // measured frames per executor (medians over them)
   int warmup_frames = 2;  // run once before the rounds, discarded
   int rounds = 3;         // turns the frames are split into (1: one run each, no interleaving)
+  // Letters whose backend runs its first `calibration_frames` frames differently (npu-int8: in
+  // f32, collecting int8 ranges); an executor using one warms up that many frames more.
+  std::string calibrating;
+  int calibration_frames = 0;
 };
 
 struct LayerMeasurement {
@@ -80,11 +93,17 @@ class LayerProfiler {
   // Sets up one executor per order in `mode` at `profile_level` and runs them as described
   // above; `measured(i, run, first)` gets each turn's profile of order i, whose frames from
   // `first` on are measured. `frames_per_turn` > 0: every turn runs that many (plus the
-  // discarded one), instead of `frames` split over the rounds.
+  // discarded one), instead of `frames` split over the rounds. `cuts[i]` partitions order i
+  // (default: where the letter changes).
   void run_interleaved(
       const std::vector<std::string>& orders, int profile_level,
       const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
-      ExecutionMode mode = ExecutionMode::kSwitch, int frames_per_turn = 0) const;
+      ExecutionMode mode = ExecutionMode::kSwitch, int frames_per_turn = 0,
+      const std::vector<SubGraphCuts>& cuts = {}) const;
+
+  // Layers an accelerator declines (capability query of each layer's nodes), with the reason;
+  // empty for other processors.
+  std::map<uint32_t, std::string> declined_layers(char processor) const;
 
  private:
   const graph::Graph& graph_;
@@ -93,6 +112,12 @@ class LayerProfiler {
   std::vector<std::vector<float>> input_;
   MeasureSettings settings_;
 };
+
+// Processors of `platform` served by npu-int8 (first loaded backend, as the Executor picks), which
+// runs each compiled sub-graph's first frames in f32 to calibrate: sets their device option
+// "calibration_frames" to `frames` (as a run's --calibration does) and returns their letters, for
+// MeasureSettings::calibrating (and plan --verify's warm-up).
+std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames);
 
 // "XYXY…" of `length` letters starting with `first`.
 std::string alternating_order(char first, char second, uint32_t length);
@@ -104,8 +129,10 @@ class LayerSamples {
   // Adds frames [first, frames_completed) of `run`: each frame's kLayer time per layer (summed
   // when a unit reports several events) and its network-input receive time.
   void add(const profiler::RunProfile& run, uint64_t first = 0);
-  // Medians and MADs. Throws RuntimeError when a layer has no sample (the run was not level 2).
-  planner::LayerTimes times(char processor, int level) const;
+  // Medians and MADs; layers in `declined` get NaN. Throws RuntimeError when another layer has
+  // no sample (the run was not level 2).
+  planner::LayerTimes times(char processor, int level,
+                            const std::map<uint32_t, std::string>& declined = {}) const;
   double input_us() const;  // median receive time of the network input; 0 without samples
 
  private:

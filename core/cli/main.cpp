@@ -576,6 +576,11 @@ int run_command(int argc, char** argv, co_up::cli::StopSignal& stop) {
   } catch (const InputError& e) {
     std::cerr << "co_up: error: " << cli::one_line(e.what()) << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // What build_network's estimate did not foresee (backend buffers, packed weights).
+    std::cerr << "co_up: failed: out of memory (this network, --image-size or --buffers need more "
+                 "memory than this machine has; use a smaller --image-size)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "co_up: failed: " << cli::one_line(e.what()) << "\n";
     return 1;

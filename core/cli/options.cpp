@@ -161,6 +161,12 @@ Options parse_options(const std::vector<std::string>& args) {
     } else {
       throw InputError("--" + name + " needs a value (--" + name + "=...)");
     }
+    // An empty value would silently mean the default (every layer on B, no --split, a seeded
+    // input, no --frequency, ...): refuse it, for every option.
+    if (value.empty()) {
+      throw InputError("--" + name + "= has an empty value; give one (--" + name +
+                       "=...) or leave the option out for its default (see --help)");
+    }
     setter->second(value);
   }
   return o;
@@ -206,7 +212,7 @@ mapping and execution (paper Table 2)
   --calibration=N       frames the int8 accelerator (npu-int8) runs in f32 to calibrate its int8
                         activations (default 4); then co_up reports int8 vs f32 accuracy
   --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max
-                        (0-based indices into the platform's tables: --list-frequencies)
+                        (levels count from 1 = lowest frequency: --list-frequencies)
   --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
   --buffers=N           receive buffers between adjacent stages (default 2)
   --npu_fallback=B|L|G  layers the NPU/DSP cannot run move to that processor, and the placement
@@ -240,7 +246,8 @@ layer profiles (co_up profile --graph=NAME|--model=FILE --profile-out=FILE [opti
   --profile-out=FILE    the layer profile to write: every layer on every processor (and DVFS level,
                         where the platform has tables and sysfs is writable), every transfer
   --processors=LETTERS  processors to profile (default: every one whose backend plugin loads)
-  --repetitions=N       measured frames per run, medians stored (default 10, after 2 warm-up)
+  --repetitions=N       measured frames per run, medians stored (default 10, after 2 warm-up;
+                        runs on npu-int8 warm up --calibration frames more)
   --restart             start afresh instead of resuming the steps FILE already has
 
 planning (co_up plan --profile=FILE ...; FILE written by co_up profile)

@@ -9,6 +9,7 @@
 #include "core/cli/verify_mappings.h"
 #include "core/error.h"
 #include "core/network.h"
+#include "graph/zoo/zoo.h"
 #include "planner/cost_model.h"
 #include "planner/layer_profile.h"
 #include "planner/search.h"
@@ -50,6 +51,21 @@ void print_candidate(std::ostream& out, const planner::CostModel& model, const s
       << "      " << planner::command_line(model, c.mapping) << "\n";
 }
 
+// --image-size must be the profile's: a plan is for the input size that was measured.
+void check_image_size(const Options& o, const planner::LayerProfile& profile) {
+  if (o.image_size == 0) return;
+  const planner::ProfileNetwork& net = profile.network;
+  const graph::ZooEntry* entry = graph::find_zoo_entry(net.graph);
+  const int64_t profiled = net.image_size > 0 ? net.image_size : entry != nullptr ? entry->default_image_size : 0;
+  if (o.image_size == profiled) return;
+  const std::string measured = net.image_size > 0 ? "--image-size=" + std::to_string(net.image_size)
+                               : profiled > 0 ? "the network's own input size (" + std::to_string(profiled) + ")"
+                                              : "the model's own input shape";
+  throw InputError("--image-size=" + std::to_string(o.image_size) + " differs from the profile, which was measured at " +
+                   measured + "; plan without --image-size, or profile again with --image-size=" +
+                   std::to_string(o.image_size));
+}
+
 // With --graph/--model: the profile must be of that network (name, units, layer count).
 void check_network(const Options& o, const planner::LayerProfile& profile) {
   if (o.graph.empty() && o.model.empty()) return;
@@ -61,8 +77,7 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
                      (profile.network.split.empty() ? std::string("no --split") : "--split=" + profile.network.split) +
                      " but --split=" + o.split + " was asked; re-profile with the same --split");
   }
-  NetworkSpec spec{o.graph, profile.network.units,
-                   o.image_size > 0 ? o.image_size : profile.network.image_size, o.seed, o.data};
+  NetworkSpec spec{o.graph, profile.network.units, profile.network.image_size, o.seed, o.data};
   spec.split = profile.network.split;
   spec.model = o.model;
   spec.input_shape = o.input_shape;
@@ -78,6 +93,7 @@ int run_plan_command(const Options& o) {
   }
   const planner::Objective objective = parse_objective(o.objective);
   const planner::LayerProfile profile = planner::read_layer_profile(o.profile_file);
+  check_image_size(o, profile);
   check_network(o, profile);
   const planner::CostModel model(profile);
   const planner::PlanResult result = planner::plan(model, objective, static_cast<size_t>(o.top), o.seed);

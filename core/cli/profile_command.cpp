@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -204,6 +205,20 @@ int64_t unit_output_bytes(const graph::Graph& g, const graph::LayerUnit& unit) {
   return 0;
 }
 
+// One line for the layers a processor declined: which, the first reason, what happens to them.
+std::string declined_note(const planner::LayerProfile& profile, const planner::LayerTimes& t) {
+  const planner::ProfileProcessor* p = profile.find_processor(t.processor);
+  std::string layers;
+  for (const auto& [layer, why] : t.declined) {
+    layers += (layers.empty() ? "" : ", ") + std::to_string(layer);
+    if (layer < profile.network.layers.size()) layers += " (" + profile.network.layers[layer].name + ")";
+  }
+  return letter_string(t.processor) + (p != nullptr ? " (" + p->backend + ")" : std::string()) +
+         " cannot run layer" + (t.declined.size() == 1 ? " " : "s ") + layers + " alone (" +
+         t.declined.begin()->second + "); recorded as declined, plans keep them off " +
+         letter_string(t.processor);
+}
+
 // The hand-off between `a` and `b` (planner/handoff_fit.h) from pipeline runs of the orders the
 // layer times and transfers measured so far make best at 2, 3 and 4 sub-graphs.
 double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfile& profile, char a, char b) {
@@ -370,7 +385,8 @@ ProfileOutcome profile_network(const ProfileJob& job) {
   planner::write_layer_profile(out, profile);
 
   const LayerProfiler profiler(*job.graph, *job.platform, *job.plugins, job.input,
-                               {profile.repetitions, job.warmup_frames, job.rounds});
+                               {profile.repetitions, job.warmup_frames, job.rounds,
+                                job.calibrating, job.calibration_frames});
   for (size_t i = 0; i < steps.size(); ++i) {
     const ProfileStep& step = steps[i];
     if (profile.is_completed(step.id())) continue;
@@ -395,6 +411,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
         }
         for (LayerMeasurement& m : profiler.measure_layers(step.processors, step.level)) {
           if (step.level == 0) profile.input_transfer_us[m.times.processor] = m.input_us;
+          if (!m.times.declined.empty()) progress.note(declined_note(profile, m.times));
           put_layer_times(profile, std::move(m.times));
         }
         const bool next_same_domain = i + 1 < steps.size() && steps[i + 1].level > 0 &&
@@ -437,10 +454,14 @@ void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& f
   out << std::fixed << std::setprecision(2);
   for (const planner::LayerTimes& t : p.layer_times) {
     const planner::ProfileProcessor* proc = p.find_processor(t.processor);
-    const double total = std::accumulate(t.median_us.begin(), t.median_us.end(), 0.0);
+    double total = 0;
+    for (double us : t.median_us) total += std::isnan(us) ? 0.0 : us;
     out << "  " << t.processor << " level " << t.level << "  "
         << (proc != nullptr ? proc->backend : std::string()) << "  " << total / 1000.0
-        << " ms/frame (sum of layer medians)\n";
+        << " ms/frame (sum of layer medians"
+        << (t.declined.empty() ? std::string()
+                               : "; " + std::to_string(t.declined.size()) + " layer(s) declined")
+        << ")\n";
   }
   for (const planner::TransferTimes& t : p.transfers) {
     const double send = std::accumulate(t.send_us.begin(), t.send_us.end(), 0.0);
@@ -504,6 +525,9 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   spec.input_shape = o.input_shape;
   const graph::Graph g = build_network(spec);
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
+  // npu-int8 runs its first --calibration frames in f32 (per compiled sub-graph, so per layer
+  // too): the same option a run passes, and that many more warm-up frames before measuring.
+  const std::string calibrating = prepare_calibration(platform, registry, static_cast<int>(o.calibration));
   // Restores every governor it changed when it goes, on every path out (errors, Ctrl-C).
   power::SysfsDvfs dvfs(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));
 
@@ -526,6 +550,8 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   job.log = &std::cerr;
   job.terminal = ::isatty(STDERR_FILENO) == 1;
   job.no_dvfs_reason = no_dvfs_reason(o);
+  job.calibrating = calibrating;
+  job.calibration_frames = static_cast<int>(o.calibration);
 
   // The step in progress runs to its end (its numbers are kept); say so, as that may take a while.
   // Written with write(2): the watcher thread must not share std::cerr's state with this one.

@@ -5,7 +5,9 @@
 //
 // Steps, in this order, each named as in the profile's "completed" list:
 //   layers:BL:0    every layer on each processor (order "XXXX", switch mode), DVFS as found, the
-//                  processors interleaved in rounds (core/cli/layer_profiler.h says why)
+//                  processors interleaved in rounds (core/cli/layer_profiler.h says why); an
+//                  accelerator's layers each compiled and run alone; layers it declines are
+//                  recorded as such (one note) instead of failing the profile
 //   transfers:X:Y  every boundary X->Y and Y->X (two alternating orders, interleaved)
 //   handoff:X:Y    the pair's hand-off per sub-graph boundary: pipeline runs with 2, 3 and 4
 //                  sub-graphs on X and Y (interleaved), fitted (planner/handoff_fit.h); needs
@@ -84,6 +86,10 @@ struct ProfileJob {
   std::ostream* log = nullptr;           // progress and notes (stderr in the CLI)
   bool terminal = false;                 // log is a terminal: rewrite one status line
   std::string no_dvfs_reason;            // why the platform has no DVFS tables, for the note
+  // Processors whose backend calibrates on its first frames (npu-int8) and how many: runs that
+  // use them warm up that many frames more (core/cli/layer_profiler.h).
+  std::string calibrating;
+  int calibration_frames = 0;
 };
 
 struct ProfileOutcome {

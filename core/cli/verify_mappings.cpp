@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/cli/layer_profiler.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
@@ -58,8 +59,10 @@ Measurement measure_mapping(const graph::Graph& graph, const Platform& platform,
   Executor executor(graph, Partition::create(graph, order), platform, plugins, options);
   RunRequest request;
   request.input_sets.push_back(seeded_inputs(graph, 1));
-  if (settings.warmup_frames > 0) {
-    request.frames = static_cast<uint64_t>(settings.warmup_frames);
+  const bool calibrates = order.find_first_of(settings.calibrating) != std::string::npos;
+  const int warmup = settings.warmup_frames + (calibrates ? settings.calibration_frames : 0);
+  if (warmup > 0) {
+    request.frames = static_cast<uint64_t>(warmup);
     executor.run(request);
   }
   request.frames = static_cast<uint64_t>(std::max(settings.frames, 2));
@@ -80,7 +83,12 @@ std::vector<VerifiedMapping> verify_mappings(const graph::Graph& graph, const Pl
                                              const VerifySettings& settings, std::ostream& out) {
   out << "verify: " << candidates.size() << " mapping" << (candidates.size() == 1 ? "" : "s")
       << " run on platform " << platform.name << ", " << std::max(settings.frames, 2)
-      << " frames each after " << settings.warmup_frames << " warm-up\n";
+      << " frames each after " << settings.warmup_frames << " warm-up"
+      << (settings.calibrating.empty() || settings.calibration_frames == 0
+              ? std::string()
+              : " (" + std::to_string(settings.warmup_frames + settings.calibration_frames) +
+                    " where npu-int8 calibrates: " + settings.calibrating + ")")
+      << "\n";
   out << "   #  " << pad("order", std::max<size_t>(model.layer_count(), 5) + 2)
       << "mode      throughput fps: predicted measured  error    latency ms: predicted measured  error\n";
   std::vector<VerifiedMapping> verified;
@@ -149,6 +157,8 @@ std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::Co
   power::SysfsDvfs dvfs(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));  // restores governors on every path out
   VerifySettings settings;
   settings.frames = static_cast<int>(std::min<int64_t>(o.frames, 1 << 20));
+  settings.calibration_frames = static_cast<int>(o.calibration);
+  settings.calibrating = prepare_calibration(platform, registry, settings.calibration_frames);
   return verify_mappings(graph, platform, registry, &dvfs, model, candidates, settings, out);
 }
 

@@ -1,31 +1,32 @@
 #include "graph/onnx/preprocess.h"
 
+#include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/io/input_file.h"
+#include "core/json_input.h"
 
 namespace co_up::graph {
 
 ImagePreprocess read_preprocess_json(const std::filesystem::path& path, ImagePreprocess pre) {
   const std::string where = "--preprocess '" + path.string() + "'";
-  const std::string text = io::read_input_file(path, "--preprocess file", io::kMaxConfigBytes);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(where + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  const nlohmann::json j =
+      parse_json(io::read_input_file(path, "--preprocess file", io::kMaxConfigBytes), where);
   if (!j.is_object()) throw InputError(where + ": expected a JSON object");
   auto triple = [&](const char* key, std::array<float, 3>& out, bool nonzero) {
     if (!j.contains(key)) return;
     const nlohmann::json& v = j[key];
     if (!v.is_array() || v.size() != 3) throw InputError(where + ": \"" + key + "\" must be 3 numbers");
     for (size_t c = 0; c < 3; ++c) {
-      if (!v[c].is_number()) throw InputError(where + ": \"" + key + "\" must be 3 numbers");
-      out[c] = v[c].get<float>();
-      if (nonzero && out[c] == 0.0f) throw InputError(where + ": \"" + key + "\" values must be non-zero");
+      // Pixel statistics: |value| <= 1e6 keeps them finite as floats.
+      out[c] = static_cast<float>(
+          json_number(v[c], json_index(where + ": \"" + key + "\"", c), -1e6, 1e6, "a pixel statistic"));
+      if (nonzero && std::abs(out[c]) < 1e-6f) {
+        throw InputError(where + ": \"" + key + "\" values must be non-zero (at least 1e-6 in size)");
+      }
     }
   };
   triple("mean", pre.mean, false);
@@ -45,11 +46,13 @@ ImagePreprocess read_preprocess_json(const std::filesystem::path& path, ImagePre
   if (j.contains("size")) {
     const nlohmann::json& v = j["size"];
     int height = 0, width = 0;
-    if (v.is_number_integer()) {
-      height = width = v.get<int>();
-    } else if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer()) {
-      height = v[0].get<int>();
-      width = v[1].get<int>();
+    const std::string size = where + ": \"size\"";
+    constexpr int64_t kMaxSide = 1 << 20;
+    if (v.is_number()) {
+      height = width = static_cast<int>(json_integer(v, size, 1, kMaxSide, "an image side in pixels"));
+    } else if (v.is_array() && v.size() == 2) {
+      height = static_cast<int>(json_integer(v[0], json_index(size, 0), 1, kMaxSide, "an image height in pixels"));
+      width = static_cast<int>(json_integer(v[1], json_index(size, 1), 1, kMaxSide, "an image width in pixels"));
     } else {
       throw InputError(where + ": \"size\" must be a number or [height, width]");
     }

@@ -421,7 +421,7 @@ TEST_F(CliTest, FrameCountMustBeAPositiveInteger) {
   expect_usage_error(alexnet({"--n=0"}), {"--n=0", "out of range"});
   expect_usage_error(alexnet({"--n=-3"}), {"--n=-3", "out of range"});
   expect_usage_error(alexnet({"--n=abc"}), {"--n='abc'", "not an integer"});
-  expect_usage_error(alexnet({"--n="}), {"--n=''", "not an integer"});
+  expect_usage_error(alexnet({"--n="}), {"--n= has an empty value"});
   expect_usage_error({"--graph=alexnet", "--n"}, {"--n needs a value"});
 }
 
