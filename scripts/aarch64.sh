@@ -18,7 +18,11 @@
 #      (SqueezeNet alone, Zoo/XnnpackNetwork.*/4, about 10 s);
 #    - reference_plugin_test: the reference plugin's ABI tests (its portable NEON-width GEMM);
 #    - int8_kernels_test, int8_plugin_test (Int8Ops.*, Int8Plugin.*): npu-int8 on XNNPACK's NEON
-#      int8 kernels, every operator int8 vs f32.
+#      int8 kernels, every operator int8 vs f32;
+#    - executor_test (frame order, switch/pipeline, stop, NHWC edges) and the co_up binary running
+#      SqueezeNet pipelined over B|L and over B|N|L.
+#    A run fails when its filter selects no test or a test skips without a line in
+#    tests/optional-skips.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -71,10 +75,12 @@ fi
 echo "=== aarch64: configure and cross-build (${build})"
 cmake -S . -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="${root}/cmake/aarch64-linux-gnu.cmake" -DCO_UP_AARCH64_SYSROOT="${sysroot}" \
-  -DCO_UP_BUILD_BENCH=OFF >/dev/null
+  -DCO_UP_BUILD_BENCH=OFF -DCO_UP_OPTIONAL_TEST_FOLDERS="onnx;rknn;backends/opencl" >/dev/null
+# (The sysroot has no libonnx or OpenCL: those test folders are left out here on purpose; the
+# x86-64 suites run them.)
 ninja -C "${build}" -j"${jobs}" co_up co_up_backend_reference co_up_backend_xnnpack \
   xnnpack_conformance_test reference_plugin_test co_up_backend_int8 int8_kernels_test int8_plugin_test \
-  co_up_backend_rknn
+  co_up_backend_rknn executor_test
 file "${build}/plugins/libco_up_cpu_xnnpack.so" | grep -q 'ARM aarch64' ||
   { echo "aarch64.sh: the plugin is not an aarch64 binary" >&2; exit 1; }
 [[ "${1:-}" == build ]] && { echo "=== aarch64: built in $((SECONDS - start)) s"; exit 0; }
@@ -82,11 +88,37 @@ file "${build}/plugins/libco_up_cpu_xnnpack.so" | grep -q 'ARM aarch64' ||
 qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu
       -E "LD_LIBRARY_PATH=${sysroot}/usr/lib/aarch64-linux-gnu:${sysroot}/lib/aarch64-linux-gnu")
 export CO_UP_PLUGIN_PATH=${build}/plugins
+log_dir=${build}/qemu-logs
+rm -rf "${log_dir}"
+mkdir -p "${log_dir}"
+# Runs a test binary under qemu; fails when it fails, when the filter selects no test (a renamed
+# test would otherwise pass silently), or when a test skipped that tests/optional-skips.txt does
+# not allow for the aarch64 suite.
 run_test() {  # binary, gtest filter
   echo "=== aarch64: qemu ${1} --gtest_filter=${2}"
-  local t=${SECONDS}
-  (cd "${build}" && timeout 480 "${qemu[@]}" "tests/$1" --gtest_filter="$2" --gtest_brief=1)
-  echo "=== aarch64: ${1} passed in $((SECONDS - t)) s"
+  local t=${SECONDS} log=${log_dir}/$1.log
+  (cd "${build}" && timeout 480 "${qemu[@]}" "tests/$1" --gtest_filter="$2" --gtest_brief=1) 2>&1 |
+    tee "${log}"
+  local ran
+  ran=$(sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran\..*/\1/p' "${log}" | tail -n 1)
+  if [[ -z ${ran} || ${ran} -eq 0 ]]; then
+    echo "aarch64.sh: ${1} --gtest_filter='${2}' ran no test" >&2
+    exit 1
+  fi
+  scripts/check-skips.py aarch64 "${log}"
+  echo "=== aarch64: ${1} passed ${ran} tests in $((SECONDS - t)) s"
+}
+# The co_up binary under qemu; its stdout must hold `expect` (a fixed string).
+run_co_up() {  # expected output, co_up arguments...
+  local expect=$1
+  shift
+  echo "=== aarch64: qemu co_up $*"
+  local t=${SECONDS} out
+  out=$(cd "${build}" && timeout 300 "${qemu[@]}" ./co_up "$@")
+  echo "${out}"
+  grep -qF -- "${expect}" <<<"${out}" ||
+    { echo "aarch64.sh: co_up $* did not print '${expect}'" >&2; exit 1; }
+  echo "=== aarch64: co_up passed in $((SECONDS - t)) s"
 }
 run_test xnnpack_conformance_test \
   'XnnpackConformance.*:XnnpackPool.*:XnnpackDevice.*:Zoo/XnnpackNetwork.*'
@@ -95,4 +127,12 @@ run_test reference_plugin_test '*'
 # operator int8 vs f32 through the ABI, the accelerator contract. A few seconds under qemu.
 run_test int8_kernels_test '*'
 run_test int8_plugin_test 'Int8Ops.*:Int8Plugin.*'
+# The executor's threads and receivers on arm64 (frame order, switch vs pipeline, stop), and the
+# CLI running one network pipelined over B|L on cpu-xnnpack, with npu-int8 as N.
+run_test executor_test \
+  'ExecutorTest.ThousandFramesThroughSkipEdgePipelineArriveInOrderWithoutStalls:ExecutorTest.SwitchModeKeepsOneFrameInFlight:ExecutorTest.PipelineModeOverlapsFrames:ExecutorTest.StopRequestEndsRunEarlyWithConsistentProfile:ExecutorTest.EdgesBetweenNhwcBackendsTravelInNhwc'
+run_co_up "order BBBBBLLLLL, mode pipeline, platform host: 4/4 frames" \
+  --graph=squeezenet --image-size=32 --order=BBBBBLLLLL --mode=pipeline --n=4
+run_co_up "order BBBNNNNNLL, mode pipeline, platform host: 4/4 frames" \
+  --graph=squeezenet --image-size=32 --order=BBBNNNNNLL --mode=pipeline --n=4 --calibration=2
 echo "=== aarch64: passed in $((SECONDS - start)) s"

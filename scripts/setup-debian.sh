@@ -26,6 +26,7 @@ readonly kPackages=(
   clang
   python3
   python3-matplotlib  # scripts/co_up-report plots
+  python3-onnx  # onnx_export_test runs the ONNX checker on exported files
 )
 
 die() {

@@ -2,7 +2,9 @@
 # The README's second command (and what CI runs): set up the machine, build, and run every test —
 # the Release suite, then the same suite under AddressSanitizer+UBSan and under ThreadSanitizer,
 # then the aarch64 cross-build with operator tests and one network under qemu (scripts/aarch64.sh),
-# then a bounded libFuzzer run of the ONNX loader (scripts/fuzz.sh).
+# then a bounded libFuzzer run of the ONNX loader (scripts/fuzz.sh). A suite fails when a test did
+# not run (skipped, disabled) unless tests/optional-skips.txt allows it there with a reason, when
+# ctest finds no tests, and when the configure would leave out a test folder.
 #   scripts/test.sh            # everything
 #   scripts/test.sh release    # one of: release asan tsan aarch64 fuzz
 set -euo pipefail
@@ -19,9 +21,18 @@ run_suite() {  # name, build dir, extra cmake arguments...
   ninja -C "${dir}"
   echo "=== ${name}: tests"
   local start=${SECONDS}
-  ctest --test-dir "${dir}" -j"${jobs}" --output-on-failure --timeout 600
+  # --no-tests=error: a configure that registered nothing fails instead of passing. The output is
+  # kept so that every test that did not run (GTEST_SKIP, disabled, not built) can be checked
+  # against tests/optional-skips.txt: a skip that is not allowed there fails the suite.
+  ctest --test-dir "${dir}" -j"${jobs}" --output-on-failure --timeout 600 --no-tests=error \
+    | tee "${dir}/ctest-output.log"
+  scripts/check-skips.py "${name}" "${dir}/ctest-output.log"
   echo "=== ${name}: passed in $((SECONDS - start)) s"
 }
+
+# A configure that would leave out a test folder (a missing package) is an error in CI
+# (tests/CMakeLists.txt: co_up_test_folder_dropped); this script is what CI runs, so it says so.
+export CI=${CI:-true}
 
 suites=("$@")
 [[ ${#suites[@]} -gt 0 ]] || suites=(release asan tsan aarch64 fuzz)

@@ -11,8 +11,36 @@
 #include <string>
 #include <thread>
 
+#if defined(__SANITIZE_THREAD__)
+#define CO_UP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CO_UP_TSAN 1
+#endif
+#endif
+#if defined(CO_UP_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace co_up::xnnpack {
 namespace {
+
+// pthreadpool (Debian's build) is not instrumented: ThreadSanitizer cannot see that a job's
+// dispatch happens before its tasks and that the tasks happen before parallelize returns, and would
+// report every write our (instrumented) kernels make on a worker as racing with the caller's next
+// read. These two calls state exactly those edges on the job object: the caller releases before
+// dispatch and acquires after the join; each task acquires at its start and releases at its end.
+// No-ops in other builds.
+inline void tsan_release([[maybe_unused]] const void* job) {
+#if defined(CO_UP_TSAN)
+  __tsan_release(const_cast<void*>(job));
+#endif
+}
+inline void tsan_acquire([[maybe_unused]] const void* job) {
+#if defined(CO_UP_TSAN)
+  __tsan_acquire(const_cast<void*>(job));
+#endif
+}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -24,9 +52,11 @@ struct RangeJob {
 
 void run_range(void* context, size_t start, size_t tile) {
   const auto* job = static_cast<const RangeJob*>(context);
+  tsan_acquire(job);
   const int64_t begin = static_cast<int64_t>(start) * job->align;
   const int64_t end = std::min(job->count, static_cast<int64_t>(start + tile) * job->align);
   if (begin < end) (*job->body)(begin, end);
+  tsan_release(job);
 }
 
 struct EveryThreadJob {
@@ -38,6 +68,7 @@ struct EveryThreadJob {
 
 void run_on_thread(void* context, size_t index) {
   auto* job = static_cast<EveryThreadJob*>(context);
+  tsan_acquire(job);
   job->arrived.fetch_add(1);
   // Wait until every thread holds one task: a thread busy here cannot take a second one, so the
   // tasks land on distinct threads. Bounded, so a pool that never starts a worker cannot hang us.
@@ -45,11 +76,13 @@ void run_on_thread(void* context, size_t index) {
   while (job->arrived.load() < job->threads) {
     if (std::chrono::steady_clock::now() > deadline) {
       job->timed_out.store(true);
+      tsan_release(job);
       return;
     }
     std::this_thread::yield();
   }
   (*job->task)(static_cast<int>(index));
+  tsan_release(job);
 }
 
 }  // namespace
@@ -111,7 +144,9 @@ void CpuPool::on_every_thread(const std::function<void(int)>& task) const {
   EveryThreadJob job;
   job.task = &task;
   job.threads = threads_;
+  tsan_release(&job);
   pthreadpool_parallelize_1d(pool_, &run_on_thread, &job, static_cast<size_t>(threads_), 0);
+  tsan_acquire(&job);
   if (job.timed_out.load()) {
     throw std::runtime_error("pool threads did not all start within 20 s (machine overloaded?)");
   }
@@ -153,8 +188,10 @@ void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,
   const int64_t per = schedule_ == Schedule::kStatic ? threads_ : threads_ * 4;
   const int64_t tile = std::max<int64_t>(1, ceil_div(blocks, per));
   RangeJob job{&body, count, align};
+  tsan_release(&job);
   pthreadpool_parallelize_1d_tile_1d(pool_, &run_range, &job, static_cast<size_t>(blocks),
                                      static_cast<size_t>(tile), 0);
+  tsan_acquire(&job);
 }
 
 }  // namespace co_up::xnnpack

@@ -1,9 +1,16 @@
 // The opencl plugin through the C ABI: every operator against the cpu-reference plugin (tolerance
 // in opencl_test_support.h), and the error contract: no matching device, kernel build failure,
 // out of device memory, map/unmap and hooks.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/backends/opencl_test_support.h"
@@ -256,6 +263,25 @@ TEST(OpenclErrors, SelectionByIndexAndNameSubstring) {
   co_up_device* device = try_device({{"platform", "0"}, {"device", "0"}, {"cache_dir", "off"}}, &code);
   ASSERT_NE(device, nullptr) << opencl_plugin().last_message();
   opencl_plugin().api()->device_release(device);
+  // By name: a piece from the middle of device 0's real name (as the refusal of a name that
+  // matches nothing lists it) selects it; the same piece with one character changed does not.
+  EXPECT_EQ(try_device({{"device", "NoSuchGpu-Mali-G999"}}, &code), nullptr);
+  const std::string listing = opencl_plugin().last_message();
+  const std::string marker = "device 0 '";
+  const size_t at = listing.find(marker);
+  ASSERT_NE(at, std::string::npos) << listing;
+  const size_t begin = at + marker.size();
+  const std::string name = listing.substr(begin, listing.find('\'', begin) - begin);
+  ASSERT_GE(name.size(), 4u) << listing;
+  const std::string piece = name.substr(1, std::min<size_t>(name.size() - 2, 12));
+  device = try_device({{"device", piece}, {"cache_dir", "off"}}, &code);
+  ASSERT_NE(device, nullptr) << "device='" << piece << "' of '" << name << "': "
+                             << opencl_plugin().last_message();
+  opencl_plugin().api()->device_release(device);
+  std::string wrong = piece;
+  wrong[wrong.size() / 2] = wrong[wrong.size() / 2] == '#' ? '%' : '#';
+  EXPECT_EQ(try_device({{"device", wrong}, {"cache_dir", "off"}}, &code), nullptr) << wrong;
+  EXPECT_EQ(code, CO_UP_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(OpenclErrors, KernelBuildFailureReportsTheBuildLog) {
@@ -344,17 +370,46 @@ TEST(OpenclContract, SecondDeviceLoadsTheKernelsFromTheBinaryCache) {
   const std::string dir = ::testing::TempDir() + "co_up_opencl_cache_test";
   std::system(("rm -rf '" + dir + "'").c_str());
   int32_t code = 0;
+  namespace fs = std::filesystem;
+  auto cache_files = [&] {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir)) files.push_back(entry.path());
+    return files;
+  };
+  auto bytes_of = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  auto identity = [](const fs::path& file) {  // a rewrite (write + rename) changes the inode
+    struct stat st {};
+    EXPECT_EQ(::stat(file.c_str(), &st), 0) << file;
+    return std::pair<ino_t, int64_t>(st.st_ino, st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec);
+  };
+  // The first device builds from source and writes exactly one program binary.
   co_up_device* first = try_device({{"cache_dir", dir}}, &code);
   ASSERT_NE(first, nullptr) << opencl_plugin().last_message();
   opencl_plugin().api()->device_release(first);
-  // The cache file exists now; a corrupt one is rebuilt from source, not an error.
+  const std::vector<fs::path> files = cache_files();
+  ASSERT_EQ(files.size(), 1u);
+  const fs::path binary = files[0];
+  EXPECT_EQ(binary.extension(), ".bin");
+  const std::string built = bytes_of(binary);
+  ASSERT_GT(built.size(), 100u);
+  const auto written = identity(binary);
+  // The second loads it: a valid cached binary is used as it is, never rebuilt and rewritten.
   co_up_device* second = try_device({{"cache_dir", dir}}, &code);
   ASSERT_NE(second, nullptr) << opencl_plugin().last_message();
   opencl_plugin().api()->device_release(second);
-  std::system(("for f in '" + dir + "'/*.bin; do echo garbage > \"$f\"; done").c_str());
+  EXPECT_EQ(cache_files().size(), 1u);
+  EXPECT_EQ(identity(binary), written) << "a valid cached binary was rewritten (not loaded)";
+  EXPECT_EQ(bytes_of(binary), built);
+  // A corrupt one is rebuilt from source, not an error, and replaced by a real binary.
+  std::ofstream(binary, std::ios::binary | std::ios::trunc) << "garbage\n";
   co_up_device* third = try_device({{"cache_dir", dir}}, &code);
   ASSERT_NE(third, nullptr) << opencl_plugin().last_message();
   opencl_plugin().api()->device_release(third);
+  EXPECT_EQ(cache_files().size(), 1u);
+  EXPECT_EQ(bytes_of(binary).size(), built.size()) << "the corrupt binary was not replaced";
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 

@@ -625,8 +625,34 @@ TEST(XnnpackDevice, ReportsLayersThroughHooks) {
   };
   p.check(p.api()->compiled_run(c, &hooks));
   EXPECT_EQ(seen, (std::vector<std::pair<char, uint32_t>>{{'b', 0}, {'e', 0}, {'b', 1}, {'e', 1}}));
-  // An unsupported op is answered per node, with the reason.
   p.api()->compiled_release(c);
+
+  // An unsupported op is answered per node, with the reason; the supported node next to it says
+  // yes with an empty reason; compiling the sub-graph refuses it as unsupported.
+  Desc u;
+  const uint32_t ux = u.tensor({1, 4, 5, 5});
+  const uint32_t uy = u.tensor({1, 4, 5, 5});
+  const uint32_t uz = u.tensor({1, 4, 5, 5});
+  u.node("Relu", {ux}, uy);
+  u.node("Mystery", {uy}, uz);
+  u.input(ux);
+  u.output(uz);
+  const auto& ug = u.get();
+  co_up_node_support support{};
+  support.struct_size = sizeof(support);
+  p.check(p.api()->device_query_node(device, &ug, 1, &support));
+  EXPECT_EQ(support.supported, 0);
+  EXPECT_NE(std::string(support.reason).find("op 'Mystery' is not implemented by cpu-xnnpack"),
+            std::string::npos)
+      << support.reason;
+  support = {};
+  support.struct_size = sizeof(support);
+  p.check(p.api()->device_query_node(device, &ug, 0, &support));
+  EXPECT_EQ(support.supported, 1);
+  EXPECT_STREQ(support.reason, "");
+  co_up_compiled* refused = nullptr;
+  EXPECT_EQ(p.take(p.api()->compiled_create(device, &ug, &refused)).first, CO_UP_STATUS_UNSUPPORTED);
+  EXPECT_EQ(refused, nullptr);
   p.api()->device_release(device);
 }
 

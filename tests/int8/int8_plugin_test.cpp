@@ -40,9 +40,12 @@ namespace {
 constexpr uint32_t kCalibrationFrames = 3;
 constexpr uint32_t kOpCalibrationFrames = 4;
 constexpr double kF32Tolerance = 1e-4;  // calibration frames vs cpu-reference, x output range
-// Top-1 agreement of int8 with f32 over the frames after calibration, per network (the paper's
-// int8 NPU models lose 0.1-1 point of top-1; random weights and inputs are harsher).
-constexpr double kTop1Bar = 0.66;
+// Top-1 agreement of int8 with f32 over the 6 frames after calibration, per network and mapping
+// (the paper's int8 NPU models lose 0.1-1 point of top-1; random weights and inputs are harsher:
+// SqueezeNet's int8 tail loses one frame of six, every other case none). The computation is
+// deterministic (seeded weights and inputs; VNNI and XNNPACK kernels give the same bits), so at
+// most one disagreeing frame is a bound with no slack for a real accuracy loss.
+constexpr double kTop1Bar = 5.0 / 6.0;
 
 // One loaded plugin, driven through the ABI.
 class Plugin {
@@ -561,7 +564,15 @@ TEST_P(Int8Network, PipelineEqualsSwitchIsDeterministicAndAgreesWithF32) {
     }
     const double agreement = double(agree) / double(kNetworkFrames - kCalibrationFrames);
     EXPECT_GE(agreement, kTop1Bar) << spec.name << " " << order;
-    std::printf("%s %s: top-1 agreement %.0f %%, max |int8 - f32| / range %.4f\n", spec.name.c_str(),
+    // The int8 error, relative to the f32 output's range: above 0 (int8 really ran) and within
+    // 1.5x of what these deterministic runs give (alexnet 0.065, googlenet 0.068, mobilenet 0.022,
+    // squeezenet 0.166; ResNet50's 1000-class softmax saturates at 64x64, so its error is ~1e-17).
+    const std::map<std::string, double> max_relative_error = {
+        {"alexnet", 0.10}, {"googlenet", 0.10}, {"mobilenet", 0.033}, {"resnet50", 1e-9},
+        {"squeezenet", 0.25}};
+    EXPECT_GT(worst, 0.0) << spec.name << " " << order << ": int8 frames equal f32";
+    EXPECT_LE(worst, max_relative_error.at(spec.name)) << spec.name << " " << order;
+    std::printf("%s %s: top-1 agreement %.0f %%, max |int8 - f32| / range %.3g\n", spec.name.c_str(),
                 order.c_str(), 100 * agreement, worst);
   }
   // XNNPACK's int8 operators instead of the VNNI kernels: the same bits on a whole network.

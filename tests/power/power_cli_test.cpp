@@ -8,7 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "tests/plugins/spawn_process.h"
 #include "tests/power/sim_sysfs.h"
@@ -100,7 +103,35 @@ TEST_F(PowerCliTest, PerLayerSwitchModeRecordsIssueAndApply) {
   const auto j = nlohmann::json::parse(slurp(profile));
   // Per frame: B->3, B->0, L->2, L->1 (the first frame's L->2 follows frame 0's L->1: a change).
   EXPECT_EQ(j["dvfs"].size(), 8u);
-  for (const auto& d : j["dvfs"]) EXPECT_GE(d["issue_ns"].get<int64_t>(), 0);
+  // Each request is issued on its processor's thread at the start of the layer that changes the
+  // level: inside its own frame (switch mode: frames do not overlap), in layer order, and a request
+  // that was applied was applied after it was issued (one that was superseded never was).
+  const std::vector<std::tuple<std::string, int, int>> want = {  // processor, layer, level (1-based)
+      {"B", 0, 4}, {"B", 2, 1}, {"L", 4, 3}, {"L", 6, 2}};
+  const auto& starts = j["frames"]["start_ns"];
+  const auto& ends = j["frames"]["end_ns"];
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  int64_t previous = 0;
+  for (size_t i = 0; i < j["dvfs"].size(); ++i) {
+    const auto& d = j["dvfs"][i];
+    const uint64_t frame = i / want.size();
+    const auto& [processor, layer, level] = want[i % want.size()];
+    EXPECT_EQ(d["frame"], frame) << d;
+    EXPECT_EQ(d["processor"], processor) << d;
+    EXPECT_EQ(d["layer"], layer) << d;
+    EXPECT_EQ(d["level"], level) << d;
+    const int64_t issue = d["issue_ns"].get<int64_t>();
+    EXPECT_GE(issue, starts[frame].get<int64_t>()) << "issued before its frame started: " << d;
+    EXPECT_LE(issue, ends[frame].get<int64_t>()) << "issued after its frame ended: " << d;
+    EXPECT_GT(issue, previous) << "issued out of layer order: " << d;
+    previous = issue;
+    if (d["superseded"].get<bool>()) {
+      EXPECT_EQ(d["apply_ns"], 0) << d;
+    } else {
+      EXPECT_GE(d["apply_ns"].get<int64_t>(), issue) << d;
+    }
+  }
 }
 
 TEST_F(PowerCliTest, SigintRestoresGovernors) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/platform.h"
@@ -81,8 +82,8 @@ TEST(PowerSamplerTest, EnergyPerLayerRecoveredWithin2Percent) {
 }
 
 // The live path: a real sampler thread reading a file the test rewrites. Real time on a shared
-// (or sanitizer-slowed) machine, so the tolerance is loose; the 2% claim is tested below on
-// samples with controlled timing.
+// (or sanitizer-slowed) machine, so the tolerance is wider than the 2% claim, which is tested above
+// on samples with controlled timing.
 TEST(PowerSamplerTest, LiveSamplerAttributesEnergyToLayers) {
   SimSysfs sim("energy");
   test::put(sim / "class/hwmon/hwmon0/power1_input", "000000000000");
@@ -126,8 +127,12 @@ TEST(PowerSamplerTest, LiveSamplerAttributesEnergyToLayers) {
     const double truth_mj = power_mw[l.layer] * duration_ms[l.layer] / 1000.0;
     EXPECT_FALSE(l.estimated);
     EXPECT_EQ(l.frames, 8u);
-    EXPECT_NEAR(l.energy_mj, truth_mj, 0.25 * truth_mj) << "layer " << l.layer;
-    EXPECT_NEAR(l.power_mw, power_mw[l.layer], 0.25 * power_mw[l.layer]);
+    // A boundary is placed to within one 0.25 ms sample: on the shortest layer (18.7 ms) two
+    // boundaries are 2.7 % at worst, averaged over 8 frames; a loaded host (a sampler thread
+    // preempted for a millisecond or two) can double that. A sample's power is read from the file
+    // itself, so the mean power is only off by the few samples that straddle a boundary.
+    EXPECT_NEAR(l.energy_mj, truth_mj, 0.10 * truth_mj) << "layer " << l.layer;
+    EXPECT_NEAR(l.power_mw, power_mw[l.layer], 0.06 * power_mw[l.layer]) << "layer " << l.layer;
   }
 }
 
@@ -140,22 +145,37 @@ TEST(PowerSamplerTest, CurrentVoltageAndRaplEnergyCounter) {
   SensorSpec iv{"rail", "iv", "B", "", "hwmon/curr1_input", "hwmon/in1_input", "", 1.0};
   SensorSpec rapl{"pkg", "energy", "", "rapl/energy_uj", "", "", "rapl/max_energy_range_uj", 0.001};
   PowerSampler sampler({iv, rapl}, sim.root(), 1000);
-  sampler.sample_once();
-  const int64_t t0 = profiler::now_ns();
+  // An energy sample's power is the counter's change over the time between two samples' reads.
+  // Each read happens between the clock read just before sample_once() and the time stamp it
+  // records (the middle of the reads), so the interval, and with it the power, is bracketed exactly.
+  std::vector<int64_t> called;
+  auto sample = [&] {
+    called.push_back(profiler::now_ns());
+    sampler.sample_once();
+  };
+  const auto& s = sampler.samples();
+  auto expect_power = [&](size_t i, double mj) {
+    const double longest_s = static_cast<double>(s.t_ns[i] - called[i - 1]) * 1e-9;
+    const double shortest_s = static_cast<double>(called[i] - s.t_ns[i - 1]) * 1e-9;
+    EXPECT_GE(s.at(i, 1), mj / longest_s * (1 - 1e-9)) << "sample " << i;
+    EXPECT_LE(s.at(i, 1), mj / shortest_s * (1 + 1e-9)) << "sample " << i;
+  };
+  sample();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // 100 ms later the counter advanced by 0.5 J.
   test::put(sim / "rapl/energy_uj", "1500000");
-  sampler.sample_once();
-  const double dt_s = static_cast<double>(profiler::now_ns() - t0) * 1e-9;
-  const auto& s = sampler.samples();
+  sample();
   ASSERT_EQ(s.count(), 2u);
   EXPECT_DOUBLE_EQ(s.at(0, 0), 2500.0);
-  // 0.5 J over ~0.1 s = ~5000 mW; the first sample takes the second's value.
-  EXPECT_NEAR(s.at(1, 1), 500.0 / dt_s, 500.0 / dt_s * 0.1);
+  expect_power(1, 500.0);
+  // The first sample takes the second's value.
   EXPECT_DOUBLE_EQ(s.at(0, 1), s.at(1, 1));
-  test::put(sim / "rapl/energy_uj", "100000");  // wrapped past 2 J: +0.6 J
-  sampler.sample_once();
-  EXPECT_GT(s.at(2, 1), 0.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Wrapped past max_energy_range_uj (2 J): 1.5 J -> 2 J -> 0.1 J is +0.6 J.
+  test::put(sim / "rapl/energy_uj", "100000");
+  sample();
+  ASSERT_EQ(s.count(), 3u);
+  expect_power(2, 600.0);
 }
 
 TEST(PowerSamplerTest, MissingSensorFileIsAnInputError) {

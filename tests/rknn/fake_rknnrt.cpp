@@ -1,6 +1,6 @@
 // A fake librknnrt.so: the seven RKNN C API functions co_up's rknn shim calls, with the documented
-// signatures (backends/rknn/rknn_api_types.h), so the shim's marshalling is checked exactly
-// without Rockchip's runtime or an NPU.
+// signatures and struct layouts, declared for the fake alone (tests/rknn/fake_rknn_abi.h, not the
+// shim's header), so the shim's marshalling is checked exactly without Rockchip's runtime or an NPU.
 //
 // Its "RKNN model" is the ONNX partition `co_up --export-partitions` writes (the tests copy
 // <graph>_<s>_<e>.onnx to .rknn, which checks export and naming end to end): rknn_init imports it
@@ -44,12 +44,12 @@
 #include <vector>
 
 #include "graph/onnx/onnx_importer.h"
-#include "rknn_api_types.h"
+#include "tests/rknn/fake_rknn_abi.h"
 #include "tests/rknn/graph_runner.h"
 
 #define FAKE_RKNN_EXPORT extern "C" __attribute__((visibility("default")))
 
-using namespace co_up::rknn;
+using namespace fake_rknn_abi;
 
 namespace {
 

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Runs a benchmark's quick mode and checks its output, for the bench smoke tests in ctest.
+
+  bench/check_smoke.py KIND -- COMMAND...
+
+KIND names what to expect (pipeline, planning, planner, npu_overhead). Beyond the exit status, the
+output must hold the rows that bench prints, with numbers that are finite and in a sane range:
+the bench ran what it says, not only ran. Exit status: the bench's when it failed (77 = skipped
+passes through), 1 when the output does not look right, 0 otherwise.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+problems = []
+
+
+def check(ok, what):
+    if not ok:
+        problems.append(what)
+    return ok
+
+
+def number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def table_rows(text, first_cell):
+    """Markdown table rows (lists of stripped cells) whose first cell is first_cell."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells and cells[0] == first_cell:
+                rows.append(cells)
+    return rows
+
+
+def check_pipeline(out, data):
+    networks = data.get("networks", [])
+    if not check(len(networks) == 1, f"want 1 network in the JSON, got {len(networks)}"):
+        return
+    net = networks[0]
+    check(net.get("network") == "squeezenet", f"network is {net.get('network')!r}")
+    candidates = net.get("candidates", [])
+    # Up to 2 per unit granularity (layers, ops, split), fewer when two give the same order; the
+    # JSON must hold what the text says was measured.
+    said = re.search(r"squeezenet: (\d+) candidates measured", out)
+    check(said and int(said.group(1)) == len(candidates) and 2 <= len(candidates) <= 6,
+          f"{len(candidates)} candidates in the JSON, the text says {said and said.group(1)}")
+    check(net.get("b_only", {}).get("fps_median", 0) > 0, "no B-only fps")
+    for c in candidates:
+        order = c.get("order", "")
+        check(re.fullmatch(r"[BL]+", order) and "B" in order and "L" in order,
+              f"candidate order {order!r} is not a B|L split")
+        fps = c.get("fps_median")
+        check(isinstance(fps, (int, float)) and 0 < fps < 1e6, f"candidate {order} fps {fps}")
+        speedup = c.get("speedup_median")
+        # Two cores: a pipeline cannot reach 3x one core; below 0.05x it did not really run.
+        check(isinstance(speedup, (int, float)) and 0.05 < speedup < 3,
+              f"candidate {order} speedup {speedup}")
+    check(re.search(r"^  squeezenet +\w+ +6 +[0-9.]+ +[0-9.]+ +[0-9.]+x ", out, re.M),
+          "no 'best two-stage split' row for squeezenet")
+    check("synchronisation cost" in out, "no synchronisation cost table")
+
+
+def check_planning(out):
+    for objective in ("throughput", "latency", "energy", "pareto"):
+        rows = table_rows(out, f"plan --objective={objective}")
+        check(len(rows) >= 1, f"no row for plan --objective={objective}")
+        for cells in rows:
+            value = number(cells[1])
+            check(value is not None and value > 0, f"plan --objective={objective}: {cells[1]!r}")
+            if len(cells) >= 4:
+                check(re.fullmatch(r"[BLGN]{20}", cells[3]), f"order {cells[3]!r} is not 20 letters")
+    match = re.search(r"slowest objective: ([0-9.]+) s \(target: under 10 s\)", out)
+    if check(match, "no 'slowest objective' line"):
+        check(float(match.group(1)) < 10, f"slowest objective took {match.group(1)} s (target 10)")
+    best = table_rows(out, "best single processor")
+    check(len(best) == 1 and number(best[0][1]) and number(best[0][1]) > 0,
+          "no sane 'best single processor' row")
+
+
+def check_planner(out):
+    summary = table_rows(out, "squeezenet")
+    errors = [r for r in summary if len(r) >= 4 and "%" in r[2] and "(" in r[2]]
+    if check(len(errors) == 1, "no summary row (a) for squeezenet"):
+        pipe = re.fullmatch(r"([0-9.]+)% \((\d+)\)", errors[0][2])
+        switch = re.fullmatch(r"([0-9.]+)% \((\d+)\)", errors[0][3])
+        check(pipe and int(pipe.group(2)) == 20, f"pipeline mappings {errors[0][2]!r}, want 20")
+        check(switch and int(switch.group(2)) == 4, f"switch mappings {errors[0][3]!r}, want 4")
+    check(re.search(r"median \|error\| over all 24 mappings: [0-9.]+%", out),
+          "no median error over the 24 mappings")
+    best = [r for r in summary if len(r) == 8]
+    if check(len(best) == 1, "no row (b) for squeezenet"):
+        ratio = number(best[0][7])
+        check(ratio is not None and 0 < ratio <= 2, f"planner / best {best[0][7]!r}")
+        check(re.fullmatch(r"`[BL]{10}`", best[0][2]), f"planner mapping {best[0][2]!r}")
+
+
+def check_npu_overhead(out):
+    layouts = ["f32 NCHW in/out (no conversion)", "f32 NCHW in/out (no conversion)",
+               "int8 NHWC in, f32 NHWC out", "int8 NHWC in, f32 NHWC out",
+               "f16 NHWC in, f32 NCHW out"]
+    rows = [r for r in (table_rows(out, l) for l in dict.fromkeys(layouts)) for r in r]
+    check([r[0] for r in rows] == layouts, f"layout rows {[r[0] for r in rows]}, want {layouts}")
+    worst = 0.0
+    for r in rows:
+        values = [number(c) for c in r[2:7]]
+        if not check(all(v is not None and v >= 0 for v in values), f"row {r}: bad numbers"):
+            continue
+        run, compute, copies, conversion, overhead = values
+        check(run > 0 and run >= max(compute, copies, conversion, overhead),
+              f"row {r}: run time below a part of it")
+        if "no conversion" in r[0]:
+            check(conversion == 0, f"row {r}: conversion without one")
+        worst = max(worst, overhead)
+    match = re.search(r"worst median overhead ([0-9.]+) us \(target < 50 us\)", out)
+    if check(match, "no 'worst median overhead' line"):
+        check(abs(float(match.group(1)) - worst) < 0.051, f"worst overhead {match.group(1)} is not the table's {worst}")
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.exit(__doc__)
+    kind, command = sys.argv[1], sys.argv[3:]
+    with tempfile.TemporaryDirectory(prefix="co_up_bench_smoke_") as scratch:
+        json_path = os.path.join(scratch, "bench.json")
+        if kind == "pipeline":
+            command = command + [f"--json={json_path}"]
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        sys.stdout.write(result.stdout)
+        if result.returncode != 0:
+            return result.returncode
+        out = result.stdout
+        if kind == "pipeline":
+            if check(os.path.exists(json_path), "the bench wrote no --json file"):
+                with open(json_path) as f:
+                    check_pipeline(out, json.load(f))
+        elif kind == "planning":
+            check_planning(out)
+        elif kind == "planner":
+            check_planner(out)
+        elif kind == "npu_overhead":
+            check_npu_overhead(out)
+        else:
+            sys.exit(f"check_smoke: unknown kind {kind!r}")
+    for p in problems:
+        print(f"check_smoke: {kind}: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
