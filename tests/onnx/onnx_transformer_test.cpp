@@ -22,56 +22,23 @@
 #include "graph/npy.h"
 #include "graph/onnx/onnx_importer.h"
 #include "tests/core/test_support.h"
+#include "tests/onnx/fixture_support.h"
 
 namespace co_up {
 namespace {
 
-const std::filesystem::path kFixtures = CO_UP_ONNX_FIXTURES;
+using onnx_fixtures::kFixtures;
+using onnx_fixtures::load;
+using onnx_fixtures::platform_with;
+using onnx_fixtures::run;
 
-graph::Graph load(const std::string& name, const std::string& units = "layers") {
-  NetworkSpec spec;
-  spec.model = (kFixtures / (name + ".onnx")).string();
-  spec.units = units;
-  return build_network(spec);
-}
-
-Platform platform_with(const std::string& cpu_backend) {
-  Platform platform = testing::host_platform();
-  for (ProcessorSpec& p : platform.processors) {
-    if (p.is_cpu()) p.backends = {cpu_backend};
-  }
-  return platform;
-}
-
-std::vector<float> run(const graph::Graph& g, const std::string& order, ExecutionMode mode,
-                       const std::vector<float>& input, const std::string& cpu_backend) {
-  ExecutorOptions options;
-  options.mode = mode;
-  Executor executor(g, Partition::create(g, order), platform_with(cpu_backend),
-                    testing::build_plugins(), options);
-  RunRequest request;
-  request.frames = 2;
-  request.input_sets = {{input}};
-  RunResult result = executor.run(request);
-  EXPECT_EQ(result.profile.frames_completed, 2u);
-  return result.last_outputs.at(0);
-}
-
+// As onnx_fixtures::expect_matches_pytorch, and the golden output must not be flat (a transformer
+// fixture whose output does not vary tests nothing).
 void expect_matches_pytorch(const std::vector<float>& got, const graph::NpyArray& want,
                             const std::string& what) {
-  ASSERT_EQ(got.size(), want.data.size()) << what;
   const auto [lo, hi] = std::minmax_element(want.data.begin(), want.data.end());
-  const double range = static_cast<double>(*hi - *lo);
-  ASSERT_GT(range, 1e-3) << what << ": the golden output is flat; the fixture tests nothing";
-  double max_diff = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(static_cast<double>(got[i]) - want.data[i]));
-  }
-  EXPECT_LE(max_diff, 1e-3 * range) << what << ": max |diff| " << max_diff << ", range " << range;
-  const auto argmax = [](std::span<const float> v) {
-    return std::max_element(v.begin(), v.end()) - v.begin();
-  };
-  EXPECT_EQ(argmax(got), argmax(want.data)) << what;
+  ASSERT_GT(static_cast<double>(*hi - *lo), 1e-3) << what << ": the golden output is flat; the fixture tests nothing";
+  onnx_fixtures::expect_matches_pytorch(got, want, what);
 }
 
 std::map<std::string, int> op_counts(const graph::Graph& g) {
