@@ -30,7 +30,7 @@ cp -n tests/fixtures/onnx/*.onnx "${corpus}/" 2>/dev/null || true
 
 echo "=== fuzzing the ONNX loader for ${seconds} s"
 # -rss_limit_mb: a model may legitimately hold large weights; 2 GB per input is plenty.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "${build}/tests/onnx_loader_fuzz" "${corpus}" -max_total_time="${seconds}" -max_len=8388608 \
   -rss_limit_mb=2048 -timeout=20 -artifact_prefix="${artifacts}/" -print_final_stats=1 \
   2>&1 | grep -v -E '^#[0-9]+' | tail -n 40
