@@ -16,7 +16,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ALLOW_LIST = ROOT / "tests" / "optional-skips.txt"
 
-CTEST_ENTRY = re.compile(r"^\s*\d+ - (\S+) \((.+)\)\s*$")
+# A parameterised test's line carries "  # GetParam() = ..." between its name and the reason.
+CTEST_ENTRY = re.compile(r"^\s*\d+ - (\S+)(?:\s+#.*)? \(([^()]+)\)\s*$")
 # "[  SKIPPED ] Suite.Test (0 ms)", "[  SKIPPED ] Inst/Suite.Test/2, where GetParam() = ..."; not the
 # summary "[  SKIPPED ] 3 tests, listed below:".
 GTEST_SKIPPED = re.compile(r"^\[  SKIPPED \] ([A-Za-z_0-9/]+\.[A-Za-z_0-9/\"-]+)(?:[ ,].*)?$")
