@@ -258,6 +258,11 @@ TEST_F(DvfsCrashTest, AbortInAPluginNamesItRestoresAndDiesBySigabrt) {
 }
 
 TEST_F(DvfsSignalTest, OtherFatalSignalsRestoreAndEndByTheSignal) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer defers an asynchronous signal to its own delivery points; once in two runs
+  // here SIGUSR1 never reached the handler within 120 s. Release and ASan check this.
+  GTEST_SKIP() << "ThreadSanitizer defers SIGUSR1 delivery (seen never delivered in 120 s)";
+#endif
   const fs::path platform = write_platform("cpu-reference");
   Child child(long_run(platform), sim_.root() / "run");
   wait_for_levels();
