@@ -37,12 +37,6 @@ TEST_P(OnnxFixture, MatchesPyTorchUnderSeveralMappingsInBothModes) {
   const std::string name = GetParam();
   const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
   const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
-#if defined(__SANITIZE_THREAD__)
-  // Open defect: under ThreadSanitizer this fixture aborts at once with "ThreadSanitizer failed
-  // to allocate 0x159... bytes" (on cpu-xnnpack and cpu-reference alike); the Release and ASan
-  // suites run it. Listed in tests/optional-skips.txt until it is understood.
-  if (name == "op_lrn") GTEST_SKIP() << "ThreadSanitizer aborts allocating ~379 TB in this fixture (open defect)";
-#endif
   for (const std::string units : {"layers", "ops"}) {
     const graph::Graph g = load(name, units);
     ASSERT_EQ(g.tensor(g.inputs().at(0)).desc.shape, input.shape);
