@@ -316,7 +316,11 @@ std::string SysfsDvfs::prepare(Node& node) {
 std::string SysfsDvfs::set_level(char letter, int level) {
   const DvfsSpec* s = spec(letter);
   if (s == nullptr || level < 0 || level > s->max_level()) {
-    return "no DVFS level " + std::to_string(level) + " for '" + std::string(1, letter) + "'";
+    // Users count levels from 1 (--dvfs, plan tables); `level` is the 0-based index.
+    const std::string range = s == nullptr ? "no DVFS levels"
+                                           : "levels 1.." + std::to_string(s->max_level() + 1);
+    return "no DVFS level " + std::to_string(level + 1) + " for '" + std::string(1, letter) +
+           "' (it has " + range + ")";
   }
   std::lock_guard lock(mutex_);
   const int64_t khz = s->frequencies_khz[static_cast<size_t>(level)];

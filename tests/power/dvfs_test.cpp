@@ -103,6 +103,16 @@ TEST(SysfsDvfsTest, MissingNodeIsAClearError) {
   EXPECT_THAT(dvfs.set_level('L', 0), HasSubstr("does not exist (check \"dvfs\".\"node\""));
 }
 
+// A level past the table is named as users count levels (from 1), with the range it has.
+TEST(SysfsDvfsTest, LevelOutOfRangeIsNamedFromOne) {
+  SimSysfs sim("dvfs");
+  sim.add_standard();
+  SysfsDvfs dvfs(sim_platform(sim), sim.root());
+  EXPECT_EQ(dvfs.set_level('L', 3), "no DVFS level 4 for 'L' (it has levels 1..3)");
+  EXPECT_EQ(dvfs.set_level('Q', 0), "no DVFS level 1 for 'Q' (it has no DVFS levels)");
+  EXPECT_TRUE(dvfs.writes().empty());
+}
+
 DvfsSchedule resolve(const std::string& freq, const std::string& order, bool pipeline,
                      DvfsPolicy policy = DvfsPolicy::kStrict, std::vector<std::string>* warnings = nullptr) {
   SimSysfs sim("sched");
