@@ -11,34 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/cli/scratch_dir.h"
 
 namespace co_up::test {
 
-// A directory unique to the running test (ctest runs tests in parallel), removed with everything
-// in it when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("co_up_io_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-             std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// A directory unique to the running test, removed when it ends (one scratch-dir type for all tests).
+using TempDir = ScratchDir;
 
 inline std::filesystem::path write_bytes(const std::filesystem::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -47,10 +25,7 @@ inline std::filesystem::path write_bytes(const std::filesystem::path& path, std:
   return path;
 }
 
-inline std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+inline std::string read_bytes(const std::filesystem::path& path) { return read_file(path); }
 
 // Runs `fn`, expects InputError whose message contains every one of `parts`.
 template <typename Fn, typename... Parts>
