@@ -30,8 +30,7 @@
 #error "define one TEST_PLUGIN_SIGNAL_AT_* variant"
 #endif
 
-static void* g_inner_handle;
-static const co_up_plugin_api* g_inner;
+#include "inner_plugin.h"
 static co_up_plugin_api g_api;
 
 static void swallow(int sig) { (void)sig; }
@@ -83,28 +82,6 @@ static co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_
   grab_sigquit();
 #endif
   return g_inner->compiled_create(device, graph, out_compiled);
-}
-
-/* The wrapped plugin lives next to this file. */
-static const co_up_plugin_api* load_inner(uint32_t host_abi_major, uint32_t host_abi_minor) {
-  if (g_inner != NULL) return g_inner;
-  Dl_info self;
-  if (dladdr((void*)&load_inner, &self) == 0 || self.dli_fname == NULL) return NULL;
-  char path[4096];
-  const char* slash = strrchr(self.dli_fname, '/');
-  int dir_length = slash != NULL ? (int)(slash - self.dli_fname) : 1;
-  snprintf(path, sizeof path, "%.*s/%s", dir_length, slash != NULL ? self.dli_fname : ".",
-           WRAPPED_PLUGIN_FILE);
-  g_inner_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (g_inner_handle == NULL) return NULL;
-  co_up_plugin_get_api_fn get_api =
-      (co_up_plugin_get_api_fn)dlsym(g_inner_handle, CO_UP_PLUGIN_ENTRY_POINT);
-  g_inner = get_api != NULL ? get_api(host_abi_major, host_abi_minor) : NULL;
-  return g_inner;
-}
-
-__attribute__((destructor)) static void unload_inner(void) {
-  if (g_inner_handle != NULL) dlclose(g_inner_handle);
 }
 
 CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(uint32_t host_abi_major,
