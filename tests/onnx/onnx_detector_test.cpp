@@ -1,0 +1,120 @@
+// Detector and Inception operators end to end: Resize (nearest and linear with the coordinate
+// transforms torch emits and the others ONNX names), Pad (constant, reflect, edge; a zero Pad folded
+// into a Conv or read as a tensor), LeakyRelu, shape arithmetic folded at import, and the networks
+// built on them (a YOLOv5-style detector, a reduced Inception-v4) on cpu-reference in pipeline and
+// switch mode with mixed B/L orders, against PyTorch's (or numpy's) output from make_fixtures.py
+// --detectors. Plus one-line errors for the Resize and Pad forms co_up does not import.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "graph/npy.h"
+#include "graph/onnx/onnx_importer.h"
+#include "tests/onnx/fixture_support.h"
+
+namespace co_up {
+namespace {
+
+using onnx_fixtures::kFixtures;
+using onnx_fixtures::load;
+using onnx_fixtures::run;
+
+std::map<std::string, int> op_counts(const graph::Graph& g) {
+  std::map<std::string, int> counts;
+  for (const graph::Node& n : g.nodes()) ++counts[std::string(graph::op_type_name(n.op))];
+  return counts;
+}
+
+void expect_matches(const std::vector<float>& got, const graph::NpyArray& want, const std::string& what) {
+  const auto [lo, hi] = std::minmax_element(want.data.begin(), want.data.end());
+  ASSERT_GT(static_cast<double>(*hi - *lo), 1e-3) << what << ": the golden output is flat; the fixture tests nothing";
+  onnx_fixtures::expect_matches_pytorch(got, want, what);
+}
+
+// Runs `name` with block units and --units=ops, all-B and alternating B/L, pipeline and switch.
+void expect_fixture_matches(const std::string& name) {
+  const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
+  const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
+  for (const std::string units : {"layers", "ops"}) {
+    const graph::Graph g = load(name, units);
+    ASSERT_EQ(g.tensor(g.inputs().at(0)).desc.shape, input.shape);
+    const uint32_t layers = g.layer_count();
+    std::string alternating;
+    for (uint32_t i = 0; i < layers; ++i) alternating += i % 2 ? 'L' : 'B';
+    for (const std::string& order : {std::string(layers, 'B'), alternating}) {
+      for (const ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+        const std::string what = name + " --units=" + units + " --order=" + order +
+                                 (mode == ExecutionMode::kPipeline ? " pipeline" : " switch");
+        expect_matches(run(g, order, mode, input.data, "cpu-reference"), want, what);
+      }
+    }
+  }
+}
+
+class ResamplingOpFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ResamplingOpFixture, MatchesTheGoldenOutputOnCpuReference) { expect_fixture_matches(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ResamplingOpFixture,
+                         ::testing::Values("op_resize", "op_resize_modes", "op_pad_modes",
+                                           "op_shape_arith", "op_shape_chain"),
+                         [](const auto& info) { return info.param; });
+
+TEST(ResamplingImport, ZeroPadFoldsIntoConvAndStaysATensorForOtherReaders) {
+  const auto counts = op_counts(load("op_pad_modes"));
+  // constant 0.5, reflect, edge, and the zero Pad read by MaxPool and Relu; the one before the
+  // Conv is folded into its pads and dropped.
+  EXPECT_EQ(counts.at("Pad"), 4);
+  EXPECT_EQ(counts.at("LeakyRelu"), 2);
+  EXPECT_EQ(counts.at("Conv"), 1);
+  const graph::Graph g = load("op_pad_modes");
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op == graph::OpType::kConv) {
+      EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{2, 2, 3, 3})) << n.name;
+    }
+  }
+}
+
+TEST(ResamplingImport, ShapeArithmeticFoldsToAConstantReshape) {
+  const auto counts = op_counts(load("op_shape_chain"));
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"Input", 1}, {"Reshape", 1}, {"Relu", 1}}));
+}
+
+TEST(ResamplingImport, ResizeCarriesTheTorchCoordinateTransforms) {
+  std::multiset<std::string> forms;
+  const graph::Graph g = load("op_resize");
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op != graph::OpType::kResize) continue;
+    forms.insert(n.attrs.get_string("mode") + "/" + n.attrs.get_string("coordinate_transformation_mode"));
+  }
+  EXPECT_EQ(forms, (std::multiset<std::string>{"nearest/asymmetric", "nearest/asymmetric", "nearest/asymmetric",
+                                               "linear/half_pixel", "linear/half_pixel", "linear/align_corners"}));
+}
+
+TEST(ResamplingImport, UnsupportedFormsAreOneLineErrorsNamingNodeOpAndForm) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"err_resize_cubic", {"node 'up_cubic' (Resize)", "mode 'cubic' is not supported"}},
+      {"err_resize_channels", {"node 'up_channels' (Resize)", "resizes axis 1", "last two axes"}},
+      {"err_pad_negative", {"node 'pad_crop' (Pad)", "negative pads"}},
+  };
+  for (const auto& [name, parts] : cases) {
+    try {
+      graph::import_onnx_file(kFixtures / (name + ".onnx"));
+      ADD_FAILURE() << name << ": no error";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace co_up
