@@ -62,7 +62,8 @@ const char* const kSupportedOps =
     "Neg, Sqrt, Erf, Tanh, Exp, Softmax, Flatten, Reshape, Squeeze, Unsqueeze, Transpose, "
     "ReduceMean, ReduceSum, LayerNormalization, Gather (constant indices), Slice, Split, Pad "
     "(constant, reflect, edge), Resize (nearest, linear), LeakyRelu, Dropout, Identity, Cast (to "
-    "float), Constant, and on constants Shape, ConstantOfShape, Equal, Where, Expand, Cast";
+    "float), Constant, and on constants Shape, ConstantOfShape, Equal, Mod, Not, Range, ScatterND, "
+    "Where, Expand, Cast";
 
 class Importer {
  public:
@@ -126,6 +127,9 @@ class Importer {
   void import_reshape_like(const onnx::NodeProto& n);
   void import_pad(const onnx::NodeProto& n);
   void import_resize(const onnx::NodeProto& n);
+  // Shape arithmetic over constants (the shifted-window mask of Swin): folded, never computed.
+  void import_range(const onnx::NodeProto& n);
+  void import_scatter_nd(const onnx::NodeProto& n);
   void import_clip(const onnx::NodeProto& n);
   void import_batch_norm(const onnx::NodeProto& n);
   void import_concat(const onnx::NodeProto& n);
@@ -533,6 +537,18 @@ void Importer::import_node(const onnx::NodeProto& n) {
     if (op == "LayerNormalization") return import_layer_norm(n);
     if (op == "Split") return import_split(n);
     if (op == "Equal") return set_constant(n, fold_binary(op, constant(n, 0, "a"), constant(n, 1, "b")));
+    if (op == "Range") return import_range(n);
+    if (op == "ScatterND") return import_scatter_nd(n);
+    if (op == "Not") {
+      const OnnxConstant& c = constant(n, 0, "x (co_up folds Not of constants only)");
+      std::vector<int64_t> v = c.ints();
+      for (int64_t& b : v) b = b == 0 ? 1 : 0;
+      return set_constant(n, OnnxConstant::from_ints(c.shape, std::move(v)));
+    }
+    if (op == "Mod") {
+      return set_constant(n, fold_binary(attr_int(n, "fmod", 0) != 0 ? "FMod" : "Mod",
+                                         constant(n, 0, "a (co_up folds Mod of constants only)"), constant(n, 1, "b")));
+    }
     if (op == "Where" || op == "Expand") return import_where_expand(n);
     if (op == "Softmax") return import_softmax(n);
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") {
@@ -548,7 +564,9 @@ void Importer::import_node(const onnx::NodeProto& n) {
     if (op == "Dropout" || op == "Identity") {
       if (op == "Dropout") require_unused_outputs(n, 1);
       if (op == "Dropout" && has_input(n, 2) && is_constant(n, 2) &&
-          !constant(n, 2, "training_mode").ints().empty() && constant(n, 2, "training_mode").ints()[0] != 0) {
+          !constant(n, 2, "training_mode").ints().empty() && constant(n, 2, "training_mode").ints()[0] != 0 &&
+          // A zero ratio drops nothing even in training mode (torchvision's Swin exports so).
+          !(has_input(n, 1) && is_constant(n, 1) && constant(n, 1, "ratio").floats() == std::vector<float>{0.0f})) {
         fail_node(n, "training_mode is true; export the model in eval mode");
       }
       Value v = value(n, 0);
@@ -1170,6 +1188,61 @@ void Importer::import_pad(const onnx::NodeProto& n) {
   v.padded = padded;
   pending_pads_.push_back(padded);
   set_output(n, 0, std::move(v));
+}
+
+void Importer::import_range(const onnx::NodeProto& n) {
+  const OnnxConstant& start = constant(n, 0, "start (co_up folds Range of constants only)");
+  const OnnxConstant& limit = constant(n, 1, "limit");
+  const OnnxConstant& delta = constant(n, 2, "delta");
+  if (start.count() != 1 || limit.count() != 1 || delta.count() != 1) fail_node(n, "start, limit and delta must be scalars");
+  const double s0 = start.floats()[0], l0 = limit.floats()[0], d0 = delta.floats()[0];
+  if (d0 == 0.0 || !std::isfinite(s0) || !std::isfinite(l0) || !std::isfinite(d0)) fail_node(n, "delta must be non-zero and all values finite");
+  const double steps = std::max(std::ceil((l0 - s0) / d0), 0.0);
+  if (steps > static_cast<double>(int64_t{1} << 24)) fail_node(n, "is too large to fold");
+  const auto count = static_cast<int64_t>(steps);
+  if (start.is_int && limit.is_int && delta.is_int) {
+    std::vector<int64_t> v(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) v[static_cast<size_t>(k)] = start.i[0] + k * delta.i[0];
+    return set_constant(n, OnnxConstant::from_ints({count}, std::move(v)));
+  }
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) v[static_cast<size_t>(k)] = static_cast<float>(s0 + static_cast<double>(k) * d0);
+  set_constant(n, OnnxConstant::from_floats({count}, std::move(v)));
+}
+
+void Importer::import_scatter_nd(const onnx::NodeProto& n) {
+  const OnnxConstant& data = constant(n, 0, "data (co_up folds ScatterND of constants only)");
+  const OnnxConstant& indices = constant(n, 1, "indices");
+  const OnnxConstant& updates = constant(n, 2, "updates");
+  if (attr_string(n, "reduction", "none") != "none") fail_node(n, "reduction is not supported");
+  if (indices.shape.empty() || data.shape.empty()) fail_node(n, "indices and data must have rank >= 1");
+  const auto k = static_cast<size_t>(indices.shape.back());
+  if (k < 1 || k > data.shape.size()) fail_node(n, "index tuples do not fit the data's rank");
+  int64_t slice = 1;
+  for (size_t d = k; d < data.shape.size(); ++d) slice *= data.shape[d];
+  const int64_t tuples = indices.count() / static_cast<int64_t>(k);
+  if (updates.count() != tuples * slice) fail_node(n, "updates do not fit indices and data");
+  const std::vector<int64_t> idx = indices.ints();
+  auto target = [&](int64_t t) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t i = idx[static_cast<size_t>(t) * k + d];
+      if (i < 0) i += data.shape[d];
+      if (i < 0 || i >= data.shape[d]) fail_node(n, "index " + std::to_string(i) + " is out of range");
+      offset = offset * data.shape[d] + i;
+    }
+    return offset * slice;
+  };
+  if (data.is_int) {
+    std::vector<int64_t> out = data.i;
+    const std::vector<int64_t> u = updates.ints();
+    for (int64_t t = 0; t < tuples; ++t) std::copy_n(u.begin() + t * slice, slice, out.begin() + target(t));
+    return set_constant(n, OnnxConstant::from_ints(data.shape, std::move(out)));
+  }
+  std::vector<float> out = data.f;
+  const std::vector<float> u = updates.floats();
+  for (int64_t t = 0; t < tuples; ++t) std::copy_n(u.begin() + t * slice, slice, out.begin() + target(t));
+  set_constant(n, OnnxConstant::from_floats(data.shape, std::move(out)));
 }
 
 // Resize (opset 11+; torch's nn.Upsample and F.interpolate): nearest or (bi)linear over the last

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -66,6 +67,57 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ResamplingOpFixture,
                          ::testing::Values("op_resize", "op_resize_modes", "op_pad_modes",
                                            "op_shape_arith", "op_shape_chain"),
                          [](const auto& info) { return info.param; });
+
+// The networks: every order of onnx_fixtures::orders_for (all B, half B / half L, alternating).
+void expect_network_matches(const std::string& name, const std::string& units,
+                            const std::function<void(const std::vector<float>&, const std::string&)>& extra = {}) {
+  const graph::NpyArray input = graph::read_npy(kFixtures / (name + "_input.npy"));
+  const graph::NpyArray want = graph::read_npy(kFixtures / (name + "_output.npy"));
+  const graph::Graph g = load(name, units);
+  for (const std::string& order : onnx_fixtures::orders_for(g.layer_count())) {
+    for (const ExecutionMode mode : {ExecutionMode::kPipeline, ExecutionMode::kSwitch}) {
+      const std::string what = name + " --units=" + units + " --order=" + order +
+                               (mode == ExecutionMode::kPipeline ? " pipeline" : " switch");
+      const std::vector<float> got = run(g, order, mode, input.data, "cpu-reference");
+      expect_matches(got, want, what);
+      if (extra) extra(got, what);
+    }
+  }
+}
+
+// The `count` boxes of a [1, boxes, 5 + classes] detector output with the highest confidence
+// (objectness x best class score), best first.
+std::vector<size_t> top_detections(const std::vector<float>& y, size_t row, size_t count) {
+  std::vector<float> confidence(y.size() / row);
+  for (size_t b = 0; b < confidence.size(); ++b) {
+    const float* r = y.data() + b * row;
+    confidence[b] = r[4] * *std::max_element(r + 5, r + row);
+  }
+  std::vector<size_t> order(confidence.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return confidence[a] > confidence[b]; });
+  order.resize(count);
+  return order;
+}
+
+TEST(DetectorNetwork, YoloMatchesPyTorchWithTheSameTopDetections) {
+  const graph::NpyArray want = graph::read_npy(kFixtures / "yolo_tiny_output.npy");
+  ASSERT_EQ(want.shape, (std::vector<int64_t>{1, 252, 9}));  // 3 anchors x (8x8 + 4x4 + 2x2), 4 classes
+  const std::vector<size_t> top = top_detections(want.data, 9, 10);
+  for (const std::string units : {"layers", "ops"}) {
+    expect_network_matches("yolo_tiny", units, [&](const std::vector<float>& got, const std::string& what) {
+      EXPECT_EQ(top_detections(got, 9, 10), top) << what;
+    });
+  }
+}
+
+TEST(DetectorNetwork, InceptionV4MatchesPyTorch) {
+  for (const std::string units : {"layers", "ops"}) expect_network_matches("inception_v4_tiny", units);
+}
+
+TEST(DetectorNetwork, SwinMatchesPyTorch) {
+  for (const std::string units : {"layers", "ops"}) expect_network_matches("swin_tiny", units);
+}
 
 TEST(ResamplingImport, ZeroPadFoldsIntoConvAndStaysATensorForOtherReaders) {
   const auto counts = op_counts(load("op_pad_modes"));
