@@ -119,6 +119,52 @@ TEST(DetectorNetwork, SwinMatchesPyTorch) {
   for (const std::string units : {"layers", "ops"}) expect_network_matches("swin_tiny", units);
 }
 
+std::vector<std::string> unit_names(const graph::Graph& g) {
+  std::vector<std::string> names;
+  for (const graph::LayerSummary& s : graph::summarize_layers(g)) names.push_back(s.name);
+  return names;
+}
+
+TEST(DetectorUnits, OneUnitPerC3BlockNeckStageAndTheHead) {
+  // The neck keeps P3 and P4 alive until its concats: no single-tensor boundary after b4, yet
+  // every top-level module of the chain is a unit.
+  EXPECT_EQ(unit_names(load("yolo_tiny")),
+            (std::vector<std::string>{"b0/conv", "b1/conv", "b2", "b3/conv", "b4", "b5/conv", "b6", "b7/conv",
+                                      "b8", "b9", "h10/conv", "h13", "h14/conv", "h17", "h18/conv", "h20",
+                                      "h21/conv", "h23", "detect"}));
+  const graph::Graph g = load("yolo_tiny");
+  std::map<std::string, std::string> unit_of;
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op == graph::OpType::kResize) unit_of[n.name] = g.layers().at(n.layer).name;
+  }
+  EXPECT_EQ(unit_of, (std::map<std::string, std::string>{{"/up/Resize", "h10/conv"}, {"/up_1/Resize", "h14/conv"}}));
+}
+
+TEST(DetectorUnits, InceptionBlocksAndSwinBlocksAreUnits) {
+  const std::vector<std::string> inception = unit_names(load("inception_v4_tiny"));
+  // Inception-A x2, Reduction-A, Inception-B x2, Reduction-B, Inception-C x2: one unit each.
+  for (int block = 1; block <= 8; ++block) {
+    EXPECT_EQ(std::count(inception.begin(), inception.end(), "features/features." + std::to_string(block)), 1)
+        << block;
+  }
+  EXPECT_EQ(inception.back(), "last_linear");
+  EXPECT_EQ(unit_names(load("swin_tiny")),
+            (std::vector<std::string>{"features/features.0/features.0.0", "features/features.1/features.1.0",
+                                      "features/features.1/features.1.1", "features/features.2/reduction",
+                                      "features/features.3/features.3.0", "features/features.3/features.3.1",
+                                      "head"}));
+}
+
+TEST(DetectorUnits, OpsUnitsAreOneUnitPerComputeOp) {
+  for (const std::string name : {"yolo_tiny", "inception_v4_tiny", "swin_tiny"}) {
+    const graph::Graph g = load(name, "ops");
+    uint32_t compute = 0;
+    for (const graph::Node& n : g.nodes()) compute += graph::is_compute_op(n.op) ? 1 : 0;
+    EXPECT_EQ(g.layer_count(), compute) << name;
+    EXPECT_GT(g.layer_count(), load(name).layer_count()) << name;
+  }
+}
+
 TEST(ResamplingImport, ZeroPadFoldsIntoConvAndStaysATensorForOtherReaders) {
   const auto counts = op_counts(load("op_pad_modes"));
   // constant 0.5, reflect, edge, and the zero Pad read by MaxPool and Relu; the one before the
