@@ -627,7 +627,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
   if (const auto tensor_op = tensor_op_from_name(r.op_type())) {
     if (rules.implements == nullptr || !rules.implements(Op::kTensorOp)) {
       r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() + "' is not implemented by " +
-                                                rules.backend_name + " (map this layer to cpu-reference)");
+                                                rules.backend_name + " (map this layer to cpu-reference or opencl)");
     }
     decode_tensor_op(r, p, *tensor_op);
     p.output = r.output_index();
@@ -760,7 +760,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
           r.fail_node(CO_UP_STATUS_UNSUPPORTED,
                       "broadcasting Add of " + dims_string(p.in_dims) + " and " + dims_string(r.dims(b)) +
                           " is not implemented by " + rules.backend_name +
-                          " (same shapes only; map this layer to cpu-reference)");
+                          " (same shapes only; map this layer to cpu-reference or opencl)");
         }
         decode_tensor_op(r, p, TensorOp::kAdd);
         break;
