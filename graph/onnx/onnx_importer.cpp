@@ -450,15 +450,17 @@ Graph Importer::run() {
     if (it == values_.end()) {
       fail("graph output '" + out.name() + "' is never computed (truncated or corrupt file?)");
     }
-    if (it->second.kind != Value::Kind::kActivation) {
+    const bool padded = it->second.kind == Value::Kind::kPad;
+    if (it->second.kind != Value::Kind::kActivation && !padded) {
       fail("graph output '" + out.name() + "' is " +
-           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Pad or Transpose output") +
+           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Transpose output") +
            "; co_up needs computed outputs");
     }
-    if (it->second.tensor == graph_.inputs().at(0)) {
+    const TensorId tensor = padded ? it->second.padded : it->second.tensor;
+    if (tensor == graph_.inputs().at(0)) {
       fail("graph output '" + out.name() + "' is the input itself; nothing to compute");
     }
-    graph_.mark_output(it->second.tensor);
+    graph_.mark_output(tensor);
   }
   // Latest first: a Pad read only by a later, dropped Pad is dropped too.
   for (auto it = pending_pads_.rbegin(); it != pending_pads_.rend(); ++it) {

@@ -65,7 +65,8 @@ TEST_P(ResamplingOpFixture, MatchesTheGoldenOutputOnCpuReference) { expect_fixtu
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ResamplingOpFixture,
                          ::testing::Values("op_resize", "op_resize_modes", "op_pad_modes",
-                                           "op_shape_arith", "op_shape_chain"),
+                                           "op_pad_output", "op_pad_twice_conv", "op_shape_arith",
+                                           "op_shape_chain"),
                          [](const auto& info) { return info.param; });
 
 // The networks: every order of onnx_fixtures::orders_for (all B, half B / half L, alternating).
@@ -178,6 +179,16 @@ TEST(ResamplingImport, ZeroPadFoldsIntoConvAndStaysATensorForOtherReaders) {
       EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{2, 2, 3, 3})) << n.name;
     }
   }
+}
+
+TEST(ResamplingImport, ChainedZeroPadsFoldIntoOneConvOrStayPadNodes) {
+  EXPECT_EQ(op_counts(load("op_pad_twice_conv")), (std::map<std::string, int>{{"Input", 1}, {"Conv", 1}}));
+  const graph::Graph g = load("op_pad_twice_conv");
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op == graph::OpType::kConv) EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{1, 3, 2, 1}));
+  }
+  // The same two Pads as the graph output: both computed.
+  EXPECT_EQ(op_counts(load("op_pad_output")), (std::map<std::string, int>{{"Input", 1}, {"Pad", 2}}));
 }
 
 TEST(ResamplingImport, ShapeArithmeticFoldsToAConstantReshape) {
