@@ -185,7 +185,9 @@ TEST(ResamplingImport, ChainedZeroPadsFoldIntoOneConvOrStayPadNodes) {
   EXPECT_EQ(op_counts(load("op_pad_twice_conv")), (std::map<std::string, int>{{"Input", 1}, {"Conv", 1}}));
   const graph::Graph g = load("op_pad_twice_conv");
   for (const graph::Node& n : g.nodes()) {
-    if (n.op == graph::OpType::kConv) EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{1, 3, 2, 1}));
+    if (n.op == graph::OpType::kConv) {
+      EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{1, 3, 2, 1}));
+    }
   }
   // The same two Pads as the graph output: both computed.
   EXPECT_EQ(op_counts(load("op_pad_output")), (std::map<std::string, int>{{"Input", 1}, {"Pad", 2}}));
