@@ -21,6 +21,9 @@ double Attributes::get_float(const std::string& name) const { return get_as<doub
 const std::vector<int64_t>& Attributes::get_ints(const std::string& name) const {
   return get_as<std::vector<int64_t>>(values_, name);
 }
+const std::vector<float>& Attributes::get_floats(const std::string& name) const {
+  return get_as<std::vector<float>>(values_, name);
+}
 const std::string& Attributes::get_string(const std::string& name) const {
   return get_as<std::string>(values_, name);
 }

@@ -24,6 +24,7 @@ class Attributes {
   int64_t get_int(const std::string& name) const;
   double get_float(const std::string& name) const;
   const std::vector<int64_t>& get_ints(const std::string& name) const;
+  const std::vector<float>& get_floats(const std::string& name) const;
   const std::string& get_string(const std::string& name) const;
 
   const std::map<std::string, AttrValue>& values() const { return values_; }

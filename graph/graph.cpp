@@ -354,6 +354,57 @@ TensorDesc infer_output(const std::string& name, OpType op,
       }
       return out;
     }
+    case OpType::kLeakyRelu:
+      attrs.get_float("alpha");
+      return out;
+    case OpType::kResize: {
+      const auto& sizes = attrs.get_ints("sizes");
+      const auto& scales = attrs.get_floats("scales");
+      const std::string& mode = attrs.get_string("mode");
+      const std::string& transform = attrs.get_string("coordinate_transformation_mode");
+      const std::string& nearest = attrs.get_string("nearest_mode");
+      const size_t rank = x.shape.size();
+      if (rank < 2 || sizes.size() != rank || scales.size() != rank) {
+        fail(name, op, "sizes and scales need one entry per axis of " + x.shape_string() + " (rank >= 2)");
+      }
+      if (mode != "nearest" && mode != "linear") fail(name, op, "mode '" + mode + "' is not nearest or linear");
+      if (transform != "asymmetric" && transform != "half_pixel" && transform != "pytorch_half_pixel" &&
+          transform != "align_corners") {
+        fail(name, op, "coordinate_transformation_mode '" + transform + "' is not supported");
+      }
+      if (nearest != "floor" && nearest != "ceil" && nearest != "round_prefer_floor" && nearest != "round_prefer_ceil") {
+        fail(name, op, "nearest_mode '" + nearest + "' is not supported");
+      }
+      for (size_t d = 0; d < rank; ++d) {
+        if (sizes[d] < 1 || !(scales[d] > 0.0f)) fail(name, op, "sizes and scales must be positive");
+        if (d + 2 < rank && (sizes[d] != x.shape[d] || scales[d] != 1.0f)) {
+          fail(name, op, "resizes axis " + std::to_string(d) + " of " + x.shape_string() + "; only the last two axes are resized");
+        }
+      }
+      out.shape = sizes;
+      require_bounded(name, op, out.shape);
+      return out;
+    }
+    case OpType::kPad: {
+      const auto& pads = attrs.get_ints("pads");
+      const std::string& mode = attrs.get_string("mode");
+      attrs.get_float("value");
+      const size_t rank = x.shape.size();
+      if (pads.size() != 2 * rank) fail(name, op, "pads " + ints_string(pads) + " need 2 entries per axis of " + x.shape_string());
+      if (mode != "constant" && mode != "reflect" && mode != "edge") fail(name, op, "mode '" + mode + "' is not constant, reflect or edge");
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t begin = pads[d], end = pads[d + rank];
+        if (begin < 0 || end < 0 || begin > (int64_t{1} << 24) || end > (int64_t{1} << 24)) {
+          fail(name, op, "pads " + ints_string(pads) + " must be >= 0");
+        }
+        if (mode == "reflect" && (begin >= x.shape[d] || end >= x.shape[d])) {
+          fail(name, op, "reflect pads " + ints_string(pads) + " must be smaller than the dims of " + x.shape_string());
+        }
+        out.shape[d] = x.shape[d] + begin + end;
+      }
+      require_bounded(name, op, out.shape);
+      return out;
+    }
     case OpType::kChannelScale: {
       require_rank(name, op, x, 4);
       const TensorDesc& s = input(1);

@@ -6,7 +6,7 @@
 namespace co_up::graph {
 namespace {
 
-constexpr std::array<std::pair<OpType, std::string_view>, 39> kOpNames{{
+constexpr std::array<std::pair<OpType, std::string_view>, 42> kOpNames{{
     {OpType::kInput, "Input"},
     {OpType::kConv, "Conv"},
     {OpType::kFullyConnected, "FullyConnected"},
@@ -46,6 +46,9 @@ constexpr std::array<std::pair<OpType, std::string_view>, 39> kOpNames{{
     {OpType::kSlice, "Slice"},
     {OpType::kLayerNormalization, "LayerNormalization"},
     {OpType::kGelu, "Gelu"},
+    {OpType::kLeakyRelu, "LeakyRelu"},
+    {OpType::kResize, "Resize"},
+    {OpType::kPad, "Pad"},
 }};
 
 }  // namespace

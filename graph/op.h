@@ -47,6 +47,22 @@
 //  LayerNormalization X, Scale, Bias?                axis(int), epsilon(float): normalises over
 //                                                    axes axis..rank-1, Scale/Bias of that shape
 //  Gelu               X                              approximate(string: "none" (erf) | "tanh")
+//  LeakyRelu          X                              alpha(float)   y = x >= 0 ? x : alpha * x
+//  Resize             X (rank >= 2)                  mode(string: "nearest" | "linear"),
+//                                                    coordinate_transformation_mode(string:
+//                                                    "asymmetric" | "half_pixel" |
+//                                                    "pytorch_half_pixel" | "align_corners"),
+//                                                    nearest_mode(string: "floor" |
+//                                                    "round_prefer_floor" | "round_prefer_ceil" |
+//                                                    "ceil"), sizes(ints: the output shape),
+//                                                    scales(floats: per axis, the scale the
+//                                                    coordinate transform divides by; 1 and
+//                                                    sizes == input on all but the last 2 axes)
+//                     ONNX Resize semantics; linear is bilinear over the last two axes with the
+//                     source index clamped into the input (edge values).
+//  Pad                X                              mode(string: "constant" | "reflect" |
+//                                                    "edge"), pads(ints 2*rank: begins then ends,
+//                                                    >= 0; reflect needs pads < dim), value(float)
 //  Softmax            X                              axis(int)   (over that one axis)
 //  Flatten            X                              axis(int)   -> 2-D [prod(dims<axis), rest]
 //  Reshape            X                              shape(ints)  (resolved, no -1 or 0 entries),
@@ -116,6 +132,9 @@ enum class OpType : uint8_t {
   kSlice,
   kLayerNormalization,
   kGelu,
+  kLeakyRelu,
+  kResize,
+  kPad,
 };
 
 // ABI spelling of an op ("Conv", "FullyConnected", ...).

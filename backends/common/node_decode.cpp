@@ -141,6 +141,19 @@ class NodeReader {
     }
     return std::vector<int64_t>(a.ints, a.ints + a.count);
   }
+  std::vector<float> attr_floats(const char* name, size_t count) const {
+    const co_up_attr& a = attr(name, CO_UP_ATTR_FLOATS);
+    if ((count != 0 && a.count != count) || (a.count > 0 && !a.floats)) {
+      fail_node(CO_UP_STATUS_INVALID_ARGUMENT, std::string("attribute '") + name + "' has " +
+                                                   std::to_string(a.count) + " entries, expected " +
+                                                   std::to_string(count));
+    }
+    return std::vector<float>(a.floats, a.floats + a.count);
+  }
+  std::string attr_string(const char* name) const {
+    const co_up_attr& a = attr(name, CO_UP_ATTR_STRING);
+    return a.s ? a.s : "";
+  }
   Activation attr_activation() const {
     const co_up_attr& a = attr("activation", CO_UP_ATTR_STRING);
     bool ok = false;
@@ -362,7 +375,8 @@ std::optional<TensorOp> tensor_op_from_name(std::string_view name) {
       {"MatMul", TensorOp::kMatMul}, {"Transpose", TensorOp::kTranspose},
       {"ReduceMean", TensorOp::kReduceMean}, {"ReduceSum", TensorOp::kReduceSum},
       {"Gather", TensorOp::kGather}, {"Slice", TensorOp::kSlice},
-      {"LayerNormalization", TensorOp::kLayerNormalization}};
+      {"LayerNormalization", TensorOp::kLayerNormalization}, {"LeakyRelu", TensorOp::kLeakyRelu},
+      {"Resize", TensorOp::kResize}, {"Pad", TensorOp::kPad}};
   for (const auto& [n, op] : kOps) {
     if (n == name) return op;
   }
@@ -540,6 +554,67 @@ void decode_tensor_op(const NodeReader& r, NodePlan& p, TensorOp op) {
       p.inputs.push_back(bias);
       break;
     }
+    case TensorOp::kLeakyRelu:
+      p.value0 = r.attr_float("alpha");
+      break;
+    case TensorOp::kResize: {
+      const size_t rank = p.in_dims.size();
+      if (rank < 2) r.fail_node(CO_UP_STATUS_UNSUPPORTED, "resizes rank >= 2 only");
+      p.out_dims = r.attr_ints("sizes", rank);
+      p.floats = r.attr_floats("scales", rank);
+      const std::string mode = r.attr_string("mode");
+      const std::string transform = r.attr_string("coordinate_transformation_mode");
+      const std::string rounding = r.attr_string("nearest_mode");
+      static constexpr std::pair<std::string_view, ResizeTransform> kTransforms[] = {
+          {"asymmetric", ResizeTransform::kAsymmetric}, {"half_pixel", ResizeTransform::kHalfPixel},
+          {"pytorch_half_pixel", ResizeTransform::kPytorchHalfPixel},
+          {"align_corners", ResizeTransform::kAlignCorners}};
+      static constexpr std::pair<std::string_view, NearestRounding> kRoundings[] = {
+          {"floor", NearestRounding::kFloor}, {"ceil", NearestRounding::kCeil},
+          {"round_prefer_floor", NearestRounding::kRoundPreferFloor},
+          {"round_prefer_ceil", NearestRounding::kRoundPreferCeil}};
+      if (mode != "nearest" && mode != "linear") {
+        r.fail_node(CO_UP_STATUS_UNSUPPORTED, "mode '" + mode + "' is not nearest or linear");
+      }
+      p.resize.mode = mode == "nearest" ? ResizeMode::kNearest : ResizeMode::kLinear;
+      bool found = false;
+      for (const auto& [n, t] : kTransforms) {
+        if (n == transform) p.resize.transform = t, found = true;
+      }
+      if (!found) r.fail_node(CO_UP_STATUS_UNSUPPORTED, "coordinate_transformation_mode '" + transform + "' is not supported");
+      found = false;
+      for (const auto& [n, t] : kRoundings) {
+        if (n == rounding) p.resize.rounding = t, found = true;
+      }
+      if (!found) r.fail_node(CO_UP_STATUS_UNSUPPORTED, "nearest_mode '" + rounding + "' is not supported");
+      for (size_t d = 0; d < rank; ++d) {
+        if (p.out_dims[d] < 1 || !(p.floats[d] > 0.0f) || (d + 2 < rank && (p.out_dims[d] != p.in_dims[d]))) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "sizes " + dims_string(p.out_dims) + " of input " +
+                                                         dims_string(p.in_dims) +
+                                                         " must be positive and resize only the last two axes");
+        }
+      }
+      break;
+    }
+    case TensorOp::kPad: {
+      const size_t rank = p.in_dims.size();
+      p.ints = r.attr_ints("pads", 2 * rank);
+      p.value0 = r.attr_float("value");
+      const std::string mode = r.attr_string("mode");
+      if (mode == "constant") p.pad_mode = PadMode::kConstant;
+      else if (mode == "reflect") p.pad_mode = PadMode::kReflect;
+      else if (mode == "edge") p.pad_mode = PadMode::kEdge;
+      else r.fail_node(CO_UP_STATUS_UNSUPPORTED, "mode '" + mode + "' is not constant, reflect or edge");
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t begin = p.ints[d], end = p.ints[d + rank];
+        if (begin < 0 || end < 0 || (p.pad_mode == PadMode::kReflect && (begin >= p.in_dims[d] || end >= p.in_dims[d]))) {
+          r.fail_node(CO_UP_STATUS_INVALID_ARGUMENT, "pads " + dims_string(p.ints) + " are negative or (reflect) not smaller than " +
+                                                         dims_string(p.in_dims));
+        }
+        p.out_dims[d] = p.in_dims[d] + begin + end;
+      }
+      break;
+    }
   }
 }
 
@@ -552,7 +627,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
   if (const auto tensor_op = tensor_op_from_name(r.op_type())) {
     if (rules.implements == nullptr || !rules.implements(Op::kTensorOp)) {
       r.fail_node(CO_UP_STATUS_UNSUPPORTED, "op '" + r.op_type() + "' is not implemented by " +
-                                                rules.backend_name + " (map this layer to cpu-reference)");
+                                                rules.backend_name + " (map this layer to cpu-reference or opencl)");
     }
     decode_tensor_op(r, p, *tensor_op);
     p.output = r.output_index();
@@ -685,7 +760,7 @@ NodePlan decode_node(const DecodeRules& rules, const co_up_subgraph_desc& graph,
           r.fail_node(CO_UP_STATUS_UNSUPPORTED,
                       "broadcasting Add of " + dims_string(p.in_dims) + " and " + dims_string(r.dims(b)) +
                           " is not implemented by " + rules.backend_name +
-                          " (same shapes only; map this layer to cpu-reference)");
+                          " (same shapes only; map this layer to cpu-reference or opencl)");
         }
         decode_tensor_op(r, p, TensorOp::kAdd);
         break;

@@ -40,6 +40,19 @@ enum class TensorOp {
   kGather,                                       // axis, ints = indices
   kSlice,                                        // ints = starts, ints2 = steps
   kLayerNormalization,                           // axis, value0 = epsilon; inputs X, Scale, Bias?
+  kLeakyRelu,                                    // value0 = alpha
+  kResize,                                       // resize (below), floats = scales per axis
+  kPad,                                          // pad_mode, ints = pads (begins, ends), value0 = fill
+};
+
+enum class ResizeMode { kNearest, kLinear };
+enum class ResizeTransform { kAsymmetric, kHalfPixel, kPytorchHalfPixel, kAlignCorners };
+enum class NearestRounding { kFloor, kCeil, kRoundPreferFloor, kRoundPreferCeil };
+enum class PadMode { kConstant, kReflect, kEdge };
+struct ResizeSpec {
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeTransform transform = ResizeTransform::kAsymmetric;
+  NearestRounding rounding = NearestRounding::kFloor;
 };
 
 // True for the ops every backend implements. Listed, not a range of the enum: an op added later
@@ -92,6 +105,9 @@ struct NodePlan {
   std::vector<int64_t> ints2;
   bool keepdims = true;
   bool gelu_tanh = false;
+  std::vector<float> floats;
+  ResizeSpec resize;
+  PadMode pad_mode = PadMode::kConstant;
 };
 
 // What a backend's decoding messages say about it.

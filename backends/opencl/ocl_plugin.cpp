@@ -26,6 +26,7 @@
 #include "node_decode.h"
 #include "ocl_kernels_source.h"  // generated: kOclKernelsSource
 #include "ocl_runtime.h"
+#include "ocl_tensor_plan.h"
 #include "op_shapes.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
@@ -53,7 +54,7 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     kBackendName,
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY, "opencl: out of host memory"},
     "out of host memory"};
-constexpr backends::DecodeRules kDecodeRules = {kBackendName, "uploads it"};
+constexpr backends::DecodeRules kDecodeRules = {kBackendName, "uploads it", false, implements_tensor_op};
 
 void check_clblast(clblast::StatusCode status, const std::string& what) {
   if (status == clblast::StatusCode::kSuccess) return;
@@ -374,6 +375,55 @@ Step fully_connected_step(co_up_compiled& c, const NodePlan& p, size_t* temp_byt
   return step;
 }
 
+// A rank-N op or CNN form (ocl_tensor_plan.h): its tables uploaded once, its launches and GEMM.
+Step tensor_step(co_up_compiled& c, const NodePlan& p) {
+  const TensorPlan plan = plan_tensor_node(p);
+  const cl_mem_flags flags = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+  std::vector<cl_mem> int_tables, float_tables;
+  for (const auto& t : plan.int_tables) {
+    c.extra.emplace_back(make_buffer(c, t.size() * sizeof(int32_t), flags, t.data(), "index table"));
+    int_tables.push_back(c.extra.back().get());
+  }
+  for (const auto& t : plan.float_tables) {
+    c.extra.emplace_back(make_buffer(c, t.size() * sizeof(float), flags, t.data(), "weight table"));
+    float_tables.push_back(c.extra.back().get());
+  }
+  std::vector<Launch> launches;
+  for (const TensorKernel& k : plan.kernels) {
+    Launch l = make_launch(c, k.name.c_str(), k.items);
+    KernelArgs args(l.kernel);
+    for (const TensorArg& a : k.args) {
+      switch (a.kind) {
+        case TensorArg::Kind::kTensor: args.mem(c.buffers[static_cast<size_t>(a.value)].get()); break;
+        case TensorArg::Kind::kIntTable: args.mem(int_tables[static_cast<size_t>(a.value)]); break;
+        case TensorArg::Kind::kFloatTable: args.mem(float_tables[static_cast<size_t>(a.value)]); break;
+        case TensorArg::Kind::kInt: args.i(a.value); break;
+        case TensorArg::Kind::kFloat: args.f(a.f); break;
+      }
+    }
+    args.i(k.items);
+    launches.push_back(l);
+  }
+  std::optional<TensorGemm> gemm = plan.gemm;
+  Step step;
+  step.enqueue = [launches, gemm](co_up_compiled& cc) {
+    cl_command_queue q = cc.queue.get();
+    if (gemm) {
+      const size_t batch = gemm->y_offsets.size();
+      const std::vector<float> alphas(batch, 1.0f), betas(batch, 0.0f);
+      check_clblast(clblast::GemmBatched<float>(
+                        clblast::Layout::kRowMajor, clblast::Transpose::kNo, clblast::Transpose::kNo,
+                        gemm->m, gemm->n, gemm->k, alphas.data(), cc.buffers[gemm->a].get(),
+                        gemm->a_offsets.data(), gemm->k, cc.buffers[gemm->b].get(), gemm->b_offsets.data(),
+                        gemm->n, betas.data(), cc.buffers[gemm->y].get(), gemm->y_offsets.data(), gemm->n,
+                        batch, &q, nullptr),
+                    "GemmBatched for a MatMul");
+    }
+    for (const Launch& l : launches) l.enqueue(q);
+  };
+  return step;
+}
+
 Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t index,
                 const NodePlan& p, size_t* col_floats, size_t* temp_bytes) {
   const uint32_t layer = element_at(graph.nodes, index).layer;
@@ -513,12 +563,13 @@ Step build_step(co_up_compiled& c, const co_up_subgraph_desc& graph, uint32_t in
       };
       break;
     }
-    case Op::kChannelScale:  // declined by decode_node (no kernels here)
+    case Op::kChannelScale:
     case Op::kHardSigmoid:
     case Op::kSiLU:
     case Op::kChannelShuffle:
     case Op::kTensorOp:
-      fail(CO_UP_STATUS_UNSUPPORTED, "opencl has no kernel for this op");
+      step = tensor_step(c, p);
+      break;
   }
   step.layer = layer;
   return step;

@@ -18,6 +18,7 @@
 #include "plugin_status.h"
 #include "ref_cnn_kernels.h"
 #include "ref_kernels.h"
+#include "ref_resample_kernels.h"
 #include "ref_tensor_kernels.h"
 #include "ref_thread_pool.h"
 #include "run_hooks.h"
@@ -169,6 +170,24 @@ StepFunction build_tensor_step(const NodePlan& p) {
       return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
         layer_norm(t[in], t[out], outer, size, t[scale], bias == CO_UP_NO_TENSOR ? nullptr : t[bias],
                    epsilon, pool);
+      };
+    }
+    case TensorOp::kLeakyRelu: {
+      const float alpha = p.value0;
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        leaky_relu(t[in], t[out], count, alpha, pool);
+      };
+    }
+    case TensorOp::kResize: {
+      auto plan = std::make_shared<const ResizePlan>(plan_resize(p.in_dims, p.out_dims, p.floats, p.resize));
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        resize(*plan, t[in], t[out], pool);
+      };
+    }
+    case TensorOp::kPad: {
+      auto plan = std::make_shared<const PadPlan>(plan_pad(p.in_dims, p.ints, p.pad_mode, p.value0));
+      return [=](const std::vector<float*>& t, ThreadPool* pool, float*) {
+        pad(*plan, t[in], t[out], pool);
       };
     }
   }

@@ -57,6 +57,69 @@ std::string common_scope(const std::string& a, const std::string& b) {
   return scope;
 }
 
+// The top-level module of a scoped node name ("b6" for "/b6/cv1/conv/Conv"); empty when the
+// name has no scope.
+std::string top_module(const std::string& name) {
+  const size_t begin = name.find_first_not_of('/');
+  if (begin == std::string::npos) return {};
+  const size_t slash = name.find('/', begin);
+  return slash == std::string::npos ? std::string() : name.substr(begin, slash - begin);
+}
+
+// A detector's neck keeps backbone features alive across several top-level modules (YOLO's P3
+// and P4 until the PAN concats), so no single-tensor boundary falls between its stages and the
+// whole neck would be one segment. A segment whose compute ops share no module path, all inside
+// composite top-level modules, is cut where the top-level module of the compute ops changes and the new module reads what the previous one
+// produced (a chain of stages, not parallel branches of one block); non-compute ops stay with the
+// module before them. Several tensors may cross such a cut.
+std::vector<std::pair<int64_t, int64_t>> split_across_top_level_modules(
+    const Graph& graph, const std::vector<std::pair<int64_t, int64_t>>& segments) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& seg : segments) {
+    std::vector<NodeId> compute;
+    bool scoped = true;
+    for (int64_t i = seg.first; i < seg.second; ++i) {
+      const Node& n = graph.node(static_cast<NodeId>(i));
+      if (!is_compute_op(n.op)) continue;
+      compute.push_back(n.id);
+      // Only composite top-level modules ("b6/cv1/conv/Conv"), not layers of a flat module
+      // ("b1/Conv": the branches of one block written out at the top level).
+      const std::string inner = n.name.substr(std::min(n.name.size(), n.name.find_first_not_of('/')));
+      scoped = scoped && std::count(inner.begin(), inner.end(), '/') >= 2;
+    }
+    if (compute.size() < 2 || !scoped || !path_prefix(graph, compute).empty()) {
+      out.push_back(seg);
+      continue;
+    }
+    int64_t start = seg.first;
+    std::string module;
+    for (int64_t i = seg.first; i < seg.second; ++i) {
+      const Node& n = graph.node(static_cast<NodeId>(i));
+      if (!is_compute_op(n.op)) continue;
+      const std::string m = top_module(n.name);
+      if (module.empty()) module = m;
+      if (m == module) continue;
+      // Does this module read the run [start, i) directly?
+      bool chained = false;
+      for (int64_t j = i; j < seg.second && !chained; ++j) {
+        const Node& reader = graph.node(static_cast<NodeId>(j));
+        if (is_compute_op(reader.op) && top_module(reader.name) != m) break;
+        for (TensorId t : reader.inputs) {
+          const NodeId producer = t == kNoTensor ? kNoNode : graph.tensor(t).producer;
+          chained = chained || (producer != kNoNode && static_cast<int64_t>(producer) >= start &&
+                                static_cast<int64_t>(producer) < i);
+        }
+      }
+      if (!chained) continue;
+      out.emplace_back(start, i);
+      start = i;
+      module = m;
+    }
+    out.emplace_back(start, seg.second);
+  }
+  return out;
+}
+
 }  // namespace
 
 void assign_block_units(Graph& graph) {
@@ -93,6 +156,7 @@ void assign_block_units(Graph& graph) {
     segments.emplace_back(start, end);
     start = end;
   }
+  segments = split_across_top_level_modules(graph, segments);
   // An inverted-residual block without its skip connection (stride 2, or a change of width) has
   // single-tensor boundaries between its expand, depthwise, squeeze-excite and project parts.
   // Module paths say where such a block ends: residual blocks (segments with an Add and several

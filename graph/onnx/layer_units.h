@@ -18,6 +18,10 @@
 //    tensors) takes the units after it in the same scope ("encoder/layers/encoder_layer_0/
 //    self_attention" + ".../mlp" -> "encoder/layers/encoder_layer_0"), so patch embedding, each
 //    block and the head are units of their own.
+//  - a detector's neck, where backbone features stay alive across several stages so no
+//    single-tensor boundary falls between them, is cut where the top-level module changes along
+//    a chain of composite modules (YOLO: each C3 block, SPPF, neck conv + Upsample + Concat, and
+//    the Detect head are units); several tensors then cross such a cut.
 // Names: the common prefix of the unit's compute-op node names up to a '/' (PyTorch's scopes:
 // "layer1/layer1.0"), else the first compute op's name.
 #pragma once

@@ -254,6 +254,10 @@ OnnxConstant fold_binary(const std::string& op, const OnnxConstant& a, const Onn
       else if (op == "Div") {
         if (y == 0 || (x == INT64_MIN && y == -1)) bad("integer division by zero or overflow");
         r = x / y;
+      } else if (op == "Mod" || op == "FMod") {  // Mod: the divisor's sign (Python's %)
+        if (y == 0 || (x == INT64_MIN && y == -1)) bad("integer modulo by zero or overflow");
+        r = x % y;
+        if (op == "Mod" && r != 0 && ((r < 0) != (y < 0))) r += y;
       } else if (op == "Equal") {
         r = x == y ? 1 : 0;
       } else {
@@ -276,6 +280,11 @@ OnnxConstant fold_binary(const std::string& op, const OnnxConstant& a, const Onn
     else if (op == "Div") r = x / y;
     else if (op == "Pow") r = std::pow(x, y);
     else if (op == "Equal") r = x == y ? 1.0f : 0.0f;
+    else if (op == "FMod") r = std::fmod(x, y);
+    else if (op == "Mod") {
+      r = std::fmod(x, y);
+      if (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) r += y;
+    }
     else bad("cannot fold " + op);
     out[static_cast<size_t>(k)] = r;
   }

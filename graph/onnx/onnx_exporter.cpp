@@ -326,6 +326,9 @@ void Exporter::export_node(const Node& n) {
     case OpType::kSlice:
     case OpType::kLayerNormalization:
     case OpType::kGelu:
+    case OpType::kLeakyRelu:
+    case OpType::kResize:
+    case OpType::kPad:
       break;  // not exported yet: the message below names the op
   }
   fail_node(n, "has no ONNX export");

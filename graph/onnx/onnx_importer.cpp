@@ -34,7 +34,9 @@ struct Value {
   enum class Kind {
     kActivation,   // an IR tensor
     kConstant,     // known at load time
-    kPad,             // zero Pad of `tensor` by `pads`, to be folded into the consumer
+    kPad,             // zero Pad of `tensor` by `pads`, to be folded into the consumer; a
+                      // consumer that cannot fold it reads `padded` (an IR Pad node, dropped
+                      // at the end when nothing reads it)
     kChannelShuffle,  // Transpose(0,2,1,3,4) of `tensor` [N,C,H,W] viewed as [N,g,C/g,H,W]
                       // (g = `groups`): a ChannelShuffle once a Reshape brings it back to 4-D
   };
@@ -42,6 +44,7 @@ struct Value {
   TensorId tensor = kNoTensor;
   std::shared_ptr<const OnnxConstant> constant;
   Pads pads{0, 0, 0, 0};
+  TensorId padded = kNoTensor;
   int64_t groups = 0;
   std::string producer;  // node name, for messages
 };
@@ -57,9 +60,10 @@ const char* const kSupportedOps =
     "Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip, "
     "Sigmoid, HardSigmoid, HardSwish, LRN, BatchNormalization, Concat, Add, Sub, Mul, Div, Pow, "
     "Neg, Sqrt, Erf, Tanh, Exp, Softmax, Flatten, Reshape, Squeeze, Unsqueeze, Transpose, "
-    "ReduceMean, ReduceSum, LayerNormalization, Gather (constant indices), Slice, Split, Pad, "
-    "Dropout, Identity, Cast (to float), Constant, and on constants Shape, ConstantOfShape, Equal, "
-    "Where, Expand";
+    "ReduceMean, ReduceSum, LayerNormalization, Gather (constant indices), Slice, Split, Pad "
+    "(constant, reflect, edge), Resize (nearest, linear), LeakyRelu, Dropout, Identity, Cast (to "
+    "float), Constant, and on constants Shape, ConstantOfShape, Equal, Mod, Not, Range, ScatterND, "
+    "Where, Expand, Cast";
 
 class Importer {
  public:
@@ -122,6 +126,10 @@ class Importer {
   void import_softmax(const onnx::NodeProto& n);
   void import_reshape_like(const onnx::NodeProto& n);
   void import_pad(const onnx::NodeProto& n);
+  void import_resize(const onnx::NodeProto& n);
+  // Shape arithmetic over constants (the shifted-window mask of Swin): folded, never computed.
+  void import_range(const onnx::NodeProto& n);
+  void import_scatter_nd(const onnx::NodeProto& n);
   void import_clip(const onnx::NodeProto& n);
   void import_batch_norm(const onnx::NodeProto& n);
   void import_concat(const onnx::NodeProto& n);
@@ -164,6 +172,8 @@ class Importer {
   // Nodes a fused pattern made unused (the Sigmoid of a SiLU, the Reshape of a ChannelShuffle),
   // dropped once the whole graph is imported.
   std::set<NodeId> dead_;
+  // IR Pad nodes kept for readers that cannot fold a zero Pad; dropped when none reads them.
+  std::vector<TensorId> pending_pads_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -252,8 +262,7 @@ TensorId Importer::activation(const onnx::NodeProto& n, int i) const {
     case Value::Kind::kConstant:
       fail_node(n, "input '" + n.input(i) + "' is a constant; co_up needs a computed tensor here");
     case Value::Kind::kPad:
-      fail_node(n, "reads the output of Pad '" + v.producer +
-                       "'; co_up folds a constant zero Pad only into a Conv or AveragePool");
+      return v.padded;
     case Value::Kind::kChannelShuffle:
       fail_node(n, "reads the 5-D output of Transpose '" + v.producer +
                        "'; co_up imports Reshape-Transpose-Reshape only as a whole channel shuffle");
@@ -441,15 +450,27 @@ Graph Importer::run() {
     if (it == values_.end()) {
       fail("graph output '" + out.name() + "' is never computed (truncated or corrupt file?)");
     }
-    if (it->second.kind != Value::Kind::kActivation) {
+    const bool padded = it->second.kind == Value::Kind::kPad;
+    if (it->second.kind != Value::Kind::kActivation && !padded) {
       fail("graph output '" + out.name() + "' is " +
-           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Pad or Transpose output") +
+           (it->second.kind == Value::Kind::kConstant ? "a constant" : "a Transpose output") +
            "; co_up needs computed outputs");
     }
-    if (it->second.tensor == graph_.inputs().at(0)) {
+    const TensorId tensor = padded ? it->second.padded : it->second.tensor;
+    if (tensor == graph_.inputs().at(0)) {
       fail("graph output '" + out.name() + "' is the input itself; nothing to compute");
     }
-    graph_.mark_output(it->second.tensor);
+    graph_.mark_output(tensor);
+  }
+  // Latest first: a Pad read only by a later, dropped Pad is dropped too.
+  for (auto it = pending_pads_.rbegin(); it != pending_pads_.rend(); ++it) {
+    const TensorId padded = *it;
+    bool read = std::find(graph_.outputs().begin(), graph_.outputs().end(), padded) != graph_.outputs().end();
+    for (const Node& node : graph_.nodes()) {
+      read = read || (dead_.count(node.id) == 0 &&
+                      std::find(node.inputs.begin(), node.inputs.end(), padded) != node.inputs.end());
+    }
+    if (!read) dead_.insert(graph_.tensor(padded).producer);
   }
   if (!dead_.empty()) {
     graph_.erase_passthrough_nodes([&](const Node& node) { return dead_.count(node.id) != 0; });
@@ -518,16 +539,36 @@ void Importer::import_node(const onnx::NodeProto& n) {
     if (op == "LayerNormalization") return import_layer_norm(n);
     if (op == "Split") return import_split(n);
     if (op == "Equal") return set_constant(n, fold_binary(op, constant(n, 0, "a"), constant(n, 1, "b")));
+    if (op == "Range") return import_range(n);
+    if (op == "ScatterND") return import_scatter_nd(n);
+    if (op == "Not") {
+      const OnnxConstant& c = constant(n, 0, "x (co_up folds Not of constants only)");
+      std::vector<int64_t> v = c.ints();
+      for (int64_t& b : v) b = b == 0 ? 1 : 0;
+      return set_constant(n, OnnxConstant::from_ints(c.shape, std::move(v)));
+    }
+    if (op == "Mod") {
+      return set_constant(n, fold_binary(attr_int(n, "fmod", 0) != 0 ? "FMod" : "Mod",
+                                         constant(n, 0, "a (co_up folds Mod of constants only)"), constant(n, 1, "b")));
+    }
     if (op == "Where" || op == "Expand") return import_where_expand(n);
     if (op == "Softmax") return import_softmax(n);
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") {
       return import_reshape_like(n);
     }
     if (op == "Pad") return import_pad(n);
+    if (op == "Resize" || op == "Upsample") return import_resize(n);
+    if (op == "LeakyRelu") {
+      const double alpha = attr_float(n, "alpha", 0.01);
+      if (!std::isfinite(alpha)) fail_node(n, "alpha must be finite");
+      return set_activation(n, emit(n, OpType::kLeakyRelu, {activation(n, 0)}, {{"alpha", alpha}}));
+    }
     if (op == "Dropout" || op == "Identity") {
       if (op == "Dropout") require_unused_outputs(n, 1);
       if (op == "Dropout" && has_input(n, 2) && is_constant(n, 2) &&
-          !constant(n, 2, "training_mode").ints().empty() && constant(n, 2, "training_mode").ints()[0] != 0) {
+          !constant(n, 2, "training_mode").ints().empty() && constant(n, 2, "training_mode").ints()[0] != 0 &&
+          // A zero ratio drops nothing even in training mode (torchvision's Swin exports so).
+          !(has_input(n, 1) && is_constant(n, 1) && constant(n, 1, "ratio").floats() == std::vector<float>{0.0f})) {
         fail_node(n, "training_mode is true; export the model in eval mode");
       }
       Value v = value(n, 0);
@@ -714,12 +755,16 @@ void Importer::import_pool(const onnx::NodeProto& n, OpType op) {
   const Value& xv = value(n, 0);
   Pads extra{0, 0, 0, 0};
   TensorId x;
-  if (xv.kind == Value::Kind::kPad && op == OpType::kAveragePool) {
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  const std::vector<int64_t> own = attr_ints(n, "pads", {});
+  const bool own_pads_excluded =
+      attr_int(n, "count_include_pad", 0) == 0 &&
+      ((auto_pad != "NOTSET" && auto_pad != "VALID") ||
+       std::any_of(own.begin(), own.end(), [](int64_t p) { return p != 0; }));
+  if (xv.kind == Value::Kind::kPad && op == OpType::kAveragePool && !own_pads_excluded) {
     extra = xv.pads;
     x = xv.tensor;
-  } else if (xv.kind == Value::Kind::kPad) {
-    fail_node(n, "reads zero Pad '" + xv.producer + "'; a MaxPool pads with -inf, so the Pad cannot be folded");
-  } else {
+  } else {  // a MaxPool pads with -inf, so it reads a zero Pad as a computed tensor
     x = activation(n, 0);
   }
   if (shape_of(x).size() != 4) fail_node(n, "co_up imports 2-D pools over NCHW tensors only");
@@ -1091,7 +1136,9 @@ void Importer::import_reshape_like(const onnx::NodeProto& n) {
 
 void Importer::import_pad(const onnx::NodeProto& n) {
   const std::string mode = attr_string(n, "mode", "constant");
-  if (mode != "constant") fail_node(n, "mode '" + mode + "' is not supported (only constant zero padding)");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    fail_node(n, "mode '" + mode + "' is not supported (co_up pads with constant, reflect or edge)");
+  }
   std::vector<int64_t> pads;
   double fill = 0;
   if (opset_ >= 11) {
@@ -1105,31 +1152,158 @@ void Importer::import_pad(const onnx::NodeProto& n) {
     pads = attr_ints(n, "pads", {});
     fill = attr_float(n, "value", 0.0);
   }
+  if (!std::isfinite(fill)) fail_node(n, "constant_value must be finite");
   const Value& xv = value(n, 0);
-  TensorId x = xv.kind == Value::Kind::kPad ? xv.tensor : activation(n, 0);
-  Pads total = xv.kind == Value::Kind::kPad ? xv.pads : Pads{0, 0, 0, 0};
-  const auto rank = static_cast<int64_t>(shape_of(x).size());
-  if (static_cast<int64_t>(pads.size()) != 2 * rank) fail_node(n, "pads must have 2 * rank values");
-  if (fill != 0.0) fail_node(n, "pads with " + std::to_string(fill) + "; only zero padding is supported");
+  const TensorId x = activation(n, 0);  // the padded tensor of an earlier zero Pad
+  const std::vector<int64_t> shape = shape_of(x);
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * rank) {
+    fail_node(n, "pads has " + std::to_string(pads.size()) + " values, expected 2 * rank = " + std::to_string(2 * rank));
+  }
+  bool spatial_only = rank == 4, any = false;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t begin = pads[d], end = pads[d + rank];
-    if (begin < 0 || end < 0 || begin > kMaxAttr || end > kMaxAttr) fail_node(n, "negative or huge pads are not supported");
-    if (d + 2 < rank && (begin != 0 || end != 0)) {
-      fail_node(n, "pads the batch or channel dimension; only H and W padding is supported");
+    if (begin < 0 || end < 0) fail_node(n, "negative pads (cropping) are not supported");
+    if (begin > kMaxAttr || end > kMaxAttr) fail_node(n, "pads are out of range");
+    if (mode == "reflect" && (begin >= shape[d] || end >= shape[d])) {
+      fail_node(n, "reflect pads of axis " + std::to_string(d) + " must be smaller than its size " + std::to_string(shape[d]));
     }
+    any = any || begin != 0 || end != 0;
+    if (d < 2 && (begin != 0 || end != 0)) spatial_only = false;
   }
-  if (rank != 4) fail_node(n, "co_up folds Pad of NCHW tensors only");
-  total[0] += pads[2];
-  total[1] += pads[3];
-  total[2] += pads[6];
-  total[3] += pads[7];
+  if (!any) {
+    Value v = xv;
+    return set_output(n, 0, std::move(v));
+  }
+  const TensorId padded = emit(n, OpType::kPad, {x},
+                               {{"mode", mode}, {"pads", pads}, {"value", fill}});
+  if (mode != "constant" || fill != 0.0 || !spatial_only) return set_activation(n, padded);
+  // A zero Pad of H and W stays foldable into a following Conv or AveragePool.
   Value v;
-  v.tensor = x;
-  if (total != Pads{0, 0, 0, 0}) {
-    v.kind = Value::Kind::kPad;
-    v.pads = total;
-  }
+  v.kind = Value::Kind::kPad;
+  v.tensor = xv.kind == Value::Kind::kPad ? xv.tensor : x;
+  v.pads = xv.kind == Value::Kind::kPad ? xv.pads : Pads{0, 0, 0, 0};
+  v.pads[0] += pads[2];
+  v.pads[1] += pads[3];
+  v.pads[2] += pads[6];
+  v.pads[3] += pads[7];
+  v.padded = padded;
+  pending_pads_.push_back(padded);
   set_output(n, 0, std::move(v));
+}
+
+void Importer::import_range(const onnx::NodeProto& n) {
+  const OnnxConstant& start = constant(n, 0, "start (co_up folds Range of constants only)");
+  const OnnxConstant& limit = constant(n, 1, "limit");
+  const OnnxConstant& delta = constant(n, 2, "delta");
+  if (start.count() != 1 || limit.count() != 1 || delta.count() != 1) fail_node(n, "start, limit and delta must be scalars");
+  const double s0 = start.floats()[0], l0 = limit.floats()[0], d0 = delta.floats()[0];
+  if (d0 == 0.0 || !std::isfinite(s0) || !std::isfinite(l0) || !std::isfinite(d0)) fail_node(n, "delta must be non-zero and all values finite");
+  const double steps = std::max(std::ceil((l0 - s0) / d0), 0.0);
+  if (steps > static_cast<double>(int64_t{1} << 24)) fail_node(n, "is too large to fold");
+  const auto count = static_cast<int64_t>(steps);
+  if (start.is_int && limit.is_int && delta.is_int) {
+    std::vector<int64_t> v(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) v[static_cast<size_t>(k)] = start.i[0] + k * delta.i[0];
+    return set_constant(n, OnnxConstant::from_ints({count}, std::move(v)));
+  }
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) v[static_cast<size_t>(k)] = static_cast<float>(s0 + static_cast<double>(k) * d0);
+  set_constant(n, OnnxConstant::from_floats({count}, std::move(v)));
+}
+
+void Importer::import_scatter_nd(const onnx::NodeProto& n) {
+  const OnnxConstant& data = constant(n, 0, "data (co_up folds ScatterND of constants only)");
+  const OnnxConstant& indices = constant(n, 1, "indices");
+  const OnnxConstant& updates = constant(n, 2, "updates");
+  if (attr_string(n, "reduction", "none") != "none") fail_node(n, "reduction is not supported");
+  if (indices.shape.empty() || data.shape.empty()) fail_node(n, "indices and data must have rank >= 1");
+  const auto k = static_cast<size_t>(indices.shape.back());
+  if (k < 1 || k > data.shape.size()) fail_node(n, "index tuples do not fit the data's rank");
+  int64_t slice = 1;
+  for (size_t d = k; d < data.shape.size(); ++d) slice *= data.shape[d];
+  const int64_t tuples = indices.count() / static_cast<int64_t>(k);
+  if (updates.count() != tuples * slice) fail_node(n, "updates do not fit indices and data");
+  const std::vector<int64_t> idx = indices.ints();
+  auto target = [&](int64_t t) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t i = idx[static_cast<size_t>(t) * k + d];
+      if (i < 0) i += data.shape[d];
+      if (i < 0 || i >= data.shape[d]) fail_node(n, "index " + std::to_string(i) + " is out of range");
+      offset = offset * data.shape[d] + i;
+    }
+    return offset * slice;
+  };
+  if (data.is_int) {
+    std::vector<int64_t> out = data.i;
+    const std::vector<int64_t> u = updates.ints();
+    for (int64_t t = 0; t < tuples; ++t) std::copy_n(u.begin() + t * slice, slice, out.begin() + target(t));
+    return set_constant(n, OnnxConstant::from_ints(data.shape, std::move(out)));
+  }
+  std::vector<float> out = data.f;
+  const std::vector<float> u = updates.floats();
+  for (int64_t t = 0; t < tuples; ++t) std::copy_n(u.begin() + t * slice, slice, out.begin() + target(t));
+  set_constant(n, OnnxConstant::from_floats(data.shape, std::move(out)));
+}
+
+// Resize (opset 11+; torch's nn.Upsample and F.interpolate): nearest or (bi)linear over the last
+// two axes with the coordinate transforms torch emits. Scales or sizes must be constants.
+void Importer::import_resize(const onnx::NodeProto& n) {
+  if (n.op_type() == "Upsample") {
+    fail_node(n, "Upsample is deprecated since opset 10 and not imported (co_up imports opsets " +
+                     std::to_string(kOnnxMinOpset) + "-" + std::to_string(kOnnxMaxOpset) +
+                     "; re-export, torch writes Resize)");
+  }
+  const TensorId x = activation(n, 0);
+  const std::vector<int64_t> in = shape_of(x);
+  const auto rank = static_cast<int64_t>(in.size());
+  std::string mode = attr_string(n, "mode", "nearest");
+  const std::string transform = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = attr_string(n, "nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear") {
+    fail_node(n, "mode '" + mode + "' is not supported (co_up resizes with nearest or linear)");
+  }
+  if (transform != "asymmetric" && transform != "half_pixel" && transform != "pytorch_half_pixel" &&
+      transform != "align_corners") {
+    fail_node(n, "coordinate_transformation_mode '" + transform +
+                     "' is not supported (asymmetric, half_pixel, pytorch_half_pixel, align_corners)");
+  }
+  if (mode == "nearest" && nearest != "floor" && nearest != "ceil" && nearest != "round_prefer_floor" &&
+      nearest != "round_prefer_ceil") {
+    fail_node(n, "nearest_mode '" + nearest + "' is not supported");
+  }
+  if (attr_int(n, "exclude_outside", 0) != 0) fail_node(n, "exclude_outside is not supported");
+  if (rank < 2) fail_node(n, "resizes a " + std::to_string(rank) + "-D tensor; co_up resizes rank >= 2");
+  auto present = [&](int i) { return has_input(n, i) && constant(n, i, i == 2 ? "scales" : "sizes").count() > 0; };
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  if (present(3)) {
+    sizes = constant(n, 3, "sizes").ints();
+    if (static_cast<int64_t>(sizes.size()) != rank) fail_node(n, "sizes has " + std::to_string(sizes.size()) + " values for rank " + std::to_string(rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (sizes[d] < 1 || sizes[d] > kMaxDim) fail_node(n, "size " + std::to_string(sizes[d]) + " is out of range");
+      scales.push_back(static_cast<float>(sizes[d]) / static_cast<float>(in[d]));
+    }
+  } else if (present(2)) {
+    scales = constant(n, 2, "scales").floats();
+    if (static_cast<int64_t>(scales.size()) != rank) fail_node(n, "scales has " + std::to_string(scales.size()) + " values for rank " + std::to_string(rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!(scales[d] > 0.0f) || scales[d] > 4096.0f) fail_node(n, "scale " + std::to_string(scales[d]) + " is out of range");
+      const auto size = static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d]));
+      if (size < 1 || size > kMaxDim) fail_node(n, "scale " + std::to_string(scales[d]) + " gives an empty or huge axis");
+      sizes.push_back(size);
+    }
+  } else {
+    fail_node(n, "has neither scales nor sizes");
+  }
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    if (sizes[d] != in[d]) fail_node(n, "resizes axis " + std::to_string(d) + "; co_up resizes only the last two axes (H, W)");
+    scales[d] = 1.0f;
+  }
+  set_activation(n, emit(n, OpType::kResize, {x},
+                         {{"mode", mode}, {"coordinate_transformation_mode", transform},
+                          {"nearest_mode", nearest}, {"sizes", sizes}, {"scales", scales}}));
 }
 
 // ---------------------------------------------------------------------------------------------

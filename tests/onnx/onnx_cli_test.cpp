@@ -105,7 +105,7 @@ TEST_F(OnnxCli, BadFilesAreOneLineErrors) {
 }
 
 TEST_F(OnnxCli, UnsupportedModelsAreOneLineErrors) {
-  expect_input_error({"--model=" + model("err_unsupported_op")}, "node 'leaky1' (LeakyRelu)");
+  expect_input_error({"--model=" + model("err_unsupported_op")}, "node 'celu1' (Celu)");
   expect_input_error({"--model=" + model("err_opset9")}, "opset 9 is not supported");
   expect_input_error({"--model=" + model("err_dynamic_batch")}, "--input-shape");
   const Exit fixed = run({"--model=" + model("err_dynamic_batch"), "--input-shape=1,3,8,8", "--n=1"});
