@@ -12,6 +12,7 @@
 #include "ref_kernels.h"
 #include "subgraph_desc.h"
 #include "xnn_kernels.h"
+#include "xnn_tensor_steps.h"
 
 namespace co_up::xnnpack {
 
@@ -51,10 +52,9 @@ std::string node_where(const co_up_subgraph_desc& graph, uint32_t n) {
   return "node '" + std::string(name ? name : "?") + "'";
 }
 
-F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bias,
+F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float* bias,
                         const float* x, const ConvTarget& out, const CpuPool& pool,
                         const std::string& where) {
-  const Conv2dShape& s = p.conv;
   const auto [lo, hi] = activation_range(out.activation);
   F32Step step;
   if (avx512_conv_wins(s)) {
@@ -108,10 +108,26 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
 
   switch (p.op) {
     case Op::kConv:
-      step = build_conv_step(p, constant(p.inputs[1]), constant(p.inputs[2]), x,
+      step = build_conv_step(p.conv, constant(p.inputs[1]), constant(p.inputs[2]), x,
                              {y, p.conv.out_channels, nullptr, p.conv.activation}, pool, where);
       break;
     case Op::kFullyConnected: {
+      // Over 8 or more rows (a transformer's tokens) a fully connected layer is a 1x1
+      // convolution over that many pixels, where the backend's AVX-512 GEMM beats XNNPACK's.
+      if (p.in_dims.size() == 2) {
+        Conv2dShape s;
+        s.batch = 1;
+        s.in_height = p.in_dims[0];
+        s.in_width = 1;
+        s.in_channels = p.fc_in;
+        s.out_channels = p.fc_out;
+        s.activation = p.activation;
+        if (avx512_conv_wins(s)) {
+          step = build_conv_step(s, constant(p.inputs[1]), constant(p.inputs[2]), x,
+                                 {y, p.fc_out, nullptr, p.activation}, pool, where);
+          break;
+        }
+      }
       std::vector<float> permuted;
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
@@ -339,8 +355,8 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       }
       break;
     }
-    case Op::kTensorOp:  // declined by decode_node (DecodeRules::implements)
-      backends::fail(CO_UP_STATUS_UNSUPPORTED, "cpu-xnnpack: rank-N ops are not implemented");
+    case Op::kTensorOp:  // alone, every 4-D tensor NHWC (compile plans layouts per sub-graph)
+      return build_tensor_step(graph, index, p, buffers, pool, TensorLayouts{});
   }
   return step;
 }
@@ -377,6 +393,7 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
   StepFusions f;
   f.writes.resize(node_count);
   f.fused.resize(node_count);
+  f.extra_reads.resize(node_count);
   for (uint32_t n = 0; n < node_count; ++n) f.writes[n] = nodes[n].output;
 
   // Concat elision: a channel Concat whose inputs are all private convolution results gets them
@@ -422,6 +439,7 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
     f.writes[n + 1] = CO_UP_NO_TENSOR;  // the Add: done by the convolution
     ++n;
   }
+  plan_tensor_layouts(graph, plan, f);
   return f;
 }
 
@@ -439,8 +457,10 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
       const ConvTarget target{buffers[w->tensor] + w->channel_offset, w->pixel_stride,
                               w->residual == CO_UP_NO_TENSOR ? nullptr : buffers[w->residual],
                               w->activation};
-      steps.push_back(build_conv_step(p, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
+      steps.push_back(build_conv_step(p.conv, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
                                       buffers[p.inputs[0]], target, pool, node_where(graph, n)));
+    } else if (is_tensor_step(p, fusions.layouts)) {
+      steps.push_back(build_tensor_step(graph, n, p, buffers, pool, fusions.layouts));
     } else {
       steps.push_back(build_f32_step(graph, n, p, buffers, pool));
     }
