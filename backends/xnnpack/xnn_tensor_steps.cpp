@@ -212,7 +212,9 @@ F32Step build_tensor_step(const co_up_subgraph_desc& graph, uint32_t index, cons
         try {
           gemm = std::make_shared<BatchedGemm>(a_view, b_view, b_constant);
         } catch (const std::invalid_argument& e) {
-          backends::fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string("MatMul: ") + e.what());
+          const char* name = element_at(graph.nodes, index).name;
+          backends::fail(CO_UP_STATUS_INVALID_ARGUMENT,
+                         "node '" + std::string(name ? name : "?") + "' (MatMul): " + e.what());
         }
         const float* a_data = a;
         const float* b_data = b;
