@@ -497,4 +497,26 @@ TEST(XnnpackTensorOps, RankNOpsMeetNhwcTensors) {
   conform(d, "Conv -> Transpose -> LayerNorm -> Reshape -> Transpose -> Conv");
 }
 
+// Fully connected layers over token rows (Reshape + FullyConnected of a MatMul by a constant):
+// from 8 rows on the AVX-512 GEMM with all rows in one chunk; row and output counts that cut
+// 8-row tiles and 32-column blocks.
+TEST(XnnpackTensorOps, FullyConnectedOverTokenRows) {
+  for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {37, 96, 130}, {197, 64, 64}, {8, 200, 96}, {5, 64, 64}}) {
+    for (const char* act : {"none", "relu"}) {
+      Desc d;
+      const uint32_t x = d.tensor({rows, in});
+      const uint32_t w = d.tensor({out, in}, true, 1, 0.2f);
+      const uint32_t b = d.tensor({out}, true, 2);
+      const uint32_t y = d.tensor({rows, out});
+      d.attr_string("activation", act);
+      d.node("FullyConnected", {x, w, b}, y);
+      d.input(x);
+      d.output(y);
+      conform(d, "fc " + std::to_string(rows) + " x " + std::to_string(in) + " -> " +
+                     std::to_string(out) + " " + act);
+    }
+  }
+}
+
 }  // namespace
