@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # co_up vs ONNX Runtime's CPU execution provider (MLAS kernels) on the same ONNX exports:
 # torchvision alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, batch 1,
-# 224x224, seeded weights.
+# 224x224, seeded weights; and the transformers vit_b_16 (torchvision ViT-B/16, 224x224) and
+# bert_base (a BERT-base encoder over 128 token embeddings), bench/export_transformers.py.
 #
 #   bench/ort_compare.sh [BUILD_DIR] [FIXTURE_DIR]
 #
 # BUILD_DIR (default build/) holds co_up and its plugins (and co_up_bench_xnnpack for the peak,
 # optional); FIXTURE_DIR (default BUILD_DIR/onnx-fixtures) the exported models, made by
-# tests/fixtures/make_fixtures.py --full when missing (Debian python3-torch, -torchvision, -onnx).
+# tests/fixtures/make_fixtures.py --full (CNNs) or bench/export_transformers.py (vit_b_16,
+# bert_base) when missing (Debian python3-torch, -torchvision, -onnx).
 # ONNX Runtime comes from npm: (cd bench/ort && npm install --ignore-scripts).
 #
 # Per network, in one session:
@@ -55,7 +57,8 @@ reps=${REPS:-3}
 candidates=${CANDIDATES:-2}
 split_parts=${SPLIT_PARTS:-8}
 seconds_per_run=${SECONDS_PER_RUN:-2}
-nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0)
+nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base)
+transformers=(vit_b_16 bert_base)  # exported by bench/export_transformers.py
 if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
 
 die() { echo "ort_compare.sh: $*" >&2; exit 1; }
@@ -66,14 +69,23 @@ command -v node >/dev/null || die "node not found"
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 [[ $(nproc --all) -ge 2 ]] || die "needs two cores (B = core 0, L = core 1)"
 
-missing=0
-for net in "${nets[@]}"; do [[ -f ${fixtures}/${net}.onnx ]] || missing=1; done
-if [[ ${missing} -eq 1 ]]; then
+missing_cnn=() missing_transformers=()
+for net in "${nets[@]}"; do
+  [[ -f ${fixtures}/${net}.onnx ]] && continue
+  if [[ " ${transformers[*]} " == *" ${net} "* ]]; then missing_transformers+=("${net}"); else missing_cnn+=("${net}"); fi
+done
+if [[ ${#missing_cnn[@]} -gt 0 || ${#missing_transformers[@]} -gt 0 ]]; then
   echo "=== exporting fixtures to ${fixtures}"
   "${python}" -c "import torch, torchvision, onnx" 2>/dev/null ||
     die "needs python3-torch python3-torchvision python3-onnx (apt-get install)"
-  CO_UP_FIXTURES=$(IFS=,; echo "${nets[*]}") "${python}" "${root}/tests/fixtures/make_fixtures.py" --full "${fixtures}" 2>&1 |
-    grep -v -i warn | grep -v '^ ' || true
+  if [[ ${#missing_cnn[@]} -gt 0 ]]; then
+    CO_UP_FIXTURES=$(IFS=,; echo "${missing_cnn[*]}") "${python}" "${root}/tests/fixtures/make_fixtures.py" --full "${fixtures}" 2>&1 |
+      grep -v -i warn | grep -v '^ ' || true
+  fi
+  if [[ ${#missing_transformers[@]} -gt 0 ]]; then
+    "${python}" "${root}/bench/export_transformers.py" "${fixtures}" "$(IFS=,; echo "${missing_transformers[*]}")" 2>&1 |
+      grep -v -i warn | grep -v '^ ' || true
+  fi
 fi
 
 out=${OUT_DIR:-$(mktemp -d /tmp/ort_compare.XXXXXX)}

@@ -132,6 +132,7 @@ struct Avx512Convolution::State {
   bool pairs = false;
   float* y = nullptr;
   int64_t y_stride = 0;  // floats between output pixels of y
+  int64_t chunk_bytes = 0;  // F32ConvParams::chunk_bytes, 0 resolved to kChunkBytes
   const float* residual = nullptr;
   float out_min = 0, out_max = 0;
   bool clamp_low = false, clamp_high = false;  // out_min > -inf, out_max < inf
@@ -353,6 +354,7 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
     throw std::invalid_argument("Avx512Convolution: output_stride is smaller than the channel count");
   }
   st.residual = params.residual;
+  st.chunk_bytes = params.chunk_bytes > 0 ? params.chunk_bytes : kChunkBytes;
   st.out_min = params.output_min;
   st.out_max = params.output_max;
   st.clamp_low = st.out_min > -std::numeric_limits<float>::infinity();
@@ -437,7 +439,7 @@ void Avx512Convolution::run(const CpuPool& pool) const {
   // passes over them; inside a chunk items run block-major, so consecutive tiles of a thread
   // reuse one block of packed weights.
   const int64_t pixel_bytes = static_cast<int64_t>(sizeof(float)) * (st.shape.in_channels + st.shape.out_channels);
-  const int64_t max_chunk_tiles = std::max<int64_t>(1, kChunkBytes / (pixel_bytes * tile_rows));
+  const int64_t max_chunk_tiles = std::max<int64_t>(1, st.chunk_bytes / (pixel_bytes * tile_rows));
   const int64_t chunks = ceil_div(row_tiles, max_chunk_tiles);
   const int64_t chunk_tiles = ceil_div(row_tiles, chunks);
   // An item is a run of a chunk's tiles for one block, all parts of the reduction in turn (one

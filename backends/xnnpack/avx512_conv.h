@@ -56,6 +56,9 @@ struct F32ConvParams {
   // Floats between consecutive output pixels of y, >= M; 0 means M. Larger when y is a slice of
   // a wider tensor, e.g. this convolution's channels of a Concat output it writes directly.
   int64_t output_stride = 0;
+  // Bytes of input and output pixels that every block of output channels passes over before the
+  // next pixels start (see the .cpp's kChunkBytes); 0: that default.
+  int64_t chunk_bytes = 0;
 };
 
 // Any kernel, stride, dilation, padding and group count; x and y are NHWC. Fully connected layers

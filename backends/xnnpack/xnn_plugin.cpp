@@ -61,8 +61,9 @@ constexpr backends::StatusOrigin kStatusOrigin = {
     {sizeof(co_up_status), CO_UP_STATUS_OUT_OF_MEMORY,
      "cpu-xnnpack: out of memory (free memory or use smaller sub-graphs)"},
     "out of memory (free memory or split the sub-graph)"};
-// Beyond the base ops, the CNN forms have steps in xnn_steps.cpp.
-constexpr bool implements(Op op) { return backends::is_cnn_form(op); }
+// Beyond the base ops, the CNN forms have steps in xnn_steps.cpp, the rank-N ops in
+// xnn_tensor_steps.cpp.
+constexpr bool implements(Op op) { return backends::is_cnn_form(op) || op == Op::kTensorOp; }
 constexpr backends::DecodeRules kDecodeRules = {kBackendName, "packs it", /*nhwc_boundaries=*/true,
                                                 implements};
 
@@ -187,7 +188,10 @@ ActivationPlan plan_activations(const co_up_subgraph_desc& graph, const backends
     if (fusions.writes[n] == CO_UP_NO_TENSOR) continue;  // an empty step
     use(fusions.writes[n], n);
     const bool packs = p.op == Op::kConv || p.op == Op::kFullyConnected || p.op == Op::kBatchNormalization;
-    for (size_t i = 0; i < (packs ? 1 : p.inputs.size()); ++i) use(p.inputs[i], n);
+    for (size_t i = 0; i < (packs ? 1 : p.inputs.size()); ++i) {
+      if (p.inputs[i] != CO_UP_NO_TENSOR) use(p.inputs[i], n);
+    }
+    for (uint32_t t : fusions.extra_reads[n]) use(t, n);
     if (fusions.fused[n] && fusions.fused[n]->residual != CO_UP_NO_TENSOR) use(fusions.fused[n]->residual, n);
   }
   for (uint32_t t = 0; t < tensor_count; ++t) {

@@ -12,6 +12,7 @@
 #include "ref_kernels.h"
 #include "subgraph_desc.h"
 #include "xnn_kernels.h"
+#include "xnn_tensor_steps.h"
 
 namespace co_up::xnnpack {
 
@@ -51,15 +52,14 @@ std::string node_where(const co_up_subgraph_desc& graph, uint32_t n) {
   return "node '" + std::string(name ? name : "?") + "'";
 }
 
-F32Step build_conv_step(const NodePlan& p, const float* weights, const float* bias,
+F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float* bias,
                         const float* x, const ConvTarget& out, const CpuPool& pool,
-                        const std::string& where) {
-  const Conv2dShape& s = p.conv;
+                        const std::string& where, int64_t chunk_bytes = 0) {
   const auto [lo, hi] = activation_range(out.activation);
   F32Step step;
   if (avx512_conv_wins(s)) {
     auto conv = std::make_shared<Avx512Convolution>(
-        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride}, x, out.y);
+        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes}, x, out.y);
     const CpuPool* pool_ptr = &pool;
     step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
     return step;
@@ -108,10 +108,32 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
 
   switch (p.op) {
     case Op::kConv:
-      step = build_conv_step(p, constant(p.inputs[1]), constant(p.inputs[2]), x,
+      step = build_conv_step(p.conv, constant(p.inputs[1]), constant(p.inputs[2]), x,
                              {y, p.conv.out_channels, nullptr, p.conv.activation}, pool, where);
       break;
     case Op::kFullyConnected: {
+      // Over 8 or more rows (a transformer's tokens) a fully connected layer is a 1x1
+      // convolution over that many pixels, where the backend's AVX-512 GEMM beats XNNPACK's.
+      // All rows in one chunk: the weights (9.4 MB for ViT-B's MLP) then stream once per frame
+      // and the rows (0.6-2.4 MB) are re-read from L2/L3 by each block of 32 outputs, instead
+      // of the weights once per 512 KiB chunk of rows (ViT-B/16 one core: -2 to -4 % CPU time
+      // per frame).
+      constexpr int64_t kOneChunk = std::numeric_limits<int64_t>::max() / 2;
+      if (p.in_dims.size() == 2) {
+        Conv2dShape s;
+        s.batch = 1;
+        s.in_height = p.in_dims[0];
+        s.in_width = 1;
+        s.in_channels = p.fc_in;
+        s.out_channels = p.fc_out;
+        s.activation = p.activation;
+        if (avx512_conv_wins(s)) {
+          step = build_conv_step(s, constant(p.inputs[1]), constant(p.inputs[2]), x,
+                                 {y, p.fc_out, nullptr, p.activation}, pool, where,
+                                 kOneChunk);
+          break;
+        }
+      }
       std::vector<float> permuted;
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
@@ -339,8 +361,8 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       }
       break;
     }
-    case Op::kTensorOp:  // declined by decode_node (DecodeRules::implements)
-      backends::fail(CO_UP_STATUS_UNSUPPORTED, "cpu-xnnpack: rank-N ops are not implemented");
+    case Op::kTensorOp:  // alone, every 4-D tensor NHWC (compile plans layouts per sub-graph)
+      return build_tensor_step(graph, index, p, buffers, pool, TensorLayouts{});
   }
   return step;
 }
@@ -377,6 +399,7 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
   StepFusions f;
   f.writes.resize(node_count);
   f.fused.resize(node_count);
+  f.extra_reads.resize(node_count);
   for (uint32_t n = 0; n < node_count; ++n) f.writes[n] = nodes[n].output;
 
   // Concat elision: a channel Concat whose inputs are all private convolution results gets them
@@ -422,6 +445,7 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
     f.writes[n + 1] = CO_UP_NO_TENSOR;  // the Add: done by the convolution
     ++n;
   }
+  plan_tensor_layouts(graph, plan, f);
   return f;
 }
 
@@ -439,8 +463,10 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
       const ConvTarget target{buffers[w->tensor] + w->channel_offset, w->pixel_stride,
                               w->residual == CO_UP_NO_TENSOR ? nullptr : buffers[w->residual],
                               w->activation};
-      steps.push_back(build_conv_step(p, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
+      steps.push_back(build_conv_step(p.conv, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
                                       buffers[p.inputs[0]], target, pool, node_where(graph, n)));
+    } else if (is_tensor_step(p, fusions.layouts)) {
+      steps.push_back(build_tensor_step(graph, n, p, buffers, pool, fusions.layouts));
     } else {
       steps.push_back(build_f32_step(graph, n, p, buffers, pool));
     }

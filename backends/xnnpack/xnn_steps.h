@@ -35,6 +35,23 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index,
                        const backends::NodePlan& plan, const std::vector<float*>& buffers,
                        const CpuPool& pool);
 
+// How the rank-N (transformer) steps hold their tensors (xnn_tensor_steps.h). Every 4-D tensor is
+// NHWC inside a sub-graph except those that only rank-N steps (and Reshape, Flatten, Identity,
+// Softmax) touch: those stay in their logical row-major order, so attention's [batch, heads,
+// tokens, features] tensors are never reordered. A Transpose whose one reader is a MatMul is not
+// run: the MatMul reads the Transpose's input through the permutation.
+struct TensorLayouts {
+  std::vector<bool> plain;  // per tensor; empty: none
+  struct Fold {
+    uint32_t source = CO_UP_NO_TENSOR;
+    std::vector<int64_t> perm;
+  };
+  std::vector<std::optional<Fold>> folded;  // per tensor; empty: none
+
+  bool is_plain(uint32_t t) const { return t < plain.size() && plain[t]; }
+  const Fold* fold_of(uint32_t t) const { return t < folded.size() && folded[t] ? &*folded[t] : nullptr; }
+};
+
 // Two fusions that save passes over memory, decided from the graph alone (before any buffer
 // exists, so that the memory plan knows which node writes which tensor):
 //  - a channel Concat whose inputs are all convolution results nothing else reads gets them
@@ -55,6 +72,9 @@ struct StepFusions {
   // Per node, the tensor its step writes: its output, a fused target, or CO_UP_NO_TENSOR when its
   // step is empty (a Concat written in place, an Add done by the convolution before it).
   std::vector<uint32_t> writes;
+  // Per node, tensors its step reads besides its inputs (a folded Transpose's input).
+  std::vector<std::vector<uint32_t>> extra_reads;
+  TensorLayouts layouts;
 };
 StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::SubgraphPlan& plan);
 

@@ -2,8 +2,8 @@
 // made by make_fixtures.py --transformers with PyTorch's output for a seeded input) imported and
 // run on cpu-reference with block units and --units=ops, all-B and mixed B/L orders: output within
 // 1e-3 of PyTorch's output range, same argmax. Plus the import-time fusions (LayerNormalization
-// from the opset-13 pattern, GELU from its erf and tanh forms), transformer layer units, the
-// per-node decline of a backend without the rank-N ops, and one-line import errors.
+// from the opset-13 pattern, GELU from its erf and tanh forms), transformer layer units and
+// one-line import errors (cpu-xnnpack's run of the fixtures: onnx_transformer_xnnpack_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -111,22 +111,6 @@ TEST(TransformerImport, EncoderBlocksPatchEmbeddingAndHeadAreUnits) {
   const graph::Graph ops = load("vit_tiny", "ops");
   for (const graph::Node& n : ops.nodes()) compute += graph::is_compute_op(n.op) ? 1 : 0;
   EXPECT_EQ(ops.layer_count(), static_cast<uint32_t>(compute));
-}
-
-TEST(TransformerImport, BackendWithoutRankNOpsDeclinesTheNodeWithAReason) {
-  if (testing::build_plugins().find("cpu-xnnpack") == nullptr) {
-    GTEST_SKIP() << "plugin 'cpu-xnnpack' is not built or not loadable here";
-  }
-  const graph::Graph g = load("bert_tiny");
-  try {
-    Executor executor(g, Partition::create(g, std::string(g.layer_count(), 'B')),
-                      platform_with("cpu-xnnpack"), testing::build_plugins(), {});
-    ADD_FAILURE() << "cpu-xnnpack accepted a graph with MatMul and Transpose";
-  } catch (const std::exception& e) {
-    const std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    EXPECT_NE(message.find("is not implemented by cpu-xnnpack"), std::string::npos) << message;
-  }
 }
 
 TEST(TransformerImport, UnsupportedCasesAreOneLineErrorsNamingTheNode) {
