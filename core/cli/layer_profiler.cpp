@@ -9,6 +9,7 @@
 #include "core/executor.h"
 #include "core/fallback.h"
 #include "core/partition.h"
+#include "core/placement.h"
 #include "profiler/report.h"
 
 namespace co_up::cli {
@@ -47,14 +48,8 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
 std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames) {
   std::string letters;
   for (ProcessorSpec& p : platform.processors) {
-    std::string backend;
-    for (const std::string& b : p.backends) {
-      if (plugins.find(b)) {
-        backend = b;
-        break;
-      }
-    }
-    if (backend != "npu-int8") continue;
+    const std::shared_ptr<const Plugin> plugin = find_backend_plugin(p, plugins);
+    if (!plugin || plugin->name() != "npu-int8") continue;
     letters += p.letter;
     std::erase_if(p.options, [](const auto& kv) { return kv.first == "calibration_frames"; });
     p.options.emplace_back("calibration_frames", std::to_string(frames));
@@ -206,8 +201,10 @@ void LayerProfiler::run_interleaved(
   std::vector<std::unique_ptr<Executor>> executors;
   for (size_t i = 0; i < orders.size(); ++i) {
     const SubGraphCuts c = i < cuts.size() ? cuts[i] : SubGraphCuts::kWhereLetterChanges;
-    executors.push_back(std::make_unique<Executor>(graph_, Partition::create(graph_, orders[i], c),
-                                                   platform_, plugins_, options));
+    PlacementOptions placement;
+    placement.cuts = c;
+    executors.push_back(std::make_unique<Executor>(
+        Placement::create(graph_, orders[i], platform_, plugins_, placement), options));
   }
   RunRequest request;
   request.input_sets.push_back(input_);

@@ -9,6 +9,7 @@
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
+#include "core/placement.h"
 #include "power/dvfs_journal.h"
 #include "profiler/report.h"
 
@@ -56,7 +57,7 @@ Measurement measure_mapping(const graph::Graph& graph, const Platform& platform,
                             planner::Mode mode, const VerifySettings& settings) {
   ExecutorOptions options;
   options.mode = mode == planner::Mode::kPipeline ? ExecutionMode::kPipeline : ExecutionMode::kSwitch;
-  Executor executor(graph, Partition::create(graph, order), platform, plugins, options);
+  Executor executor(Placement::create(graph, order, platform, plugins), options);
   RunRequest request;
   request.input_sets.push_back(seeded_inputs(graph, 1));
   const bool calibrates = order.find_first_of(settings.calibrating) != std::string::npos;
