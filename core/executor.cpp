@@ -24,16 +24,6 @@ using profiler::Event;
 using profiler::EventKind;
 using profiler::now_ns;
 
-ExecutionMode parse_mode(const std::string& text) {
-  if (text == "pipeline") return ExecutionMode::kPipeline;
-  if (text == "switch") return ExecutionMode::kSwitch;
-  throw InputError("unknown mode '" + text + "' (use --mode=pipeline or --mode=switch)");
-}
-
-const char* mode_name(ExecutionMode mode) {
-  return mode == ExecutionMode::kPipeline ? "pipeline" : "switch";
-}
-
 namespace {
 
 constexpr uint32_t kToUser = UINT32_MAX;
@@ -304,7 +294,7 @@ void Executor::Impl::connect() {
 
 bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
   if (s.next_frame >= frames) return false;
-  if (s.reads_graph_input && options.mode == ExecutionMode::kSwitch && completed < s.next_frame) {
+  if (s.reads_graph_input && options.mode == Mode::kSwitch && completed < s.next_frame) {
     return false;  // switch mode: one frame in flight
   }
   for (const InputPort& in : s.inputs) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/layer_observer.h"
+#include "core/mapping.h"
 #include "core/partition.h"
 #include "core/placement.h"
 #include "core/platform.h"
@@ -35,13 +36,11 @@
 
 namespace co_up {
 
-enum class ExecutionMode { kPipeline, kSwitch };
-// Throws InputError for anything but "pipeline" or "switch".
-ExecutionMode parse_mode(const std::string& text);
-const char* mode_name(ExecutionMode mode);
+// The executor's name for the Mode of a Mapping (core/mapping.h): the same type.
+using ExecutionMode = Mode;
 
 struct ExecutorOptions {
-  ExecutionMode mode = ExecutionMode::kPipeline;
+  Mode mode = Mode::kPipeline;
   // Receive buffers of an edge between adjacent stages (2: producer and consumer overlap);
   // edges that skip stages get proportionally more (see receiver_capacities).
   uint32_t receiver_buffers = 2;

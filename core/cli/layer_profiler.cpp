@@ -194,7 +194,7 @@ LayerProfiler::LayerProfiler(const graph::Graph& graph, const Platform& platform
 void LayerProfiler::run_interleaved(
     const std::vector<std::string>& orders, int profile_level,
     const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
-    ExecutionMode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts) const {
+    Mode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts) const {
   ExecutorOptions options;
   options.mode = mode;
   options.profile_level = profile_level;
@@ -269,7 +269,7 @@ std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& p
         });
         samples[i].add(own, first);
       },
-      ExecutionMode::kSwitch, 0, cuts);
+      Mode::kSwitch, 0, cuts);
   std::vector<LayerMeasurement> result;
   for (size_t i = 0; i < processors.size(); ++i) {
     result.push_back({samples[i].times(processors[i], level, declined[i]), samples[i].input_us()});
@@ -299,7 +299,7 @@ std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<st
         const double fps = profiler::summarize(run).throughput_fps;
         if (fps > 0) periods[i].push_back(1e6 / fps);
       },
-      ExecutionMode::kPipeline, std::max(settings_.frames, 4));
+      Mode::kPipeline, std::max(settings_.frames, 4));
   std::vector<double> medians;
   for (size_t i = 0; i < orders.size(); ++i) {
     if (periods[i].empty()) throw RuntimeError("pipeline run of order '" + orders[i] + "' measured no period");

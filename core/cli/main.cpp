@@ -417,7 +417,7 @@ int run(const Options& o, StopSignal& stop) {
   for (uint32_t l = 0; l < order.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
   const power::DvfsSchedule schedule = power::resolve_schedule(
       frequency_plan, platform, order, subgraph_of_layer,
-      exec_options.mode == ExecutionMode::kPipeline, dvfs_policy, warn_dvfs);
+      exec_options.mode == Mode::kPipeline, dvfs_policy, warn_dvfs);
   const auto gpio_layers = power::parse_layer_filter(o.gpio_tags);
   if (!o.gpio_tags.empty() && !platform.gpio.present()) {
     throw InputError("--gpio-tags is set but platform '" + platform.name +
