@@ -17,7 +17,10 @@
 //   bind_input(compiled&, index, host_ptr)  host_ptr is not NULL
 //   run(compiled&, hooks)                   hooks may be NULL
 // and optionally:
+//   description()                           -> const char*, when the line is only known at run
+//                                              time (what a driver sees); else kInfo's
 //   release_device(device*)                 instead of deleting it (device is not NULL)
+//   release_compiled(compiled*)             instead of deleting it (compiled is not NULL)
 //   refine_query(device&, graph, index, support&)
 //                                           after the common decode accepted the node: a
 //                                           backend-specific check that may decline it
@@ -48,7 +51,7 @@ template <typename B>
 class PluginAdapter {
  public:
   static constexpr co_up_plugin_api api() {
-    return {
+    co_up_plugin_api table = {
         sizeof(co_up_plugin_api),
         CO_UP_ABI_VERSION_MAJOR,
         CO_UP_ABI_VERSION_MINOR,
@@ -70,6 +73,8 @@ class PluginAdapter {
         &compiled_run,
         B::kInfo.boundary_layouts,
     };
+    if constexpr (requires { B::description(); }) table.description = B::description();
+    return table;
   }
 
  private:
@@ -134,7 +139,11 @@ class PluginAdapter {
   }
 
   static void compiled_release(co_up_compiled* compiled) {
-    std::unique_ptr<co_up_compiled>{compiled};
+    if constexpr (requires { B::release_compiled(compiled); }) {
+      if (compiled) B::release_compiled(compiled);
+    } else {
+      std::unique_ptr<co_up_compiled>{compiled};
+    }
   }
 
   static co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
