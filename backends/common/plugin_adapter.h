@@ -21,6 +21,10 @@
 //                                              time (what a driver sees); else kInfo's
 //   release_device(device*)                 instead of deleting it (device is not NULL)
 //   release_compiled(compiled*)             instead of deleting it (compiled is not NULL)
+//   answer_query(device&, graph*, index, support&)
+//                                           the whole answer, instead of the common decode
+//                                           (device and support are not NULL; `graph` is
+//                                           unchecked); kDecodeRules is then not needed
 //   refine_query(device&, graph, index, support&)
 //                                           after the common decode accepted the node: a
 //                                           backend-specific check that may decline it
@@ -114,6 +118,20 @@ class PluginAdapter {
 
   static co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
                                          uint32_t node_index, co_up_node_support* out_support) {
+    if constexpr (requires { B::answer_query(*device, graph, node_index, *out_support); }) {
+      return guarded(B::kStatusOrigin, "device_query_node", [&] {
+        if (!device || !out_support) {
+          fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
+        }
+        B::answer_query(*device, graph, node_index, *out_support);
+      });
+    } else {
+      return common_query(device, graph, node_index, out_support);
+    }
+  }
+
+  static co_up_status* common_query(co_up_device* device, const co_up_subgraph_desc* graph,
+                                    uint32_t node_index, co_up_node_support* out_support) {
     co_up_status* status = query_node(B::kStatusOrigin, B::kDecodeRules, device != nullptr, graph,
                                       node_index, out_support);
     if constexpr (requires { B::refine_query(*device, *graph, node_index, *out_support); }) {
