@@ -32,6 +32,7 @@
 // Part of co_up_backend_common; the table is a constant, the adapter holds no state.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -50,6 +51,10 @@ struct PluginInfo {
   int32_t kind;             // co_up_backend_kind
   uint32_t boundary_layouts;  // bit (1u << CO_UP_LAYOUT_NHWC) when it holds activations NHWC
 };
+
+// Throws INVALID_ARGUMENT unless `direction` is CO_UP_IO_INPUT or CO_UP_IO_OUTPUT and `index` is
+// below `count`, the ports in that direction: "<call>: input index 3 is out of range (2)".
+void check_port(const char* call, int32_t direction, uint32_t index, size_t count);
 
 template <typename B>
 class PluginAdapter {

@@ -76,17 +76,9 @@ namespace {
 
 Int8Partition& partition_of(co_up_compiled& compiled, int32_t direction, uint32_t index,
                             const char* call) {
-  if (direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": direction " +
-                                            std::to_string(direction) + " is neither input nor output");
-  }
   Int8Partition& p = *compiled.partition;
-  const uint32_t count = direction == CO_UP_IO_INPUT ? p.input_count() : p.output_count();
-  if (index >= count) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         std::string(call) + ": " + (direction == CO_UP_IO_INPUT ? "input" : "output") +
-             " index " + std::to_string(index) + " is out of range (" + std::to_string(count) + ")");
-  }
+  backends::check_port(call, direction, index,
+                       direction == CO_UP_IO_INPUT ? p.input_count() : p.output_count());
   return p;
 }
 

@@ -359,15 +359,8 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
 // The backend as backends::PluginAdapter builds the ABI table from it.
 
 co_up_compiled::Port& port(co_up_compiled& compiled, int32_t direction, uint32_t index, const char* call) {
-  if (direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": direction " + std::to_string(direction) + " is neither input nor output");
-  }
   auto& ports = direction == CO_UP_IO_INPUT ? compiled.inputs : compiled.outputs;
-  if (index >= ports.size()) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": " + (direction == CO_UP_IO_INPUT ? "input" : "output") +
-                                            " index " + std::to_string(index) + " is out of range (" +
-                                            std::to_string(ports.size()) + ")");
-  }
+  backends::check_port(call, direction, index, ports.size());
   return ports[index];
 }
 

@@ -445,17 +445,8 @@ void XnnBackend::refine_query(co_up_device& device, const co_up_subgraph_desc& g
 
 co_up_compiled::Port& port_at(co_up_compiled* compiled, int32_t direction, uint32_t index,
                               const char* call) {
-  if (direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": direction " +
-                                            std::to_string(direction) + " is neither input nor output");
-  }
   auto& list = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
-  if (index >= list.size()) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         std::string(call) + ": " + (direction == CO_UP_IO_INPUT ? "input" : "output") +
-             " index " + std::to_string(index) + " is out of range (" +
-             std::to_string(list.size()) + ")");
-  }
+  backends::check_port(call, direction, index, list.size());
   return list[index];
 }
 

@@ -29,23 +29,19 @@ Platform board() {
                         "test platform");
 }
 
+const PluginRegistry& test_plugins() {
+  static const PluginRegistry registry = PluginRegistry::load_directory(kTestPlugins);
+  return registry;
+}
+
 class PlacementTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    registry_ = new PluginRegistry(PluginRegistry::load_directory(kTestPlugins));
-  }
-  static void TearDownTestSuite() {
-    delete registry_;
-    registry_ = nullptr;
-  }
-  static PluginRegistry* registry_;
+  const PluginRegistry& plugins_ = test_plugins();
   const graph::Graph graph_ = build_network({"alexnet", "layers", 64, 7, ""});
 };
 
-PluginRegistry* PlacementTest::registry_ = nullptr;
-
 TEST_F(PlacementTest, BindsEachLetterOnceToTheFirstLoadedBackend) {
-  const Placement p = Placement::create(graph_, "BBLLLLBB", board(), *registry_);
+  const Placement p = Placement::create(graph_, "BBLLLLBB", board(), plugins_);
   EXPECT_EQ(p.order(), "BBLLLLBB");
   ASSERT_EQ(p.partition().subgraphs().size(), 3u);
   ASSERT_EQ(p.processors().size(), 2u);  // B owns two sub-graphs, one device
@@ -65,7 +61,7 @@ TEST_F(PlacementTest, BindsEachLetterOnceToTheFirstLoadedBackend) {
 
 TEST_F(PlacementTest, ADeclinedNodeIsAnInputErrorNamingItWithoutFallback) {
   try {
-    Placement::create(graph_, "NNNNNNNN", board(), *registry_);
+    Placement::create(graph_, "NNNNNNNN", board(), plugins_);
     FAIL() << "partial-npu declines LRN";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("layer 0 (conv1)"));
@@ -77,7 +73,7 @@ TEST_F(PlacementTest, ADeclinedNodeIsAnInputErrorNamingItWithoutFallback) {
 TEST_F(PlacementTest, FallbackMovesDeclinedLayersAndKeepsTheAcceleratorsDevice) {
   PlacementOptions options;
   options.npu_fallback = 'L';
-  const Placement p = Placement::create(graph_, "NNNNNNNN", board(), *registry_, options);
+  const Placement p = Placement::create(graph_, "NNNNNNNN", board(), plugins_, options);
   EXPECT_EQ(p.order(), "LLNNNNNL");
   EXPECT_EQ(p.fallback().order, "LLNNNNNL");
   ASSERT_EQ(p.fallback().moves.size(), 3u);
@@ -86,7 +82,7 @@ TEST_F(PlacementTest, FallbackMovesDeclinedLayersAndKeepsTheAcceleratorsDevice) 
   EXPECT_EQ(p.processor('N').backend, "partial-npu");
   EXPECT_EQ(p.processor('N').spec, p.platform().find('N'));
   // The fallback's order runs, and computes what the CPU computes (within the plugin's rounding).
-  Executor executor(Placement::create(graph_, "NNNNNNNN", board(), *registry_, options), {});
+  Executor executor(Placement::create(graph_, "NNNNNNNN", board(), plugins_, options), {});
   RunRequest request;
   request.input_sets.push_back(seeded_inputs(graph_, 1));
   EXPECT_EQ(executor.run(request).profile.order, "LLNNNNNL");
@@ -94,7 +90,7 @@ TEST_F(PlacementTest, FallbackMovesDeclinedLayersAndKeepsTheAcceleratorsDevice) 
 
 TEST_F(PlacementTest, AnUnknownLetterIsAnInputErrorNamingThePlatformsLetters) {
   try {
-    Placement::create(graph_, "BBBBXXXX", board(), *registry_);
+    Placement::create(graph_, "BBBBXXXX", board(), plugins_);
     FAIL() << "X is no processor of the board";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("uses 'X', but platform 'placement-board' defines only BLN"));
