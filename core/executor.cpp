@@ -8,12 +8,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "core/affinity.h"
 #include "core/error.h"
-#include "core/message_text.h"
 #include "core/receiver.h"
 #include "core/sender.h"
 #include "profiler/events.h"
