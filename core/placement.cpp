@@ -115,22 +115,36 @@ void Placement::Impl::describe_and_query(const FallbackProbe& probe) {
   }
 }
 
+ResolvedOrder resolve_order(const graph::Graph& graph, const std::string& order,
+                            const Platform& platform, const PluginRegistry& plugins,
+                            char npu_fallback) {
+  ResolvedOrder resolved;
+  if (npu_fallback != 0) {
+    resolved.fallback =
+        plan_npu_fallback(graph, order, platform, plugins, npu_fallback, resolved.probe);
+  } else {
+    resolved.fallback.order = order;
+  }
+  return resolved;
+}
+
 Placement Placement::create(const graph::Graph& graph, const std::string& order,
                             const Platform& platform, const PluginRegistry& plugins,
                             const PlacementOptions& options) {
+  return create(graph, resolve_order(graph, order, platform, plugins, options.npu_fallback),
+                platform, plugins, options);
+}
+
+Placement Placement::create(const graph::Graph& graph, ResolvedOrder resolved,
+                            const Platform& platform, const PluginRegistry& plugins,
+                            const PlacementOptions& options) {
   const int64_t start = profiler::now_ns();
-  FallbackProbe probe;
-  FallbackPlan fallback;
-  if (options.npu_fallback != 0) {
-    fallback = plan_npu_fallback(graph, order, platform, plugins, options.npu_fallback, probe);
-  } else {
-    fallback.order = order;
-  }
-  auto impl = std::make_unique<Impl>(graph, platform,
-                                     Partition::create(graph, fallback.order, options.cuts));
+  FallbackProbe& probe = resolved.probe;
+  auto impl = std::make_unique<Impl>(
+      graph, platform, Partition::create(graph, resolved.fallback.order, options.cuts));
   // The probe's spec pointers point into the caller's platform; rebind them to the copy.
   for (auto& [letter, bound] : probe.devices) bound.spec = impl->platform.find(letter);
-  impl->fallback = std::move(fallback);
+  impl->fallback = std::move(resolved.fallback);
   impl->bind(plugins, probe);
   impl->choose_nhwc(options.nhwc_boundaries);
   impl->describe_and_query(probe);

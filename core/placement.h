@@ -45,11 +45,29 @@ struct PlacementOptions {
   bool nhwc_boundaries = true;
 };
 
+// The order a run will use, --npu_fallback applied, before any device of the run is bound: a
+// run sets its DVFS levels between the two (device setup may take long, and a signal then must
+// find the levels in the journal). The accelerator devices the fallback queried are kept for the
+// Placement, with what they answered.
+struct ResolvedOrder {
+  FallbackPlan fallback;  // fallback.order: the order to run; report empty without the option
+  FallbackProbe probe;
+};
+// npu_fallback 0: the order as given. Throws what plan_npu_fallback throws.
+ResolvedOrder resolve_order(const graph::Graph& graph, const std::string& order,
+                            const Platform& platform, const PluginRegistry& plugins,
+                            char npu_fallback);
+
 class Placement {
  public:
   // Throws InputError (order not fitting the graph, unknown letter, missing plugin, a node a
   // processor declines, bad --npu_fallback letter) or RuntimeError (a plugin call failed).
   static Placement create(const graph::Graph& graph, const std::string& order,
+                          const Platform& platform, const PluginRegistry& plugins,
+                          const PlacementOptions& options = {});
+  // The same in two steps: `resolved` from resolve_order() with the same platform and plugins;
+  // options.npu_fallback is not used.
+  static Placement create(const graph::Graph& graph, ResolvedOrder resolved,
                           const Platform& platform, const PluginRegistry& plugins,
                           const PlacementOptions& options = {});
   // The same for a partition made elsewhere; options.npu_fallback and options.cuts are not used.

@@ -390,16 +390,16 @@ int run(const Options& o, StopSignal& stop) {
   }
 
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
-  check_cores_exist(platform);
   // Layers on npu-int8 run their first --calibration frames in f32 (a device option).
   prepare_calibration(platform, registry, static_cast<int>(o.calibration));
-  // --order bound to this machine: --npu_fallback's moves (printed on stderr), devices, checks.
-  Placement placement = Placement::create(
+  // --order with --npu_fallback's moves (printed on stderr); the run's devices are bound later,
+  // after the DVFS levels are set.
+  ResolvedOrder resolved = resolve_order(
       g, o.order.empty() ? std::string(g.layer_count(), 'B') : o.order, platform, registry,
-      {o.npu_fallback});
-  for (const std::string& line : placement.fallback().report) std::cerr << "co_up: " << line << "\n";
-  const std::string order = placement.order();
-  const Partition& partition = placement.partition();
+      o.npu_fallback);
+  for (const std::string& line : resolved.fallback.report) std::cerr << "co_up: " << line << "\n";
+  const std::string order = resolved.fallback.order;
+  const Partition partition = Partition::create(g, order);
   std::string subgraph_letters;
   for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
   const power::FrequencyPlan frequency_plan =
@@ -428,11 +428,10 @@ int run(const Options& o, StopSignal& stop) {
   if (use_meter) power::ExternalMeter::validate(meter_options, !o.gpio_tags.empty());
   exec_options.receiver_buffers = o.buffers;
   exec_options.profile_level = o.profile;
+  check_cores_exist(platform);
   RunRequest request;
   request.frames = static_cast<uint64_t>(o.frames);
   request.input_sets.push_back(load_input(o, g));
-  // Layers on npu-int8: distinct inputs, int8-vs-f32 report after the run.
-  const AccuracyReport int8_accuracy(placement, registry, o, request);
   // Fail on unreadable inputs now, not after a long run (outputs were checked at the start).
   const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
   const std::vector<std::string> labels = read_class_labels(o.labels, out_desc);
@@ -488,6 +487,10 @@ int run(const Options& o, StopSignal& stop) {
     sampler = std::make_unique<power::PowerSampler>(platform.sensors, o.sysfs_root, o.power_rate);
   }
 
+  // The order bound to this machine: devices, node queries (kept from the fallback where it asked).
+  Placement placement = Placement::create(g, std::move(resolved), platform, registry);
+  // Layers on npu-int8: distinct inputs, int8-vs-f32 report after the run.
+  const AccuracyReport int8_accuracy(placement, registry, o, request);
   Executor executor(std::move(placement), exec_options);
   {
     std::lock_guard lock(stop_run_mutex);

@@ -88,6 +88,20 @@ TEST_F(PlacementTest, FallbackMovesDeclinedLayersAndKeepsTheAcceleratorsDevice) 
   EXPECT_EQ(executor.run(request).profile.order, "LLNNNNNL");
 }
 
+// A run resolves the order first (its DVFS levels are set before any of its devices exists),
+// then binds: the accelerator device the fallback queried is the one the placement runs on.
+TEST_F(PlacementTest, InTwoStepsTheFallbacksDeviceIsTheOneBound) {
+  ResolvedOrder resolved = resolve_order(graph_, "NNNNNNNN", board(), plugins_, 'B');
+  EXPECT_EQ(resolved.fallback.order, "BBNNNNNB");
+  ASSERT_EQ(resolved.probe.devices.count('N'), 1u);
+  EXPECT_EQ(resolved.probe.devices.count('B'), 0u);  // CPUs are bound with the placement
+  const Device* queried = resolved.probe.devices.at('N').device.get();
+  const Placement p = Placement::create(graph_, std::move(resolved), board(), plugins_);
+  EXPECT_EQ(p.order(), "BBNNNNNB");
+  EXPECT_EQ(p.processor('N').device.get(), queried);
+  EXPECT_EQ(resolve_order(graph_, "BBLL", board(), plugins_, 0).fallback.order, "BBLL");
+}
+
 TEST_F(PlacementTest, AnUnknownLetterIsAnInputErrorNamingThePlatformsLetters) {
   try {
     Placement::create(graph_, "BBBBXXXX", board(), plugins_);
