@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "bench/bench_text.h"
+#include "core/bound_processor.h"
 #include "core/cli/profile_command.h"
 #include "core/cli/verify_mappings.h"
 #include "core/error.h"
@@ -331,13 +332,8 @@ NetworkResult run_network(const std::string& name, const Options& o, const Platf
 int run(const Options& o) {
   const Platform platform = detect_host_platform("/sys");
   const PluginRegistry plugins = PluginRegistry::load_directory(o.plugins);
-  std::string backend;
-  for (const std::string& b : platform.find('B')->backends) {
-    if (plugins.find(b)) {
-      backend = b;
-      break;
-    }
-  }
+  const std::shared_ptr<const Plugin> plugin = find_backend_plugin(*platform.find('B'), plugins);
+  const std::string backend = plugin ? plugin->name() : std::string();
   std::cout << "# planner accuracy: platform " << platform.name << " (B and L, " << backend
             << "), profile " << o.repetitions << " frames per run, mappings " << o.frames
             << "+ frames (at least " << o.min_seconds << " s) after 2 warm-up, (b) " << o.reps

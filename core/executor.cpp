@@ -8,16 +8,12 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "core/affinity.h"
 #include "core/error.h"
-#include "core/message_text.h"
-#include "core/fallback.h"
 #include "core/receiver.h"
 #include "core/sender.h"
-#include "core/subgraph_desc.h"
 #include "profiler/events.h"
 
 namespace co_up {
@@ -25,16 +21,6 @@ namespace co_up {
 using profiler::Event;
 using profiler::EventKind;
 using profiler::now_ns;
-
-ExecutionMode parse_mode(const std::string& text) {
-  if (text == "pipeline") return ExecutionMode::kPipeline;
-  if (text == "switch") return ExecutionMode::kSwitch;
-  throw InputError("unknown mode '" + text + "' (use --mode=pipeline or --mode=switch)");
-}
-
-const char* mode_name(ExecutionMode mode) {
-  return mode == ExecutionMode::kPipeline ? "pipeline" : "switch";
-}
 
 namespace {
 
@@ -126,17 +112,15 @@ void on_layer_device_time(void* user, uint32_t layer, uint64_t device_ns) {
   }
 }
 
-std::string subgraph_label(const SubGraph& sg) {
-  return "sub-graph " + std::to_string(sg.index) + " (layers " + std::to_string(sg.first_layer) +
-         "-" + std::to_string(sg.last_layer) + " on " + std::string(1, sg.processor) + ")";
-}
-
 }  // namespace
 
 struct Executor::Impl {
+  // Declared first, destroyed last: the devices, the descriptions the compiled sub-graphs were
+  // made from, and the platform the processors' spec pointers point into.
+  Placement placement;
   const graph::Graph& graph;
-  Partition partition;
-  Platform platform;  // a copy: callers need not keep theirs alive (spec pointers point here)
+  const Partition& partition;
+  const Platform& platform;
   ExecutorOptions options;
   int64_t setup_ns = 0;
 
@@ -144,7 +128,6 @@ struct Executor::Impl {
   // receivers outlive both users. Members are destroyed in reverse order of declaration.
   std::vector<std::unique_ptr<Receiver>> receivers;
   std::vector<std::string> receiver_layouts;  // per receiver, for the profile (set by connect)
-  std::set<graph::TensorId> nhwc_tensors;     // edges passed in NHWC (set by compile_all)
   std::vector<std::unique_ptr<Processor>> processors;
   std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
 
@@ -163,13 +146,16 @@ struct Executor::Impl {
   std::vector<int64_t> frame_end;
   std::vector<std::vector<float>> last_outputs;
 
-  Impl(const graph::Graph& g, Partition p, const Platform& pl, ExecutorOptions o)
-      : graph(g), partition(std::move(p)), platform(pl), options(o) {}
+  Impl(Placement p, ExecutorOptions o)
+      : placement(std::move(p)),
+        graph(placement.graph()),
+        partition(placement.partition()),
+        platform(placement.platform()),
+        options(std::move(o)) {}
 
-  void set_up(const PluginRegistry& plugins);
-  void create_processors(const PluginRegistry& plugins);
+  void set_up();
+  void create_processors();
   void compile_all();
-  std::set<graph::TensorId> nhwc_boundary_tensors() const;
   void connect();
 
   bool inputs_ready(const SubGraphRuntime& s) const;
@@ -183,48 +169,22 @@ struct Executor::Impl {
   profiler::RunProfile make_profile(bool interrupted) const;
 };
 
-void Executor::Impl::set_up(const PluginRegistry& plugins) {
+void Executor::Impl::set_up() {
   const int64_t start = now_ns();
-  create_processors(plugins);
+  create_processors();
   compile_all();
   connect();
-  setup_ns = now_ns() - start;
+  setup_ns = placement.setup_ns() + (now_ns() - start);
 }
 
-void Executor::Impl::create_processors(const PluginRegistry& plugins) {
-  for (char letter : partition.processors()) {
-    const ProcessorSpec* spec = platform.find(letter);
-    if (spec == nullptr) {
-      throw InputError("order " + order_for_message(partition.order()) + " uses '" + std::string(1, letter) +
-                       "', but platform '" + platform.name + "' defines only " +
-                       platform.letters() + " (see --list-devices)");
-    }
-    std::shared_ptr<const Plugin> plugin;
-    for (const std::string& backend : spec->backends) {
-      if ((plugin = plugins.find(backend))) break;
-    }
-    if (!plugin) {
-      std::string wanted;
-      for (const std::string& b : spec->backends) wanted += (wanted.empty() ? "'" : " or '") + b + "'";
-      throw InputError("processor '" + std::string(1, letter) + "' (" + spec->name +
-                       ") needs backend plugin " + wanted + ", which is not available in '" +
-                       plugins.directory().string() + "' [" + plugins.summary() +
-                       "]; map its layers to another processor or install the plugin");
-    }
+void Executor::Impl::create_processors() {
+  for (const BoundProcessor& bound : placement.processors()) {
     auto p = std::make_unique<Processor>();
-    p->letter = letter;
-    p->spec = spec;
-    p->backend = plugin->name();
-    p->host_cores = platform.host_cores(letter);
-    std::vector<std::pair<std::string, std::string>> device_options = {
-        {"processor", std::string(1, letter)},
-        {"cores", format_cores(p->host_cores)},
-        {"threads", std::to_string(spec->is_cpu() ? spec->threads : 1)},
-    };
-    device_options.insert(device_options.end(), spec->options.begin(), spec->options.end());
-    p->device = Device::create(plugin, device_options,
-                               "creating device '" + std::string(1, letter) + "' on backend '" +
-                                   p->backend + "'");
+    p->letter = bound.letter;
+    p->spec = bound.spec;
+    p->backend = bound.backend;
+    p->device = bound.device;
+    p->host_cores = bound.host_cores;
     processors.push_back(std::move(p));
   }
   for (auto& p : processors) {
@@ -250,54 +210,19 @@ void Executor::Impl::create_processors(const PluginRegistry& plugins) {
   }
 }
 
-// Edges passed in NHWC: 4-D f32 tensors from a sub-graph to sub-graphs whose backends all hold
-// activations channels-last. The graph's own inputs and outputs stay NCHW (the user writes and
-// reads those), as does every edge touching a backend that does not declare NHWC.
-std::set<graph::TensorId> Executor::Impl::nhwc_boundary_tensors() const {
-  std::set<graph::TensorId> tensors;
-  if (!options.nhwc_boundaries) return tensors;
-  auto holds_nhwc = [&](uint32_t subgraph) {
-    const Plugin& plugin = subgraphs[subgraph]->processor->device->plugin();
-    return (plugin.boundary_layouts() & (1u << CO_UP_LAYOUT_NHWC)) != 0;
-  };
-  for (const Edge& edge : partition.edges()) {
-    if (edge.source == kGraphInput || edge.is_graph_output || edge.destinations.empty()) continue;
-    const graph::TensorDesc& desc = graph.tensor(edge.tensor).desc;
-    if (desc.shape.size() != 4 || desc.dtype != graph::DataType::kF32) continue;
-    if (holds_nhwc(edge.source) &&
-        std::all_of(edge.destinations.begin(), edge.destinations.end(), holds_nhwc)) {
-      tensors.insert(edge.tensor);
-    }
-  }
-  return tensors;
-}
-
 void Executor::Impl::compile_all() {
   // Sub-graphs are compiled in parallel (weight packing dominates setup), each on a thread pinned
   // to its processor's host cores so first-touch memory lands near the processor that uses it.
-  nhwc_tensors = nhwc_boundary_tensors();
-  const std::set<graph::TensorId>& nhwc = nhwc_tensors;
+  // The placement has checked every node with the backend already.
   std::vector<std::exception_ptr> errors(subgraphs.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < subgraphs.size(); ++i) {
-    threads.emplace_back([this, i, &errors, &nhwc] {
+    threads.emplace_back([this, i, &errors] {
       SubGraphRuntime& s = *subgraphs[i];
       try {
         pin_current_thread(s.processor->host_cores);
-        SubGraphDesc desc(graph, *s.subgraph, nhwc);
-        if (s.processor->device->plugin().api().device_query_node != nullptr) {
-          for (uint32_t n = 0; n < desc.get().node_count; ++n) {
-            const co_up_node_support support = s.processor->device->query_node(
-                desc.get(), n, "querying " + subgraph_label(*s.subgraph));
-            if (!support.supported) {
-              throw InputError(unsupported_node_message(graph, desc.get().nodes[n],
-                                                        *s.processor->spec, s.processor->backend,
-                                                        support.reason));
-            }
-          }
-        }
         s.compiled = std::make_unique<CompiledSubGraph>(
-            s.processor->device, desc.get(),
+            s.processor->device, placement.desc(s.subgraph->index).get(),
             subgraph_label(*s.subgraph) + " on backend '" + s.processor->backend + "'");
       } catch (...) {
         errors[i] = std::current_exception();
@@ -323,7 +248,7 @@ void Executor::Impl::connect() {
                                                      edge.source, edge.destinations[k]));
       receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
       receiver_layouts.push_back(graph::layout_name(
-          nhwc_tensors.count(edge.tensor) != 0 ? graph::Layout::kNhwc : t.desc.layout));
+          placement.nhwc_tensors().count(edge.tensor) != 0 ? graph::Layout::kNhwc : t.desc.layout));
     }
   }
   const auto& graph_inputs = graph.inputs();
@@ -367,7 +292,7 @@ void Executor::Impl::connect() {
 
 bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
   if (s.next_frame >= frames) return false;
-  if (s.reads_graph_input && options.mode == ExecutionMode::kSwitch && completed < s.next_frame) {
+  if (s.reads_graph_input && options.mode == Mode::kSwitch && completed < s.next_frame) {
     return false;  // switch mode: one frame in flight
   }
   for (const InputPort& in : s.inputs) {
@@ -632,11 +557,14 @@ profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
   return profile;
 }
 
+Executor::Executor(Placement placement, ExecutorOptions options)
+    : impl_(std::make_unique<Impl>(std::move(placement), std::move(options))) {
+  impl_->set_up();
+}
+
 Executor::Executor(const graph::Graph& graph, Partition partition, const Platform& platform,
                    const PluginRegistry& plugins, ExecutorOptions options)
-    : impl_(std::make_unique<Impl>(graph, std::move(partition), platform, options)) {
-  impl_->set_up(plugins);
-}
+    : Executor(Placement::create(graph, std::move(partition), platform, plugins), std::move(options)) {}
 
 Executor::~Executor() = default;
 

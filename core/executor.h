@@ -1,8 +1,8 @@
 // Executor: sets up a Partition on its processors and runs frames through it.
 //
-// Setup (constructor): one device per processor letter from its backend plugin; every sub-graph
-// checked node by node (capability query) and compiled, all sub-graphs in parallel; one Receiver
-// per (boundary edge, destination) with the capacity the pipeline depth needs.
+// Setup (constructor): takes a Placement (core/placement.h: devices bound, nodes checked), compiles
+// every sub-graph, all in parallel; one Receiver per (boundary edge, destination) with the
+// capacity the pipeline depth needs.
 //
 // Run: one host thread per *processor* (not per sub-graph), pinned to that processor's host
 // cores. A processor that owns several sub-graphs (order "BLB") runs whichever has a frame ready,
@@ -26,7 +26,9 @@
 #include <vector>
 
 #include "core/layer_observer.h"
+#include "core/mapping.h"
 #include "core/partition.h"
+#include "core/placement.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -34,13 +36,11 @@
 
 namespace co_up {
 
-enum class ExecutionMode { kPipeline, kSwitch };
-// Throws InputError for anything but "pipeline" or "switch".
-ExecutionMode parse_mode(const std::string& text);
-const char* mode_name(ExecutionMode mode);
+// The executor's name for the Mode of a Mapping (core/mapping.h): the same type.
+using ExecutionMode = Mode;
 
 struct ExecutorOptions {
-  ExecutionMode mode = ExecutionMode::kPipeline;
+  Mode mode = Mode::kPipeline;
   // Receive buffers of an edge between adjacent stages (2: producer and consumer overlap);
   // edges that skip stages get proportionally more (see receiver_capacities).
   uint32_t receiver_buffers = 2;
@@ -50,10 +50,6 @@ struct ExecutorOptions {
   // the development host (the idle core comes back slow: cold caches, or another physical core
   // under a hypervisor); spinning costs power while waiting. 0 sleeps at once.
   uint32_t spin_wait_us = 1000;
-  // Pass 4-D f32 tensors between two sub-graphs whose backends both hold activations in NHWC
-  // (co_up_plugin_api.boundary_layouts) in that layout, so neither side transposes. False: NCHW
-  // at every boundary (to measure what the negotiation saves).
-  bool nhwc_boundaries = true;
   // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
   // owned; they must outlive the Executor.
   std::vector<LayerObserver*> observers;
@@ -74,8 +70,11 @@ struct RunResult {
 
 class Executor {
  public:
-  // Throws InputError (unknown letter, missing plugin, unsupported node) or RuntimeError.
-  // `graph` must outlive the Executor; the platform is copied.
+  // Throws RuntimeError when a sub-graph does not compile. The placement's graph must outlive
+  // the Executor.
+  Executor(Placement placement, ExecutorOptions options);
+  // The same with Placement::create(graph, partition, platform, plugins) first: throws what that
+  // throws too (unknown letter, missing plugin, unsupported node).
   Executor(const graph::Graph& graph, Partition partition, const Platform& platform,
            const PluginRegistry& plugins, ExecutorOptions options);
   ~Executor();

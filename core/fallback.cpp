@@ -1,11 +1,8 @@
 #include "core/fallback.h"
 
 #include <map>
-#include <memory>
-#include <optional>
 #include <utility>
 
-#include "core/affinity.h"
 #include "core/error.h"
 #include "core/partition.h"
 #include "core/plugin.h"
@@ -18,40 +15,6 @@ std::string layer_label(const std::vector<graph::LayerUnit>& layers, uint32_t la
   return std::to_string(layer) + " (" + (layer < layers.size() ? layers[layer].name : "?") + ")";
 }
 
-// What an accelerator letter resolved to: a device to query, or why there is none.
-struct Accelerator {
-  std::shared_ptr<Device> device;
-  std::string backend;
-  std::string unavailable;  // set when no plugin of the processor's backends loaded
-};
-
-Accelerator open_accelerator(char letter, const ProcessorSpec& spec, const Platform& platform,
-                             const PluginRegistry& registry) {
-  Accelerator a;
-  std::shared_ptr<const Plugin> plugin;
-  for (const std::string& backend : spec.backends) {
-    if ((plugin = registry.find(backend))) break;
-  }
-  if (!plugin) {
-    std::string wanted;
-    for (const std::string& b : spec.backends) wanted += (wanted.empty() ? "'" : " or '") + b + "'";
-    a.unavailable = "no plugin " + wanted + " loaded [" + registry.summary() + "]";
-    return a;
-  }
-  a.backend = plugin->name();
-  // The options the Executor gives the device, so that the answers are the ones it will get.
-  std::vector<std::pair<std::string, std::string>> options = {
-      {"processor", std::string(1, letter)},
-      {"cores", format_cores(platform.host_cores(letter))},
-      {"threads", std::to_string(spec.is_cpu() ? spec.threads : 1)},
-  };
-  options.insert(options.end(), spec.options.begin(), spec.options.end());
-  a.device = Device::create(plugin, options,
-                            "npu fallback: creating device '" + std::string(1, letter) +
-                                "' on backend '" + a.backend + "'");
-  return a;
-}
-
 }  // namespace
 
 bool is_accelerator(const ProcessorSpec& spec) { return spec.kind == "npu" || spec.kind == "dsp"; }
@@ -59,6 +22,13 @@ bool is_accelerator(const ProcessorSpec& spec) { return spec.kind == "npu" || sp
 FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& order,
                                const Platform& platform, const PluginRegistry& registry,
                                char fallback) {
+  FallbackProbe probe;
+  return plan_npu_fallback(graph, order, platform, registry, fallback, probe);
+}
+
+FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& order,
+                               const Platform& platform, const PluginRegistry& registry,
+                               char fallback, FallbackProbe& probe) {
   const ProcessorSpec* target = platform.find(fallback);
   if (target == nullptr) {
     throw InputError("--npu_fallback=" + std::string(1, fallback) + ": platform '" +
@@ -72,7 +42,7 @@ FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& ord
   const std::vector<graph::LayerUnit> layers = graph.layers();
   FallbackPlan plan;
   plan.order = order;
-  std::map<char, Accelerator> accelerators;  // opened once, on first use
+  std::map<char, std::string> unavailable;   // accelerators without a loaded plugin: why
   std::map<uint32_t, FallbackMove> moved;    // by layer: ascending, one entry per layer
   bool any_accelerator = false;
   for (;;) {
@@ -82,20 +52,24 @@ FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& ord
       const ProcessorSpec* spec = platform.find(sg.processor);
       if (spec == nullptr || !is_accelerator(*spec)) continue;  // unknown letters: the Executor's
       any_accelerator = true;
-      auto it = accelerators.find(sg.processor);
-      if (it == accelerators.end()) {
-        it = accelerators
-                 .emplace(sg.processor, open_accelerator(sg.processor, *spec, platform, registry))
-                 .first;
+      if (probe.devices.count(sg.processor) == 0 && unavailable.count(sg.processor) == 0) {
+        if (find_backend_plugin(*spec, registry)) {
+          probe.devices.emplace(sg.processor, bind_processor(sg.processor, plan.order, platform,
+                                                             registry, "npu fallback: "));
+        } else {
+          unavailable.emplace(sg.processor, "no plugin " + backend_choices(*spec) + " loaded [" +
+                                                registry.summary() + "]");
+        }
       }
-      const Accelerator& acc = it->second;
-      if (!acc.device) {
+      if (unavailable.count(sg.processor) != 0) {
         for (uint32_t l = sg.first_layer; l <= sg.last_layer; ++l) {
           round.emplace(l, FallbackMove{l, layers.at(l).name, sg.processor, "", "", "",
-                                        acc.unavailable});
+                                        unavailable.at(sg.processor)});
         }
         continue;
       }
+      const BoundProcessor& acc = probe.devices.at(sg.processor);
+      bool declined = false;
       const SubGraphDesc desc(graph, sg);
       for (uint32_t n = 0; n < desc.get().node_count; ++n) {
         const co_up_node_desc& node = desc.get().nodes[n];
@@ -105,10 +79,12 @@ FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& ord
             "npu fallback: querying layer " + layer_label(layers, node.layer) + " on '" +
                 std::string(1, sg.processor) + "' (backend '" + acc.backend + "')");
         if (support.supported) continue;
+        declined = true;
         round.emplace(node.layer, FallbackMove{node.layer, layers.at(node.layer).name,
                                                sg.processor, acc.backend, node.name, node.op_type,
                                                support.reason});
       }
+      if (!declined) probe.supported.emplace(sg.processor, sg.first_layer, sg.last_layer);
     }
     if (round.empty()) break;
     for (auto& [layer, move] : round) {

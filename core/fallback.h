@@ -7,10 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "co_up/plugin_abi.h"
+#include "core/bound_processor.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -50,6 +54,17 @@ struct FallbackPlan {
 FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& order,
                                const Platform& platform, const PluginRegistry& registry,
                                char fallback);
+
+// What plan_npu_fallback learnt on the way, for the Placement that runs its order: the
+// accelerator devices it opened (bound as a run binds them) and the sub-graphs (letter, first
+// layer, last layer) whose every node their accelerator supports, so they are not asked again.
+struct FallbackProbe {
+  std::map<char, BoundProcessor> devices;
+  std::set<std::tuple<char, uint32_t, uint32_t>> supported;
+};
+FallbackPlan plan_npu_fallback(const graph::Graph& graph, const std::string& order,
+                               const Platform& platform, const PluginRegistry& registry,
+                               char fallback, FallbackProbe& probe);
 
 // The error for a node that `processor` cannot run: layer index and name, node, op, processor,
 // backend and the plugin's reason, and what to do (for accelerators, --npu_fallback).

@@ -155,4 +155,9 @@ std::vector<std::vector<uint32_t>> receiver_capacities(const Partition& partitio
   return capacities;
 }
 
+std::string subgraph_label(const SubGraph& sg) {
+  return "sub-graph " + std::to_string(sg.index) + " (layers " + std::to_string(sg.first_layer) +
+         "-" + std::to_string(sg.last_layer) + " on " + std::string(1, sg.processor) + ")";
+}
+
 }  // namespace co_up

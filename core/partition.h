@@ -58,6 +58,9 @@ class Partition {
   std::vector<uint32_t> layer_to_subgraph_;
 };
 
+// "sub-graph 2 (layers 5-7 on L)", for messages.
+std::string subgraph_label(const SubGraph& subgraph);
+
 // Throws InputError unless `order` is non-empty and all upper-case ASCII letters; the message
 // names the first other character and its position, counted in characters (UTF-8 code points),
 // and quotes a long order shortened (core/message_text.h).

@@ -18,7 +18,7 @@ namespace co_up {
 class SubGraphDesc {
  public:
   // Tensors in `nhwc` are described with CO_UP_LAYOUT_NHWC (the runtime's choice for boundaries
-  // between two NHWC backends, see ExecutorOptions::nhwc_boundaries); all others keep the graph's.
+  // between two NHWC backends, see PlacementOptions::nhwc_boundaries); all others keep the graph's.
   SubGraphDesc(const graph::Graph& graph, const SubGraph& subgraph,
                const std::set<graph::TensorId>& nhwc = {});
   SubGraphDesc(const SubGraphDesc&) = delete;

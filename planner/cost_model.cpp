@@ -33,7 +33,6 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-const char* mode_name(Mode mode) { return mode == Mode::kPipeline ? "pipeline" : "switch"; }
 
 CostModel::CostModel(const LayerProfile& profile) : profile_(profile), layers_(profile.network.layer_count) {
   // Profiles from read_layer_profile are checked; these guard ones built in code.

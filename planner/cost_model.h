@@ -47,25 +47,19 @@
 #include <string>
 #include <vector>
 
+#include "core/mapping.h"
 #include "planner/layer_profile.h"
 
 namespace co_up::planner {
 
-enum class Mode { kPipeline, kSwitch };
+// One Mapping type for planner and runtime (core/mapping.h).
+using co_up::Mapping;
+using co_up::Mode;
+using co_up::mode_name;
 
 // The time charged for a layer on a processor that declined it (1000 s): large enough that no
 // search prefers it, finite so that sums and comparisons stay ordinary numbers.
 inline constexpr double kDeclinedUs = 1e9;
-const char* mode_name(Mode mode);  // "pipeline" / "switch", as --mode takes
-
-struct Mapping {
-  std::string order;        // one letter per layer
-  Mode mode = Mode::kPipeline;
-  std::vector<int> levels;  // one per CostModel::domains() entry; 0 = as found; empty = all 0
-
-  bool operator==(const Mapping&) const = default;
-};
-
 struct ResourceTime {
   std::string processors;  // letters sharing the resource, e.g. "BG"
   double busy_us = 0;      // per frame

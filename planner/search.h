@@ -17,6 +17,8 @@
 //                           profile has power data); seeded; deterministic for a seed.
 //   best_single_processor, heft   baselines.
 //   brute_force             every order (small networks only), for tests.
+// Each lives in its own file under planner/search/; planner/search_algorithm.h gives them one
+// interface and a registry by name, through which plan() calls them.
 #pragma once
 
 #include <cstdint>

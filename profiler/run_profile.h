@@ -39,7 +39,7 @@ struct ReceiverInfo {
   uint64_t transfers = 0;
   uint64_t full_stalls = 0;
   // The tensor's memory order on this edge: "NHWC" where both backends hold activations
-  // channels-last and the runtime passed it so (ExecutorOptions::nhwc_boundaries), else the
+  // channels-last and the runtime passed it so (PlacementOptions::nhwc_boundaries), else the
   // graph's ("NCHW", or "any" for tensors without spatial meaning; graph::layout_name).
   std::string layout;
 };

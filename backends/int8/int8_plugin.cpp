@@ -22,6 +22,7 @@
 #include "int8_partition.h"
 #include "int8_vnni.h"
 #include "node_decode.h"
+#include "plugin_adapter.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
 #include "run_hooks.h"
@@ -73,27 +74,34 @@ struct co_up_compiled {
 namespace co_up::int8 {
 namespace {
 
-void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
-
-co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return backends::guarded(kStatusOrigin, "factory_create", [&] {
-    if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
-    *out_factory = nullptr;
-    xnnpack::initialize_xnnpack("map N's layers to a CPU");
-    *out_factory = std::make_unique<co_up_factory>().release();
-  });
+Int8Partition& partition_of(co_up_compiled& compiled, int32_t direction, uint32_t index,
+                            const char* call) {
+  Int8Partition& p = *compiled.partition;
+  backends::check_port(call, direction, index,
+                       direction == CO_UP_IO_INPUT ? p.input_count() : p.output_count());
+  return p;
 }
 
-// XNNPACK's initialisation is process-wide and idempotent; it is never undone.
-void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{factory}; }
+// The backend as backends::PluginAdapter builds the ABI table from it.
+struct Int8Backend {
+  static constexpr backends::PluginInfo kInfo = {
+      kBackendName, kBackendVersion,
+      "int8 reference accelerator: quantises its whole partition (per-channel weights, activations "
+      "calibrated on its first frames), XNNPACK int8 operators and AVX512-VNNI kernels",
+      CO_UP_BACKEND_ACCELERATOR,
+      0,  // boundary_layouts: NCHW only
+  };
+  static constexpr const backends::StatusOrigin& kStatusOrigin = int8::kStatusOrigin;
+  static constexpr const backends::DecodeRules& kDecodeRules = int8::kDecodeRules;
 
-co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
-                            uint32_t option_count, co_up_device** out_device) {
-  return backends::guarded(kStatusOrigin, "device_create", [&] {
-    if (!factory || !out_device) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
-    }
-    *out_device = nullptr;
+  // XNNPACK's initialisation is process-wide and idempotent; it is never undone.
+  static std::unique_ptr<co_up_factory> create_factory(const co_up_option*, uint32_t) {
+    xnnpack::initialize_xnnpack("map N's layers to a CPU");
+    return std::make_unique<co_up_factory>();
+  }
+
+  static std::unique_ptr<co_up_device> create_device(co_up_factory&, const co_up_option* options,
+                                                     uint32_t option_count) {
     auto device = std::make_unique<co_up_device>();
     backends::CpuDeviceOptions parsed;
     device->partition.calibration_frames = kDefaultCalibrationFrames;
@@ -125,124 +133,57 @@ co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
     } catch (const std::runtime_error& e) {
       fail(CO_UP_STATUS_RUNTIME_ERROR, std::string("processor ") + device->processor + ": " + e.what());
     }
-    *out_device = device.release();
-  });
-}
+    return device;
+  }
 
-void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device}; }
-
-// Whether the node can run here, and for a node that can, how: int8 with which kernel, or in f32
-// between a dequantise and a quantise.
-co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
-                                uint32_t node_index, co_up_node_support* out_support) {
-  co_up_status* status = backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr,
-                                              graph, node_index, out_support);
-  if (status || !out_support->supported) return status;
-  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
-    const backends::NodePlan plan = backends::decode_node(kDecodeRules, *graph, node_index);
-    const bool vnni = device->partition.use_vnni && vnni_available();
-    std::snprintf(out_support->reason, sizeof(out_support->reason), "%s",
+  // For a node that can run here, how: int8 with which kernel, or in f32 between a dequantise
+  // and a quantise.
+  static void refine_query(co_up_device& device, const co_up_subgraph_desc& graph,
+                           uint32_t node_index, co_up_node_support& support) {
+    const backends::NodePlan plan = backends::decode_node(kDecodeRules, graph, node_index);
+    const bool vnni = device.partition.use_vnni && vnni_available();
+    std::snprintf(support.reason, sizeof(support.reason), "%s",
                   plan_execution(plan, vnni).note.c_str());
-  });
-}
+  }
 
-co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
-                              co_up_compiled** out_compiled) {
-  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
-    if (!device || !out_compiled) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
-    }
-    *out_compiled = nullptr;
-    backends::check_graph(graph);
+  static std::unique_ptr<co_up_compiled> compile(co_up_device& device,
+                                                 const co_up_subgraph_desc& graph) {
     auto compiled = std::make_unique<co_up_compiled>();
     compiled->partition =
-        std::make_unique<Int8Partition>(*graph, kDecodeRules, *device->pool, device->partition);
-    *out_compiled = compiled.release();
-  });
-}
-
-void compiled_release(co_up_compiled* compiled) { std::unique_ptr<co_up_compiled>{compiled}; }
-
-Int8Partition& partition_of(co_up_compiled* compiled, int32_t direction, uint32_t index,
-                            const char* call) {
-  if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": compiled is NULL");
-  if (direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": direction " +
-                                            std::to_string(direction) + " is neither input nor output");
+        std::make_unique<Int8Partition>(graph, kDecodeRules, *device.pool, device.partition);
+    return compiled;
   }
-  Int8Partition& p = *compiled->partition;
-  const uint32_t count = direction == CO_UP_IO_INPUT ? p.input_count() : p.output_count();
-  if (index >= count) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         std::string(call) + ": " + (direction == CO_UP_IO_INPUT ? "input" : "output") +
-             " index " + std::to_string(index) + " is out of range (" + std::to_string(count) + ")");
-  }
-  return p;
-}
 
-// Inputs are written in f32 (the ABI's layout) into a staging buffer and quantised at unmap;
-// outputs are dequantised into f32 at map. Both are the runtime's timed transfers.
-co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
-                           void** out_host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
-    if (!out_host_ptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: out_host_ptr is NULL");
+  // Inputs are written in f32 (the ABI's layout) into a staging buffer and quantised at unmap;
+  // outputs are dequantised into f32 at map. Both are the runtime's timed transfers.
+  static void* map(co_up_compiled& compiled, int32_t direction, uint32_t index) {
     Int8Partition& p = partition_of(compiled, direction, index, "compiled_map");
-    *out_host_ptr = direction == CO_UP_IO_INPUT ? static_cast<void*>(p.input_staging(index))
-                                                : const_cast<float*>(p.read_output(index));
-  });
-}
+    return direction == CO_UP_IO_INPUT ? static_cast<void*>(p.input_staging(index))
+                                       : const_cast<float*>(p.read_output(index));
+  }
 
-co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] {
+  static void unmap(co_up_compiled& compiled, int32_t direction, uint32_t index) {
     Int8Partition& p = partition_of(compiled, direction, index, "compiled_unmap");
     if (direction == CO_UP_IO_INPUT) p.enter_staged_input(index);
-  });
-}
+  }
 
-// Binding quantises straight from the runtime's buffer (f32 NCHW -> int8 NHWC in one pass); the
-// pointer is not kept past the call.
-co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, const void* host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
-    if (!host_ptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: host_ptr is NULL");
+  // Binding quantises straight from the runtime's buffer (f32 NCHW -> int8 NHWC in one pass); the
+  // pointer is not kept past the call.
+  static void bind_input(co_up_compiled& compiled, uint32_t index, const void* host_ptr) {
     Int8Partition& p = partition_of(compiled, CO_UP_IO_INPUT, index, "compiled_bind_input");
     if (reinterpret_cast<uintptr_t>(host_ptr) % alignof(float) != 0) {
       fail(CO_UP_STATUS_UNSUPPORTED,
            "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
     }
     p.enter_input(index, static_cast<const float*>(host_ptr));
-  });
-}
+  }
 
-co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
-    compiled->partition->run(backends::LayerHooks(hooks));
-  });
-}
-
-constexpr co_up_plugin_api kApi = {
-    sizeof(co_up_plugin_api),
-    CO_UP_ABI_VERSION_MAJOR,
-    CO_UP_ABI_VERSION_MINOR,
-    kBackendName,
-    kBackendVersion,
-    "int8 reference accelerator: quantises its whole partition (per-channel weights, activations "
-    "calibrated on its first frames), XNNPACK int8 operators and AVX512-VNNI kernels",
-    CO_UP_BACKEND_ACCELERATOR,
-    &status_release,
-    &factory_create,
-    &factory_release,
-    &device_create,
-    &device_release,
-    &device_query_node,
-    &compiled_create,
-    &compiled_release,
-    &compiled_map,
-    &compiled_unmap,
-    &compiled_bind_input,
-    &compiled_run,
-    0,  // boundary_layouts: NCHW only
+  static void run(co_up_compiled& compiled, const co_up_run_hooks* hooks) {
+    compiled.partition->run(backends::LayerHooks(hooks));
+  }
 };
+
+constexpr co_up_plugin_api kApi = backends::PluginAdapter<Int8Backend>::api();
 
 }  // namespace
 }  // namespace co_up::int8

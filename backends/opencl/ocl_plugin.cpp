@@ -28,6 +28,7 @@
 #include "ocl_runtime.h"
 #include "ocl_tensor_plan.h"
 #include "op_shapes.h"
+#include "plugin_adapter.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
 #include "run_hooks.h"
@@ -711,9 +712,7 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ABI functions
-
-void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
+// The backend as backends::PluginAdapter builds the ABI table from it.
 
 // Enumerated once per process: the description and every factory share it.
 const std::vector<DeviceInfo>& icd_devices(std::string* out_error) {
@@ -723,182 +722,159 @@ const std::vector<DeviceInfo>& icd_devices(std::string* out_error) {
   return devices;
 }
 
-co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return backends::guarded(kStatusOrigin, "factory_create", [&] {
-    if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
-    *out_factory = nullptr;
+struct OclBackend {
+  static constexpr backends::PluginInfo kInfo = {
+      kBackendName, kBackendVersion, nullptr /* description() */, CO_UP_BACKEND_GPU,
+      0,  // boundary_layouts: NCHW only
+  };
+  static constexpr const backends::StatusOrigin& kStatusOrigin = opencl::kStatusOrigin;
+  static constexpr const backends::DecodeRules& kDecodeRules = opencl::kDecodeRules;
+
+  static const char* description();
+
+  static std::unique_ptr<co_up_factory> create_factory(const co_up_option*, uint32_t) {
     std::string error;
     const auto& devices = icd_devices(&error);
     if (devices.empty()) fail(CO_UP_STATUS_NO_DEVICE, error);
     auto factory = std::make_unique<co_up_factory>();
     factory->devices = devices;
-    *out_factory = factory.release();
-  });
-}
+    return factory;
+  }
 
-void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{factory}; }
+  static std::unique_ptr<co_up_device> create_device(co_up_factory& factory_ref,
+                                                     const co_up_option* options,
+                                                     uint32_t option_count);
 
-co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
-                            uint32_t option_count, co_up_device** out_device) {
-  return backends::guarded(kStatusOrigin, "device_create", [&] {
-    if (!factory || !out_device) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
-    }
-    *out_device = nullptr;
-    auto device = std::make_unique<co_up_device>();
-    std::string platform_sel;
-    std::string device_sel;
-    std::string cache_dir = default_cache_dir();
-    std::string build_options = "-cl-std=CL1.2 -DROW_CHUNK=" + std::to_string(kRowChunk);
-    backends::for_each_option(options, option_count, [&](std::string_view key,
-                                                         std::string_view value_view) {
-      const std::string value(value_view);
-      if (key == "processor") {
-        if (value.size() == 1) device->processor = value[0];
-      } else if (key == "platform") {
-        platform_sel = value;
-      } else if (key == "device") {
-        device_sel = value;
-      } else if (key == "cache_dir") {
-        cache_dir = value == "off" || value == "none" ? "" : value;
-      } else if (key == "work_group_size") {
-        if (value.empty() || value.size() > 5 ||
-            value.find_first_not_of("0123456789") != std::string::npos || std::stoi(value) < 1) {
-          fail(CO_UP_STATUS_INVALID_ARGUMENT,
-               "option work_group_size='" + value + "' must be an integer >= 1");
-        }
-        device->work_group_size = static_cast<size_t>(std::stoi(value));
-      } else if (key == "test_broken_kernel") {
-        // Test-only: makes the kernel source fail to compile, to check the build-log status.
-        if (value == "1" || value == "on") build_options += " -DCO_UP_TEST_BROKEN_KERNEL";
-      }
-    });
-    device->info = select_device(factory->devices, platform_sel, device_sel);
-    cl_int err = CL_SUCCESS;
-    cl_device_id id = device->info.device;
-    const cl_context_properties properties[] = {
-        CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device->info.platform), 0};
-    device->context = ClContext(clCreateContext(properties, 1, &id, nullptr, nullptr, &err));
-    check_cl(err, "clCreateContext for '" + device->info.name + "'");
-    BuildResult built =
-        build_program(device->context.get(), device->info, kOclKernelsSource, build_options, cache_dir);
-    device->program = std::move(built.program);
-    device->program_from_cache = built.from_cache;
-    device->cache_file = built.cache_file;
-    *out_device = device.release();
-  });
-}
-
-void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device}; }
-
-co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
-                                uint32_t node_index, co_up_node_support* out_support) {
-  return backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr, graph, node_index,
-                              out_support);
-}
-
-co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
-                              co_up_compiled** out_compiled) {
-  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
-    if (!device || !out_compiled) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
-    }
-    *out_compiled = nullptr;
-    backends::check_graph(graph);
+  static std::unique_ptr<co_up_compiled> compile(co_up_device& device,
+                                                 const co_up_subgraph_desc& graph) {
     // Compiles are serialised process-wide: the warm-up run's first CLBlast call per routine
     // builds and caches CLBlast's programs, and concurrent first calls (the runtime compiles
     // sub-graphs in parallel) gave wrong results on PoCL.
     static std::mutex compile_mutex;
     std::lock_guard lock(compile_mutex);
-    *out_compiled = compile(device, *graph).release();
-  });
-}
-
-void compiled_release(co_up_compiled* compiled) {
-  if (!compiled) return;
-  // Unmap what the caller left mapped, and drain the queue before buffers go away.
-  for (size_t i = 0; i < compiled->mapped_inputs.size(); ++i) {
-    if (compiled->mapped_inputs[i]) {
-      clEnqueueUnmapMemObject(compiled->queue.get(), compiled->buffers[compiled->inputs[i]].get(),
-                              compiled->mapped_inputs[i], 0, nullptr, nullptr);
-    }
+    return opencl::compile(&device, graph);
   }
-  for (size_t i = 0; i < compiled->mapped_outputs.size(); ++i) {
-    if (compiled->mapped_outputs[i]) {
-      clEnqueueUnmapMemObject(compiled->queue.get(), compiled->buffers[compiled->outputs[i]].get(),
-                              compiled->mapped_outputs[i], 0, nullptr, nullptr);
+
+  static void release_compiled(co_up_compiled* compiled) {
+    // Unmap what the caller left mapped, and drain the queue before buffers go away.
+    for (size_t i = 0; i < compiled->mapped_inputs.size(); ++i) {
+      if (compiled->mapped_inputs[i]) {
+        clEnqueueUnmapMemObject(compiled->queue.get(), compiled->buffers[compiled->inputs[i]].get(),
+                                compiled->mapped_inputs[i], 0, nullptr, nullptr);
+      }
     }
+    for (size_t i = 0; i < compiled->mapped_outputs.size(); ++i) {
+      if (compiled->mapped_outputs[i]) {
+        clEnqueueUnmapMemObject(compiled->queue.get(), compiled->buffers[compiled->outputs[i]].get(),
+                                compiled->mapped_outputs[i], 0, nullptr, nullptr);
+      }
+    }
+    if (compiled->queue) clFinish(compiled->queue.get());
+    std::unique_ptr<co_up_compiled>{compiled};
   }
-  if (compiled->queue) clFinish(compiled->queue.get());
-  std::unique_ptr<co_up_compiled>{compiled};
-}
 
-co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
-                           void** out_host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
-    if (!compiled || !out_host_ptr) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: compiled or out_host_ptr is NULL");
-    }
-    const bool input = direction == CO_UP_IO_INPUT;
-    const auto& list = input ? compiled->inputs : compiled->outputs;
-    if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "compiled_map: " + std::string(input ? "input" : "output") + " index " +
-               std::to_string(index) + " is out of range (" + std::to_string(list.size()) + ")");
-    }
-    void*& mapped = input ? compiled->mapped_inputs[index] : compiled->mapped_outputs[index];
-    if (!mapped) {
-      const uint32_t t = list[index];
-      cl_int err = CL_SUCCESS;
-      // Inputs: the caller overwrites the whole tensor, so nothing needs to come back to the host.
-      const cl_map_flags flags = input ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ;
-      mapped = clEnqueueMapBuffer(compiled->queue.get(), compiled->buffers[t].get(), CL_TRUE, flags,
-                                  0, compiled->bytes[t], 0, nullptr, nullptr, &err);
-      check_cl(err, "clEnqueueMapBuffer");
-    }
-    *out_host_ptr = mapped;
-  });
-}
+  static void* map(co_up_compiled& c, int32_t direction, uint32_t index);
+  static void unmap(co_up_compiled& c, int32_t direction, uint32_t index);
 
-co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_unmap: compiled is NULL");
-    const bool input = direction == CO_UP_IO_INPUT;
-    const auto& list = input ? compiled->inputs : compiled->outputs;
-    if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "compiled_unmap: index " + std::to_string(index) + " is out of range");
-    }
-    void*& mapped = input ? compiled->mapped_inputs[index] : compiled->mapped_outputs[index];
-    if (!mapped) return;  // unmapping twice is harmless
-    void* ptr = mapped;
-    mapped = nullptr;
-    check_cl(clEnqueueUnmapMemObject(compiled->queue.get(),
-                                     compiled->buffers[list[index]].get(), ptr, 0, nullptr, nullptr),
-             "clEnqueueUnmapMemObject");
-  });
-}
-
-co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t, const void*) {
-  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: compiled is NULL");
+  static void bind_input(co_up_compiled&, uint32_t, const void*) {
     // Wrapping the caller's memory would need a CL_MEM_USE_HOST_PTR buffer per run (and its
     // alignment rules per driver); mapped CL_MEM_ALLOC_HOST_PTR buffers already avoid copies on
     // unified memory, so the runtime maps and copies instead.
     fail(CO_UP_STATUS_UNSUPPORTED,
          "compiled_bind_input: opencl reads inputs from its own host-visible buffers (map them)");
+  }
+
+  static void run(co_up_compiled& c, const co_up_run_hooks* hooks) { opencl::run(c, hooks); }
+};
+
+std::unique_ptr<co_up_device> OclBackend::create_device(co_up_factory& factory_ref,
+                                                        const co_up_option* options,
+                                                        uint32_t option_count) {
+  co_up_factory* factory = &factory_ref;
+  auto device = std::make_unique<co_up_device>();
+  std::string platform_sel;
+  std::string device_sel;
+  std::string cache_dir = default_cache_dir();
+  std::string build_options = "-cl-std=CL1.2 -DROW_CHUNK=" + std::to_string(kRowChunk);
+  backends::for_each_option(options, option_count, [&](std::string_view key,
+                                                       std::string_view value_view) {
+    const std::string value(value_view);
+    if (key == "processor") {
+      if (value.size() == 1) device->processor = value[0];
+    } else if (key == "platform") {
+      platform_sel = value;
+    } else if (key == "device") {
+      device_sel = value;
+    } else if (key == "cache_dir") {
+      cache_dir = value == "off" || value == "none" ? "" : value;
+    } else if (key == "work_group_size") {
+      if (value.empty() || value.size() > 5 ||
+          value.find_first_not_of("0123456789") != std::string::npos || std::stoi(value) < 1) {
+        fail(CO_UP_STATUS_INVALID_ARGUMENT,
+             "option work_group_size='" + value + "' must be an integer >= 1");
+      }
+      device->work_group_size = static_cast<size_t>(std::stoi(value));
+    } else if (key == "test_broken_kernel") {
+      // Test-only: makes the kernel source fail to compile, to check the build-log status.
+      if (value == "1" || value == "on") build_options += " -DCO_UP_TEST_BROKEN_KERNEL";
+    }
   });
+  device->info = select_device(factory->devices, platform_sel, device_sel);
+  cl_int err = CL_SUCCESS;
+  cl_device_id id = device->info.device;
+  const cl_context_properties properties[] = {
+      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device->info.platform), 0};
+  device->context = ClContext(clCreateContext(properties, 1, &id, nullptr, nullptr, &err));
+  check_cl(err, "clCreateContext for '" + device->info.name + "'");
+  BuildResult built =
+      build_program(device->context.get(), device->info, kOclKernelsSource, build_options, cache_dir);
+  device->program = std::move(built.program);
+  device->program_from_cache = built.from_cache;
+  device->cache_file = built.cache_file;
+  return device;
 }
 
-co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
-    run(*compiled, hooks);
-  });
+void* OclBackend::map(co_up_compiled& c, int32_t direction, uint32_t index) {
+  co_up_compiled* compiled = &c;
+  const bool input = direction == CO_UP_IO_INPUT;
+  const auto& list = input ? compiled->inputs : compiled->outputs;
+  if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "compiled_map: " + std::string(input ? "input" : "output") + " index " +
+             std::to_string(index) + " is out of range (" + std::to_string(list.size()) + ")");
+  }
+  void*& mapped = input ? compiled->mapped_inputs[index] : compiled->mapped_outputs[index];
+  if (!mapped) {
+    const uint32_t t = list[index];
+    cl_int err = CL_SUCCESS;
+    // Inputs: the caller overwrites the whole tensor, so nothing needs to come back to the host.
+    const cl_map_flags flags = input ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ;
+    mapped = clEnqueueMapBuffer(compiled->queue.get(), compiled->buffers[t].get(), CL_TRUE, flags,
+                                0, compiled->bytes[t], 0, nullptr, nullptr, &err);
+    check_cl(err, "clEnqueueMapBuffer");
+  }
+  return mapped;
+}
+
+void OclBackend::unmap(co_up_compiled& c, int32_t direction, uint32_t index) {
+  co_up_compiled* compiled = &c;
+  const bool input = direction == CO_UP_IO_INPUT;
+  const auto& list = input ? compiled->inputs : compiled->outputs;
+  if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         "compiled_unmap: index " + std::to_string(index) + " is out of range");
+  }
+  void*& mapped = input ? compiled->mapped_inputs[index] : compiled->mapped_outputs[index];
+  if (!mapped) return;  // unmapping twice is harmless
+  void* ptr = mapped;
+  mapped = nullptr;
+  check_cl(clEnqueueUnmapMemObject(compiled->queue.get(),
+                                   compiled->buffers[list[index]].get(), ptr, 0, nullptr, nullptr),
+           "clEnqueueUnmapMemObject");
 }
 
 // The --list-plugins line names what the ICD loader sees (and so does --list-devices).
-const char* description() {
+const char* OclBackend::description() {
   static const std::string text = [] {
     std::string error;
     const auto& devices = icd_devices(&error);
@@ -911,28 +887,10 @@ const char* description() {
   return text.c_str();
 }
 
-co_up_plugin_api make_api() {
-  co_up_plugin_api api{};
-  api.struct_size = sizeof(co_up_plugin_api);
-  api.abi_major = CO_UP_ABI_VERSION_MAJOR;
-  api.abi_minor = CO_UP_ABI_VERSION_MINOR;
-  api.name = kBackendName;
-  api.version = kBackendVersion;
-  api.description = description();
-  api.kind = CO_UP_BACKEND_GPU;
-  api.status_release = &status_release;
-  api.factory_create = &factory_create;
-  api.factory_release = &factory_release;
-  api.device_create = &device_create;
-  api.device_release = &device_release;
-  api.device_query_node = &device_query_node;
-  api.compiled_create = &compiled_create;
-  api.compiled_release = &compiled_release;
-  api.compiled_map = &compiled_map;
-  api.compiled_unmap = &compiled_unmap;
-  api.compiled_bind_input = &compiled_bind_input;
-  api.compiled_run = &compiled_run;
-  return api;
+// A function-local static: description() enumerates the ICD's devices, at first use.
+const co_up_plugin_api* plugin_api() {
+  static const co_up_plugin_api api = backends::PluginAdapter<OclBackend>::api();
+  return &api;
 }
 
 }  // namespace
@@ -941,6 +899,5 @@ co_up_plugin_api make_api() {
 extern "C" CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(
     uint32_t host_abi_major, uint32_t /*host_abi_minor*/) {
   if (host_abi_major != CO_UP_ABI_VERSION_MAJOR) return nullptr;
-  static const co_up_plugin_api api = co_up::opencl::make_api();
-  return &api;
+  return co_up::opencl::plugin_api();
 }

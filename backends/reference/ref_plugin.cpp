@@ -14,6 +14,7 @@
 
 #include "co_up/plugin_abi.h"
 #include "node_decode.h"
+#include "plugin_adapter.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
 #include "ref_cnn_kernels.h"
@@ -452,26 +453,25 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ABI functions
+// The backend as backends::PluginAdapter builds the ABI table from it.
 
-void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
+struct RefBackend {
+  static constexpr backends::PluginInfo kInfo = {
+      kBackendName, kBackendVersion,
+      "Portable multi-threaded f32 CPU backend (im2col-free packed GEMM), the reference for "
+      "correctness",
+      CO_UP_BACKEND_CPU,
+      0,  // boundary_layouts: NCHW, the layout it computes in
+  };
+  static constexpr const backends::StatusOrigin& kStatusOrigin = reference::kStatusOrigin;
+  static constexpr const backends::DecodeRules& kDecodeRules = reference::kDecodeRules;
 
-co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return backends::guarded(kStatusOrigin, "factory_create", [&] {
-    if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
-    *out_factory = std::make_unique<co_up_factory>().release();
-  });
-}
+  static std::unique_ptr<co_up_factory> create_factory(const co_up_option*, uint32_t) {
+    return std::make_unique<co_up_factory>();
+  }
 
-void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{factory}; }
-
-co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
-                            uint32_t option_count, co_up_device** out_device) {
-  return backends::guarded(kStatusOrigin, "device_create", [&] {
-    if (!factory || !out_device) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
-    }
-    *out_device = nullptr;
+  static std::unique_ptr<co_up_device> create_device(co_up_factory&, const co_up_option* options,
+                                                     uint32_t option_count) {
     auto device = std::make_unique<co_up_device>();
     backends::CpuDeviceOptions parsed;
     backends::for_each_option(options, option_count, [&](std::string_view key, std::string_view value) {
@@ -492,108 +492,52 @@ co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
     } catch (const std::runtime_error& e) {
       fail(CO_UP_STATUS_RUNTIME_ERROR, std::string("processor ") + device->processor + ": " + e.what());
     }
-    *out_device = device.release();
-  });
-}
+    return device;
+  }
 
-void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device}; }
+  static std::unique_ptr<co_up_compiled> compile(co_up_device& device,
+                                                 const co_up_subgraph_desc& graph) {
+    return reference::compile(&device, graph);
+  }
 
-co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
-                                uint32_t node_index, co_up_node_support* out_support) {
-  return backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr, graph, node_index,
-                              out_support);
-}
-
-co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
-                              co_up_compiled** out_compiled) {
-  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
-    if (!device || !out_compiled) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
-    }
-    *out_compiled = nullptr;
-    backends::check_graph(graph);
-    *out_compiled = compile(device, *graph).release();
-  });
-}
-
-void compiled_release(co_up_compiled* compiled) { std::unique_ptr<co_up_compiled>{compiled}; }
-
-co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
-                           void** out_host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
-    if (!compiled || !out_host_ptr) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: compiled or out_host_ptr is NULL");
-    }
-    const auto& list = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
+  static void* map(co_up_compiled& compiled, int32_t direction, uint32_t index) {
+    const auto& list = direction == CO_UP_IO_INPUT ? compiled.inputs : compiled.outputs;
     if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT,
            "compiled_map: " + std::string(direction == CO_UP_IO_INPUT ? "input" : "output") +
                " index " + std::to_string(index) + " is out of range (" +
                std::to_string(list.size()) + ")");
     }
-    *out_host_ptr = compiled->tensors[list[index]];
-  });
-}
+    return compiled.tensors[list[index]];
+  }
 
-co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_unmap: compiled is NULL");
-    const auto& list = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
+  static void unmap(co_up_compiled& compiled, int32_t direction, uint32_t index) {
+    const auto& list = direction == CO_UP_IO_INPUT ? compiled.inputs : compiled.outputs;
     if ((direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) || index >= list.size()) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT,
            "compiled_unmap: index " + std::to_string(index) + " is out of range");
     }
-  });
-}
+  }
 
-co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, const void* host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
-    if (!compiled || !host_ptr) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: compiled or host_ptr is NULL");
-    }
-    if (index >= compiled->inputs.size()) {
+  static void bind_input(co_up_compiled& compiled, uint32_t index, const void* host_ptr) {
+    if (index >= compiled.inputs.size()) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT,
            "compiled_bind_input: input index " + std::to_string(index) + " is out of range (" +
-               std::to_string(compiled->inputs.size()) + ")");
+               std::to_string(compiled.inputs.size()) + ")");
     }
     if (reinterpret_cast<uintptr_t>(host_ptr) % alignof(float) != 0) {
       fail(CO_UP_STATUS_UNSUPPORTED,
            "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
     }
-    compiled->bound[index] = host_ptr;
-  });
-}
+    compiled.bound[index] = host_ptr;
+  }
 
-co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
-    run(*compiled, hooks);
-  });
-}
-
-constexpr co_up_plugin_api kApi = {
-    sizeof(co_up_plugin_api),
-    CO_UP_ABI_VERSION_MAJOR,
-    CO_UP_ABI_VERSION_MINOR,
-    kBackendName,
-    kBackendVersion,
-    "Portable multi-threaded f32 CPU backend (im2col-free packed GEMM), the reference for "
-    "correctness",
-    CO_UP_BACKEND_CPU,
-    &status_release,
-    &factory_create,
-    &factory_release,
-    &device_create,
-    &device_release,
-    &device_query_node,
-    &compiled_create,
-    &compiled_release,
-    &compiled_map,
-    &compiled_unmap,
-    &compiled_bind_input,
-    &compiled_run,
-    0,  // boundary_layouts: NCHW, the layout it computes in
+  static void run(co_up_compiled& compiled, const co_up_run_hooks* hooks) {
+    reference::run(compiled, hooks);
+  }
 };
+
+constexpr co_up_plugin_api kApi = backends::PluginAdapter<RefBackend>::api();
 
 }  // namespace
 }  // namespace co_up::reference

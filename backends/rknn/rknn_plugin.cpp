@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "co_up/plugin_abi.h"
+#include "plugin_adapter.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
 #include "rknn_api_types.h"
@@ -355,37 +356,42 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ABI functions
+// The backend as backends::PluginAdapter builds the ABI table from it.
 
-void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
+co_up_compiled::Port& port(co_up_compiled& compiled, int32_t direction, uint32_t index, const char* call) {
+  auto& ports = direction == CO_UP_IO_INPUT ? compiled.inputs : compiled.outputs;
+  backends::check_port(call, direction, index, ports.size());
+  return ports[index];
+}
 
-co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return backends::guarded(kStatusOrigin, "factory_create", [&] {
-    if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
-    *out_factory = nullptr;
+struct RknnBackend {
+  static constexpr backends::PluginInfo kInfo = {
+      kBackendName, kBackendVersion,
+      "Rockchip NPU through the RKNPU2 runtime (librknnrt.so): runs <graph>_<first>_<last>.rknn "
+      "partitions converted by rknn-toolkit2",
+      CO_UP_BACKEND_ACCELERATOR,
+      0,  // boundary_layouts: NCHW only
+  };
+  static constexpr const backends::StatusOrigin& kStatusOrigin = rknn::kStatusOrigin;
+
+  static std::unique_ptr<co_up_factory> create_factory(const co_up_option*, uint32_t) {
     const char* env = std::getenv(kLibraryEnvironment);
     auto factory = std::make_unique<co_up_factory>();
     factory->runtime = RknnRuntime::open(env != nullptr && *env != '\0' ? env : kDefaultLibrary);
-    *out_factory = factory.release();
-  });
-}
+    return factory;
+  }
 
-void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{factory}; }
-
-co_up_status* device_create(co_up_factory* factory, const co_up_option* options, uint32_t option_count,
-                            co_up_device** out_device) {
-  return backends::guarded(kStatusOrigin, "device_create", [&] {
-    if (!factory || !out_device) fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
-    *out_device = nullptr;
+  static std::unique_ptr<co_up_device> create_device(co_up_factory& factory, const co_up_option* options,
+                                                     uint32_t option_count) {
     auto device = std::make_unique<co_up_device>();
-    device->runtime = factory->runtime;
+    device->runtime = factory.runtime;
     backends::for_each_option(options, option_count, [&](std::string_view key, std::string_view value) {
       if (key == "processor" && value.size() == 1) {
         device->processor = value[0];
       } else if (key == "model_dir") {
         if (value.empty()) fail(CO_UP_STATUS_INVALID_ARGUMENT, "option model_dir is empty (a directory of .rknn files)");
         device->model_dir = std::string(value);
-      } else if (key == "library" && value != factory->runtime->library()) {
+      } else if (key == "library" && value != factory.runtime->library()) {
         try {
           device->runtime = RknnRuntime::open(std::string(value));
         } catch (const backends::PluginError& e) {
@@ -394,16 +400,11 @@ co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
         }
       }
     });
-    *out_device = device.release();
-  });
-}
+    return device;
+  }
 
-void device_release(co_up_device* device) { std::unique_ptr<co_up_device>{device}; }
-
-co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph, uint32_t node_index,
-                                co_up_node_support* out_support) {
-  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
-    if (!device || !out_support) fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: device or out_support is NULL");
+  static void answer_query(co_up_device&, const co_up_subgraph_desc* graph, uint32_t node_index,
+                           co_up_node_support& support) {
     backends::check_graph(graph);
     if (node_index >= graph->node_count) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_query_node: node " + std::to_string(node_index) +
@@ -412,89 +413,35 @@ co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc*
     // What the NPU runs is settled by the vendor converter, not here: every node is part of the
     // converted model, and a partition it cannot take fails at conversion (or at compile, when
     // the .rknn file does not fit the partition).
-    out_support->supported = 1;
-    std::snprintf(out_support->reason, sizeof out_support->reason,
+    support.supported = 1;
+    std::snprintf(support.reason, sizeof support.reason,
                   "runs inside the converted RKNN model of the partition");
-  });
-}
-
-co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph, co_up_compiled** out_compiled) {
-  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
-    if (!device || !out_compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
-    *out_compiled = nullptr;
-    backends::check_graph(graph);
-    *out_compiled = compile(*device, *graph).release();
-  });
-}
-
-void compiled_release(co_up_compiled* compiled) { std::unique_ptr<co_up_compiled>{compiled}; }
-
-co_up_compiled::Port& port(co_up_compiled* compiled, int32_t direction, uint32_t index, const char* call) {
-  if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": compiled is NULL");
-  if (direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": direction " + std::to_string(direction) + " is neither input nor output");
   }
-  auto& ports = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
-  if (index >= ports.size()) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": " + (direction == CO_UP_IO_INPUT ? "input" : "output") +
-                                            " index " + std::to_string(index) + " is out of range (" +
-                                            std::to_string(ports.size()) + ")");
+
+  static std::unique_ptr<co_up_compiled> compile(co_up_device& device, const co_up_subgraph_desc& graph) {
+    return rknn::compile(device, graph);
   }
-  return ports[index];
-}
 
-co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index, void** out_host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
-    if (!out_host_ptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: out_host_ptr is NULL");
-    *out_host_ptr = port(compiled, direction, index, "compiled_map").nchw.data();
-  });
-}
+  static void* map(co_up_compiled& compiled, int32_t direction, uint32_t index) {
+    return port(compiled, direction, index, "compiled_map").nchw.data();
+  }
 
-co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] { port(compiled, direction, index, "compiled_unmap"); });
-}
+  static void unmap(co_up_compiled& compiled, int32_t direction, uint32_t index) {
+    port(compiled, direction, index, "compiled_unmap");
+  }
 
-co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, const void* host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
+  static void bind_input(co_up_compiled& compiled, uint32_t index, const void* host_ptr) {
     co_up_compiled::Port& in = port(compiled, CO_UP_IO_INPUT, index, "compiled_bind_input");
-    if (!host_ptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: host_ptr is NULL");
     if (reinterpret_cast<uintptr_t>(host_ptr) % alignof(float) != 0) {
       fail(CO_UP_STATUS_UNSUPPORTED, "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
     }
     in.bound = static_cast<const float*>(host_ptr);
-  });
-}
+  }
 
-co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
-    run(*compiled, hooks);
-  });
-}
-
-constexpr co_up_plugin_api kApi = {
-    sizeof(co_up_plugin_api),
-    CO_UP_ABI_VERSION_MAJOR,
-    CO_UP_ABI_VERSION_MINOR,
-    kBackendName,
-    kBackendVersion,
-    "Rockchip NPU through the RKNPU2 runtime (librknnrt.so): runs <graph>_<first>_<last>.rknn "
-    "partitions converted by rknn-toolkit2",
-    CO_UP_BACKEND_ACCELERATOR,
-    &status_release,
-    &factory_create,
-    &factory_release,
-    &device_create,
-    &device_release,
-    &device_query_node,
-    &compiled_create,
-    &compiled_release,
-    &compiled_map,
-    &compiled_unmap,
-    &compiled_bind_input,
-    &compiled_run,
-    0,  // boundary_layouts: NCHW only
+  static void run(co_up_compiled& compiled, const co_up_run_hooks* hooks) { rknn::run(compiled, hooks); }
 };
+
+constexpr co_up_plugin_api kApi = backends::PluginAdapter<RknnBackend>::api();
 
 }  // namespace
 }  // namespace co_up::rknn

@@ -35,6 +35,7 @@
 #include "co_up/plugin_abi.h"
 #include "node_decode.h"
 #include "op_shapes.h"
+#include "plugin_adapter.h"
 #include "plugin_options.h"
 #include "plugin_status.h"
 #include "run_hooks.h"
@@ -310,90 +311,104 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ABI functions
+// The backend as backends::PluginAdapter builds the ABI table from it.
 
-void status_release(co_up_status* status) { backends::release_status(kStatusOrigin, status); }
+struct XnnBackend {
+  static constexpr backends::PluginInfo kInfo = {
+      kBackendName, kBackendVersion,
+      "f32 CPU backend on XNNPACK (NEON / SSE / AVX kernels), NHWC inside a sub-graph, one pinned "
+      "pthreadpool per cluster",
+      CO_UP_BACKEND_CPU,
+      1u << CO_UP_LAYOUT_NHWC,  // boundary_layouts: NHWC inside, so NHWC boundaries skip the transposes
+  };
+  static constexpr const backends::StatusOrigin& kStatusOrigin = xnnpack::kStatusOrigin;
+  static constexpr const backends::DecodeRules& kDecodeRules = xnnpack::kDecodeRules;
 
-co_up_status* factory_create(const co_up_option*, uint32_t, co_up_factory** out_factory) {
-  return backends::guarded(kStatusOrigin, "factory_create", [&] {
-    if (!out_factory) fail(CO_UP_STATUS_INVALID_ARGUMENT, "factory_create: out_factory is NULL");
-    *out_factory = nullptr;
-    initialize_xnnpack("use cpu-reference");
-    *out_factory = std::make_unique<co_up_factory>().release();
-  });
+  static std::unique_ptr<co_up_factory> create_factory(const co_up_option* options, uint32_t count);
+  static std::unique_ptr<co_up_device> create_device(co_up_factory& factory,
+                                                     const co_up_option* options, uint32_t count);
+  static void release_device(co_up_device* device);
+  static void refine_query(co_up_device& device, const co_up_subgraph_desc& graph,
+                           uint32_t node_index, co_up_node_support& support);
+  static std::unique_ptr<co_up_compiled> compile(co_up_device& device,
+                                                 const co_up_subgraph_desc& graph) {
+    return xnnpack::compile(&device, graph);
+  }
+  static void* map(co_up_compiled& c, int32_t direction, uint32_t index);
+  static void unmap(co_up_compiled& c, int32_t direction, uint32_t index);
+  static void bind_input(co_up_compiled& c, uint32_t index, const void* host_ptr);
+  static void run(co_up_compiled& c, const co_up_run_hooks* hooks) { xnnpack::run(c, hooks); }
+};
+
+// XNNPACK's initialisation is process-wide and idempotent; it is never undone when a factory is
+// released, since another factory of this plugin (another registry) may still use it.
+std::unique_ptr<co_up_factory> XnnBackend::create_factory(const co_up_option*, uint32_t) {
+  initialize_xnnpack("use cpu-reference");
+  return std::make_unique<co_up_factory>();
 }
 
-// XNNPACK's initialisation is process-wide and idempotent; it is never undone, since another
-// factory of this plugin (another registry) may still use it.
-void factory_release(co_up_factory* factory) { std::unique_ptr<co_up_factory>{factory}; }
-
-co_up_status* device_create(co_up_factory* factory, const co_up_option* options,
-                            uint32_t option_count, co_up_device** out_device) {
-  return backends::guarded(kStatusOrigin, "device_create", [&] {
-    if (!factory || !out_device) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "device_create: factory or out_device is NULL");
-    }
-    *out_device = nullptr;
-    auto device = std::make_unique<co_up_device>();
-    device->factory = factory;
-    backends::CpuDeviceOptions parsed;
-    Schedule schedule = Schedule::kDynamic;
-    backends::for_each_option(options, option_count, [&](std::string_view key, std::string_view value) {
-      if (backends::parse_cpu_device_option(key, value, parsed)) return;
-      if (key == "schedule") {
-        if (value != "static" && value != "dynamic") {
-          fail(CO_UP_STATUS_INVALID_ARGUMENT,
-               "option schedule='" + std::string(value) + "' must be 'static' or 'dynamic'");
-        }
-        schedule = value == "static" ? Schedule::kStatic : Schedule::kDynamic;
-      }
-    });
-    device->processor = parsed.processor;
-    device->cores = parsed.cores;
-    const int threads = parsed.thread_count();
-    const std::string who = std::string("processor ") + device->processor;
-    const int core_count = static_cast<int>(device->cores.size());
-    if (core_count > 0 && threads > core_count) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           who + ": option threads=" + std::to_string(threads) + " exceeds the " +
-               std::to_string(core_count) + " CPU(s) in cores=" + cores_string(device->cores) +
-               " (use threads <= number of cores)");
-    }
-    const std::vector<int> online = online_cpus();
-    for (int core : device->cores) {
-      if (std::find(online.begin(), online.end(), core) == online.end()) {
+std::unique_ptr<co_up_device> XnnBackend::create_device(co_up_factory& factory_ref,
+                                                       const co_up_option* options,
+                                                       uint32_t option_count) {
+  co_up_factory* factory = &factory_ref;
+  auto device = std::make_unique<co_up_device>();
+  device->factory = factory;
+  backends::CpuDeviceOptions parsed;
+  Schedule schedule = Schedule::kDynamic;
+  backends::for_each_option(options, option_count, [&](std::string_view key, std::string_view value) {
+    if (backends::parse_cpu_device_option(key, value, parsed)) return;
+    if (key == "schedule") {
+      if (value != "static" && value != "dynamic") {
         fail(CO_UP_STATUS_INVALID_ARGUMENT,
-             who + ": core " + std::to_string(core) + " in cores=" + cores_string(device->cores) +
-                 " does not exist on this machine (online: " + cores_string(online) +
-                 "); fix the platform's cores");
+             "option schedule='" + std::string(value) + "' must be 'static' or 'dynamic'");
       }
+      schedule = value == "static" ? Schedule::kStatic : Schedule::kDynamic;
     }
-    std::lock_guard lock(factory->mutex);
-    for (const auto& [other, claim] : factory->claims) {
-      if (claim.first == device->processor) continue;  // the same processor (another executor)
-      for (int core : device->cores) {
-        if (std::find(claim.second.begin(), claim.second.end(), core) != claim.second.end()) {
-          fail(CO_UP_STATUS_INVALID_ARGUMENT,
-               who + ": core " + std::to_string(core) + " also belongs to processor " +
-                   claim.first + " (cores " + cores_string(claim.second) +
-                   "); clusters must not share cores, each has its own pool");
-        }
-      }
-    }
-    try {
-      device->pool = std::make_unique<CpuPool>(
-          threads, parsed.pin ? std::span<const int>(device->cores) : std::span<const int>(),
-          schedule);
-    } catch (const std::runtime_error& e) {
-      fail(CO_UP_STATUS_RUNTIME_ERROR, who + ": " + e.what());
-    }
-    factory->claims.push_back({device.get(), {device->processor, device->cores}});
-    *out_device = device.release();
   });
+  device->processor = parsed.processor;
+  device->cores = parsed.cores;
+  const int threads = parsed.thread_count();
+  const std::string who = std::string("processor ") + device->processor;
+  const int core_count = static_cast<int>(device->cores.size());
+  if (core_count > 0 && threads > core_count) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT,
+         who + ": option threads=" + std::to_string(threads) + " exceeds the " +
+             std::to_string(core_count) + " CPU(s) in cores=" + cores_string(device->cores) +
+             " (use threads <= number of cores)");
+  }
+  const std::vector<int> online = online_cpus();
+  for (int core : device->cores) {
+    if (std::find(online.begin(), online.end(), core) == online.end()) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT,
+           who + ": core " + std::to_string(core) + " in cores=" + cores_string(device->cores) +
+               " does not exist on this machine (online: " + cores_string(online) +
+               "); fix the platform's cores");
+    }
+  }
+  std::lock_guard lock(factory->mutex);
+  for (const auto& [other, claim] : factory->claims) {
+    if (claim.first == device->processor) continue;  // the same processor (another executor)
+    for (int core : device->cores) {
+      if (std::find(claim.second.begin(), claim.second.end(), core) != claim.second.end()) {
+        fail(CO_UP_STATUS_INVALID_ARGUMENT,
+             who + ": core " + std::to_string(core) + " also belongs to processor " +
+                 claim.first + " (cores " + cores_string(claim.second) +
+                 "); clusters must not share cores, each has its own pool");
+      }
+    }
+  }
+  try {
+    device->pool = std::make_unique<CpuPool>(
+        threads, parsed.pin ? std::span<const int>(device->cores) : std::span<const int>(),
+        schedule);
+  } catch (const std::runtime_error& e) {
+    fail(CO_UP_STATUS_RUNTIME_ERROR, who + ": " + e.what());
+  }
+  factory->claims.push_back({device.get(), {device->processor, device->cores}});
+  return device;
 }
 
-void device_release(co_up_device* device) {
-  if (!device) return;
+void XnnBackend::release_device(co_up_device* device) {
   {
     std::lock_guard lock(device->factory->mutex);
     auto& claims = device->factory->claims;
@@ -410,8 +425,8 @@ void device_release(co_up_device* device) {
 // accepted. Conv and FullyConnected are answered by decoding alone: their parameters are fully
 // validated there, and packing their weights again would double the weights' memory while
 // planning.
-void try_build_step(co_up_device& device, const co_up_subgraph_desc& graph, uint32_t node_index,
-                    co_up_node_support& support) {
+void XnnBackend::refine_query(co_up_device& device, const co_up_subgraph_desc& graph,
+                              uint32_t node_index, co_up_node_support& support) {
   const NodePlan p = backends::decode_node(kDecodeRules, graph, node_index);
   if (p.op == Op::kConv || p.op == Op::kFullyConnected) return;
   std::vector<Buffer<float>> scratch;
@@ -432,130 +447,56 @@ void try_build_step(co_up_device& device, const co_up_subgraph_desc& graph, uint
   }
 }
 
-co_up_status* device_query_node(co_up_device* device, const co_up_subgraph_desc* graph,
-                                uint32_t node_index, co_up_node_support* out_support) {
-  co_up_status* status = backends::query_node(kStatusOrigin, kDecodeRules, device != nullptr,
-                                              graph, node_index, out_support);
-  if (status != nullptr || !out_support->supported) return status;
-  return backends::guarded(kStatusOrigin, "device_query_node", [&] {
-    try_build_step(*device, *graph, node_index, *out_support);
-  });
-}
-
-co_up_status* compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
-                              co_up_compiled** out_compiled) {
-  return backends::guarded(kStatusOrigin, "compiled_create", [&] {
-    if (!device || !out_compiled) {
-      fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_create: device or out_compiled is NULL");
-    }
-    *out_compiled = nullptr;
-    backends::check_graph(graph);
-    *out_compiled = compile(device, *graph).release();
-  });
-}
-
-void compiled_release(co_up_compiled* compiled) { std::unique_ptr<co_up_compiled>{compiled}; }
-
 co_up_compiled::Port& port_at(co_up_compiled* compiled, int32_t direction, uint32_t index,
                               const char* call) {
-  if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": compiled is NULL");
-  if (direction != CO_UP_IO_INPUT && direction != CO_UP_IO_OUTPUT) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": direction " +
-                                            std::to_string(direction) + " is neither input nor output");
-  }
   auto& list = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
-  if (index >= list.size()) {
-    fail(CO_UP_STATUS_INVALID_ARGUMENT,
-         std::string(call) + ": " + (direction == CO_UP_IO_INPUT ? "input" : "output") +
-             " index " + std::to_string(index) + " is out of range (" +
-             std::to_string(list.size()) + ")");
-  }
+  backends::check_port(call, direction, index, list.size());
   return list[index];
 }
 
 // Inputs: 4-D ones are written in NCHW into a staging buffer and converted at unmap (timed by the
 // runtime as transfer). Outputs: 4-D ones are converted to NCHW here, at map.
-co_up_status* compiled_map(co_up_compiled* compiled, int32_t direction, uint32_t index,
-                           void** out_host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_map", [&] {
-    if (!out_host_ptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_map: out_host_ptr is NULL");
-    co_up_compiled::Port& port = port_at(compiled, direction, index, "compiled_map");
-    float* internal = compiled->storage[port.tensor].data();
-    if (!port.convert) {
-      *out_host_ptr = internal;
-      return;
-    }
-    if (direction == CO_UP_IO_INPUT) {
-      port.pending = true;
-    } else {
-      nhwc_to_nchw(internal, port.staging.data(), port.batch, port.channels, port.plane,
-                   *compiled->device->pool);
-    }
-    *out_host_ptr = port.staging.data();
-  });
+void* XnnBackend::map(co_up_compiled& c, int32_t direction, uint32_t index) {
+  co_up_compiled::Port& port = port_at(&c, direction, index, "compiled_map");
+  float* internal = c.storage[port.tensor].data();
+  if (!port.convert) return internal;
+  if (direction == CO_UP_IO_INPUT) {
+    port.pending = true;
+  } else {
+    nhwc_to_nchw(internal, port.staging.data(), port.batch, port.channels, port.plane,
+                 *c.device->pool);
+  }
+  return port.staging.data();
 }
 
-co_up_status* compiled_unmap(co_up_compiled* compiled, int32_t direction, uint32_t index) {
-  return backends::guarded(kStatusOrigin, "compiled_unmap", [&] {
-    co_up_compiled::Port& port = port_at(compiled, direction, index, "compiled_unmap");
-    if (direction == CO_UP_IO_INPUT) convert_input(*compiled, port);
-  });
+void XnnBackend::unmap(co_up_compiled& c, int32_t direction, uint32_t index) {
+  co_up_compiled::Port& port = port_at(&c, direction, index, "compiled_unmap");
+  if (direction == CO_UP_IO_INPUT) convert_input(c, port);
 }
 
 // Binding reads the runtime's buffer at once: 4-D inputs are converted NCHW -> NHWC straight from
 // it into the operators' fixed input buffer (one pass, instead of the runtime's copy into the
 // staging buffer plus a conversion); others are copied. The runtime must keep `host_ptr` valid
 // only for this call, which is within what the ABI asks.
-co_up_status* compiled_bind_input(co_up_compiled* compiled, uint32_t index, const void* host_ptr) {
-  return backends::guarded(kStatusOrigin, "compiled_bind_input", [&] {
-    if (!host_ptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_bind_input: host_ptr is NULL");
-    co_up_compiled::Port& port = port_at(compiled, CO_UP_IO_INPUT, index, "compiled_bind_input");
-    if (reinterpret_cast<uintptr_t>(host_ptr) % alignof(float) != 0) {
-      fail(CO_UP_STATUS_UNSUPPORTED,
-           "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
-    }
-    const auto* src = static_cast<const float*>(host_ptr);
-    Buffer<float>& internal = compiled->storage[port.tensor];
-    if (port.convert) {
-      nchw_to_nhwc(src, internal.data(), port.batch, port.channels, port.plane,
-                   *compiled->device->pool);
-    } else {
-      std::memcpy(internal.data(), src, static_cast<size_t>(internal.count()) * sizeof(float));
-    }
-    port.pending = false;
-  });
+void XnnBackend::bind_input(co_up_compiled& c, uint32_t index, const void* host_ptr) {
+  co_up_compiled* compiled = &c;
+  co_up_compiled::Port& port = port_at(compiled, CO_UP_IO_INPUT, index, "compiled_bind_input");
+  if (reinterpret_cast<uintptr_t>(host_ptr) % alignof(float) != 0) {
+    fail(CO_UP_STATUS_UNSUPPORTED,
+         "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
+  }
+  const auto* src = static_cast<const float*>(host_ptr);
+  Buffer<float>& internal = compiled->storage[port.tensor];
+  if (port.convert) {
+    nchw_to_nhwc(src, internal.data(), port.batch, port.channels, port.plane,
+                 *compiled->device->pool);
+  } else {
+    std::memcpy(internal.data(), src, static_cast<size_t>(internal.count()) * sizeof(float));
+  }
+  port.pending = false;
 }
 
-co_up_status* compiled_run(co_up_compiled* compiled, const co_up_run_hooks* hooks) {
-  return backends::guarded(kStatusOrigin, "compiled_run", [&] {
-    if (!compiled) fail(CO_UP_STATUS_INVALID_ARGUMENT, "compiled_run: compiled is NULL");
-    run(*compiled, hooks);
-  });
-}
-
-constexpr co_up_plugin_api kApi = {
-    sizeof(co_up_plugin_api),
-    CO_UP_ABI_VERSION_MAJOR,
-    CO_UP_ABI_VERSION_MINOR,
-    kBackendName,
-    kBackendVersion,
-    "f32 CPU backend on XNNPACK (NEON / SSE / AVX kernels), NHWC inside a sub-graph, one pinned "
-    "pthreadpool per cluster",
-    CO_UP_BACKEND_CPU,
-    &status_release,
-    &factory_create,
-    &factory_release,
-    &device_create,
-    &device_release,
-    &device_query_node,
-    &compiled_create,
-    &compiled_release,
-    &compiled_map,
-    &compiled_unmap,
-    &compiled_bind_input,
-    &compiled_run,
-    1u << CO_UP_LAYOUT_NHWC,  // boundary_layouts: NHWC inside, so NHWC boundaries skip the transposes
-};
+constexpr co_up_plugin_api kApi = backends::PluginAdapter<XnnBackend>::api();
 
 }  // namespace
 }  // namespace co_up::xnnpack

@@ -16,14 +16,6 @@ namespace {
 
 constexpr const char* kInt8Backend = "npu-int8";
 
-// The backend the Executor will use for `spec`: the first of its list whose plugin loaded.
-std::string resolved_backend(const ProcessorSpec& spec, const PluginRegistry& registry) {
-  for (const std::string& backend : spec.backends) {
-    if (registry.find(backend)) return backend;
-  }
-  return {};
-}
-
 size_t argmax(const std::vector<float>& v) {
   return static_cast<size_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
@@ -41,7 +33,7 @@ double median_latency_ms(const profiler::RunProfile& profile, uint64_t first) {
 
 struct AccuracyReport::State {
   const graph::Graph* graph = nullptr;
-  const Platform* platform = nullptr;
+  Platform platform;  // the placement's: the reference run's devices get the same options
   const PluginRegistry* registry = nullptr;
   const RunRequest* request = nullptr;
   std::string letters;           // processors served by npu-int8
@@ -52,25 +44,19 @@ struct AccuracyReport::State {
   std::map<uint64_t, std::vector<float>> int8_outputs;  // frame -> first graph output
 };
 
-AccuracyReport::AccuracyReport(const graph::Graph& graph, const std::string& order,
-                               Platform& platform, const PluginRegistry& registry,
+AccuracyReport::AccuracyReport(const Placement& placement, const PluginRegistry& registry,
                                const Options& options, RunRequest& request) {
+  const graph::Graph& graph = placement.graph();
+  const std::string& order = placement.order();
   std::string letters;
-  for (ProcessorSpec& spec : platform.processors) {
-    if (order.find(spec.letter) == std::string::npos) continue;
-    if (resolved_backend(spec, registry) != kInt8Backend) continue;
-    letters += spec.letter;
-    auto& opts = spec.options;
-    opts.erase(std::remove_if(opts.begin(), opts.end(),
-                              [](const auto& kv) { return kv.first == "calibration_frames"; }),
-               opts.end());
-    opts.emplace_back("calibration_frames", std::to_string(options.calibration));
+  for (const BoundProcessor& p : placement.processors()) {
+    if (p.backend == kInt8Backend) letters += p.letter;
   }
   if (letters.empty()) return;
 
   auto state = std::make_unique<State>();
   state->graph = &graph;
-  state->platform = &platform;
+  state->platform = placement.platform();
   state->registry = &registry;
   state->request = &request;
   state->letters = letters;
@@ -136,8 +122,9 @@ void AccuracyReport::print(std::ostream& out, const RunResult& result) const {
   reference.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
     if (output == 0) f32_outputs[first + frame].assign(values.begin(), values.end());
   };
-  Executor executor(*s.graph, Partition::create(*s.graph, std::string(s.graph->layer_count(), 'B')),
-                    *s.platform, *s.registry, ExecutorOptions{});
+  Executor executor(Placement::create(*s.graph, std::string(s.graph->layer_count(), 'B'),
+                                      s.platform, *s.registry),
+                    ExecutorOptions{});
   const RunResult f32_run = executor.run(reference);
 
   uint64_t agree = 0, compared = 0;

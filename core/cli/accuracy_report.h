@@ -1,9 +1,9 @@
 // The int8 accelerator's accuracy report (the paper's Table 5 compares int8 NPU models
 // with f32 ones by top-1 accuracy and time).
 //
-// When --order puts layers on a processor served by the npu-int8 plugin, co_up
-//   - passes --calibration=N to those devices (option "calibration_frames": the plugin runs its
-//     first N frames in f32 to calibrate its int8 activations),
+// When the placement puts layers on a processor served by the npu-int8 plugin (whose devices got
+// --calibration=N as option "calibration_frames", prepare_calibration in layer_profiler.h: the
+// plugin runs its first N frames in f32 to calibrate its int8 activations), co_up
 //   - gives every frame its own seeded input (--seed + frame; up to kMaxComparedFrames after the
 //     calibration ones, then they repeat) unless --input or --image fixes one,
 //   - records the first graph output of the frames after calibration,
@@ -22,6 +22,7 @@
 
 #include "core/cli/options.h"
 #include "core/executor.h"
+#include "core/placement.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -32,13 +33,12 @@ class AccuracyReport {
  public:
   static constexpr uint64_t kMaxComparedFrames = 64;
 
-  // Does nothing (active() is false) unless a letter of `order` resolves to npu-int8 in
-  // `platform` and `registry` (first loaded backend of the processor, as the Executor picks).
-  // Otherwise sets those processors' "calibration_frames" option in `platform` and prepares
-  // `request` (distinct inputs, output recording); `graph`, `platform`, `registry` and `request`
-  // must outlive this object, and `platform` must be the one the Executor gets.
-  AccuracyReport(const graph::Graph& graph, const std::string& order, Platform& platform,
-                 const PluginRegistry& registry, const Options& options, RunRequest& request);
+  // Does nothing (active() is false) unless `placement` binds a processor to npu-int8.
+  // Otherwise prepares `request` (distinct inputs, output recording). The placement's graph,
+  // `registry` and `request` must outlive this object; the placement need not (the f32
+  // reference run binds its own, all on B, from the same platform).
+  AccuracyReport(const Placement& placement, const PluginRegistry& registry,
+                 const Options& options, RunRequest& request);
   ~AccuracyReport();
   AccuracyReport(const AccuracyReport&) = delete;
   AccuracyReport& operator=(const AccuracyReport&) = delete;

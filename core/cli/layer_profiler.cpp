@@ -9,6 +9,7 @@
 #include "core/executor.h"
 #include "core/fallback.h"
 #include "core/partition.h"
+#include "core/placement.h"
 #include "profiler/report.h"
 
 namespace co_up::cli {
@@ -47,14 +48,8 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
 std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames) {
   std::string letters;
   for (ProcessorSpec& p : platform.processors) {
-    std::string backend;
-    for (const std::string& b : p.backends) {
-      if (plugins.find(b)) {
-        backend = b;
-        break;
-      }
-    }
-    if (backend != "npu-int8") continue;
+    const std::shared_ptr<const Plugin> plugin = find_backend_plugin(p, plugins);
+    if (!plugin || plugin->name() != "npu-int8") continue;
     letters += p.letter;
     std::erase_if(p.options, [](const auto& kv) { return kv.first == "calibration_frames"; });
     p.options.emplace_back("calibration_frames", std::to_string(frames));
@@ -199,15 +194,17 @@ LayerProfiler::LayerProfiler(const graph::Graph& graph, const Platform& platform
 void LayerProfiler::run_interleaved(
     const std::vector<std::string>& orders, int profile_level,
     const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
-    ExecutionMode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts) const {
+    Mode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts) const {
   ExecutorOptions options;
   options.mode = mode;
   options.profile_level = profile_level;
   std::vector<std::unique_ptr<Executor>> executors;
   for (size_t i = 0; i < orders.size(); ++i) {
     const SubGraphCuts c = i < cuts.size() ? cuts[i] : SubGraphCuts::kWhereLetterChanges;
-    executors.push_back(std::make_unique<Executor>(graph_, Partition::create(graph_, orders[i], c),
-                                                   platform_, plugins_, options));
+    PlacementOptions placement;
+    placement.cuts = c;
+    executors.push_back(std::make_unique<Executor>(
+        Placement::create(graph_, orders[i], platform_, plugins_, placement), options));
   }
   RunRequest request;
   request.input_sets.push_back(input_);
@@ -272,7 +269,7 @@ std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& p
         });
         samples[i].add(own, first);
       },
-      ExecutionMode::kSwitch, 0, cuts);
+      Mode::kSwitch, 0, cuts);
   std::vector<LayerMeasurement> result;
   for (size_t i = 0; i < processors.size(); ++i) {
     result.push_back({samples[i].times(processors[i], level, declined[i]), samples[i].input_us()});
@@ -302,7 +299,7 @@ std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<st
         const double fps = profiler::summarize(run).throughput_fps;
         if (fps > 0) periods[i].push_back(1e6 / fps);
       },
-      ExecutionMode::kPipeline, std::max(settings_.frames, 4));
+      Mode::kPipeline, std::max(settings_.frames, 4));
   std::vector<double> medians;
   for (size_t i = 0; i < orders.size(); ++i) {
     if (periods[i].empty()) throw RuntimeError("pipeline run of order '" + orders[i] + "' measured no period");

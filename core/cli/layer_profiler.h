@@ -98,7 +98,7 @@ class LayerProfiler {
   void run_interleaved(
       const std::vector<std::string>& orders, int profile_level,
       const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
-      ExecutionMode mode = ExecutionMode::kSwitch, int frames_per_turn = 0,
+      Mode mode = Mode::kSwitch, int frames_per_turn = 0,
       const std::vector<SubGraphCuts>& cuts = {}) const;
 
   // Layers an accelerator declines (capability query of each layer's nodes), with the reason;

@@ -17,6 +17,7 @@
 #include "core/cli/accuracy_report.h"
 #include "core/cli/crash_handler.h"
 #include "core/cli/export_partitions.h"
+#include "core/cli/layer_profiler.h"
 #include "core/cli/options.h"
 #include "core/cli/plan_command.h"
 #include "core/cli/profile_command.h"
@@ -24,7 +25,7 @@
 #include "core/cli/stop_signal.h"
 #include "core/error.h"
 #include "core/executor.h"
-#include "core/fallback.h"
+#include "core/placement.h"
 #include "core/io/output_file.h"
 #include "core/network.h"
 #include "core/partition.h"
@@ -96,13 +97,8 @@ void list_devices(const Platform& platform, const PluginRegistry& registry) {
   if (!platform.description.empty()) std::cout << " (" << platform.description << ")";
   std::cout << "\n";
   for (const ProcessorSpec& p : platform.processors) {
-    std::string backend = "none available";
-    for (const std::string& b : p.backends) {
-      if (registry.find(b)) {
-        backend = b;
-        break;
-      }
-    }
+    const std::shared_ptr<const Plugin> plugin = find_backend_plugin(p, registry);
+    const std::string backend = plugin ? plugin->name() : "none available";
     std::cout << "  " << p.letter << "  " << std::left << std::setw(28) << p.name << std::setw(5)
               << p.kind << " backend " << std::setw(16) << backend;
     if (p.is_cpu()) {
@@ -257,15 +253,6 @@ std::vector<std::vector<float>> load_input(const Options& o, const graph::Graph&
   return seeded_inputs(g, o.seed);
 }
 
-// The order to run: --order, with --npu_fallback's moves (printed on stderr) applied.
-std::string resolve_order(const graph::Graph& g, const std::string& order, const Platform& platform,
-                          const PluginRegistry& registry, const Options& o) {
-  if (o.npu_fallback == 0) return order;
-  const FallbackPlan plan = plan_npu_fallback(g, order, platform, registry, o.npu_fallback);
-  for (const std::string& line : plan.report) std::cerr << "co_up: " << line << "\n";
-  return plan.order;
-}
-
 // --labels, one per class of the network's output: fewer would name the wrong classes or none.
 std::vector<std::string> read_class_labels(const std::string& path, const graph::TensorDesc& scores) {
   if (path.empty()) return {};
@@ -403,9 +390,16 @@ int run(const Options& o, StopSignal& stop) {
   }
 
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
-  const std::string order = resolve_order(
-      g, o.order.empty() ? std::string(g.layer_count(), 'B') : o.order, platform, registry, o);
-  Partition partition = Partition::create(g, order);
+  // Layers on npu-int8 run their first --calibration frames in f32 (a device option).
+  prepare_calibration(platform, registry, static_cast<int>(o.calibration));
+  // --order with --npu_fallback's moves (printed on stderr); the run's devices are bound later,
+  // after the DVFS levels are set.
+  ResolvedOrder resolved = resolve_order(
+      g, o.order.empty() ? std::string(g.layer_count(), 'B') : o.order, platform, registry,
+      o.npu_fallback);
+  for (const std::string& line : resolved.fallback.report) std::cerr << "co_up: " << line << "\n";
+  const std::string order = resolved.fallback.order;
+  const Partition partition = Partition::create(g, order);
   std::string subgraph_letters;
   for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
   const power::FrequencyPlan frequency_plan =
@@ -423,7 +417,7 @@ int run(const Options& o, StopSignal& stop) {
   for (uint32_t l = 0; l < order.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
   const power::DvfsSchedule schedule = power::resolve_schedule(
       frequency_plan, platform, order, subgraph_of_layer,
-      exec_options.mode == ExecutionMode::kPipeline, dvfs_policy, warn_dvfs);
+      exec_options.mode == Mode::kPipeline, dvfs_policy, warn_dvfs);
   const auto gpio_layers = power::parse_layer_filter(o.gpio_tags);
   if (!o.gpio_tags.empty() && !platform.gpio.present()) {
     throw InputError("--gpio-tags is set but platform '" + platform.name +
@@ -438,8 +432,6 @@ int run(const Options& o, StopSignal& stop) {
   RunRequest request;
   request.frames = static_cast<uint64_t>(o.frames);
   request.input_sets.push_back(load_input(o, g));
-  // Layers on npu-int8: calibration frames, distinct inputs, int8-vs-f32 report after the run.
-  const AccuracyReport int8_accuracy(g, order, platform, registry, o, request);
   // Fail on unreadable inputs now, not after a long run (outputs were checked at the start).
   const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
   const std::vector<std::string> labels = read_class_labels(o.labels, out_desc);
@@ -495,7 +487,11 @@ int run(const Options& o, StopSignal& stop) {
     sampler = std::make_unique<power::PowerSampler>(platform.sensors, o.sysfs_root, o.power_rate);
   }
 
-  Executor executor(g, std::move(partition), platform, registry, exec_options);
+  // The order bound to this machine: devices, node queries (kept from the fallback where it asked).
+  Placement placement = Placement::create(g, std::move(resolved), platform, registry);
+  // Layers on npu-int8: distinct inputs, int8-vs-f32 report after the run.
+  const AccuracyReport int8_accuracy(placement, registry, o, request);
+  Executor executor(std::move(placement), exec_options);
   {
     std::lock_guard lock(stop_run_mutex);
     stop_run = [&executor] { executor.request_stop(); };

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/network.h"
+#include "core/placement.h"
 #include "planner/cost_model.h"
 #include "planner/handoff_fit.h"
 #include "power/dvfs_journal.h"
@@ -315,14 +316,9 @@ planner::LayerProfile profile_skeleton(const ProfileJob& job) {
                        "', but platform '" + platform.name + "' defines only " +
                        platform.letters() + " (see --list-devices)");
     }
-    std::shared_ptr<const Plugin> plugin;
-    for (const std::string& backend : spec->backends) {
-      if ((plugin = job.plugins->find(backend))) break;
-    }
+    const std::shared_ptr<const Plugin> plugin = find_backend_plugin(*spec, *job.plugins);
     if (!plugin) {
-      std::string backends;
-      for (const std::string& b : spec->backends) backends += (backends.empty() ? "'" : " or '") + b + "'";
-      const std::string why = "backend " + backends + " is not available in '" +
+      const std::string why = "backend " + backend_choices(*spec) + " is not available in '" +
                               job.plugins->directory().string() + "' [" + job.plugins->summary() + "]";
       if (explicit_letters) {
         throw InputError("cannot profile '" + letter_string(letter) + "' (" + spec->name + "): " +

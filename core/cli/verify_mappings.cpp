@@ -9,6 +9,7 @@
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
+#include "core/placement.h"
 #include "power/dvfs_journal.h"
 #include "profiler/report.h"
 
@@ -38,7 +39,7 @@ std::string pad(std::string text, size_t width) {
 
 // Sets the mapping's DVFS levels (per domain of the model); returns "" or what failed.
 std::string apply_levels(power::SysfsDvfs* dvfs, const planner::CostModel& model,
-                         const planner::Mapping& mapping) {
+                         const Mapping& mapping) {
   for (size_t d = 0; d < mapping.levels.size() && d < model.domains().size(); ++d) {
     const int level = mapping.levels[d];
     if (level <= 0) continue;
@@ -53,10 +54,10 @@ std::string apply_levels(power::SysfsDvfs* dvfs, const planner::CostModel& model
 
 Measurement measure_mapping(const graph::Graph& graph, const Platform& platform,
                             const PluginRegistry& plugins, const std::string& order,
-                            planner::Mode mode, const VerifySettings& settings) {
+                            Mode mode, const VerifySettings& settings) {
   ExecutorOptions options;
-  options.mode = mode == planner::Mode::kPipeline ? ExecutionMode::kPipeline : ExecutionMode::kSwitch;
-  Executor executor(graph, Partition::create(graph, order), platform, plugins, options);
+  options.mode = mode;
+  Executor executor(Placement::create(graph, order, platform, plugins), options);
   RunRequest request;
   request.input_sets.push_back(seeded_inputs(graph, 1));
   const bool calibrates = order.find_first_of(settings.calibrating) != std::string::npos;
@@ -95,7 +96,7 @@ std::vector<VerifiedMapping> verify_mappings(const graph::Graph& graph, const Pl
   for (size_t i = 0; i < candidates.size(); ++i) {
     VerifiedMapping v;
     v.candidate = candidates[i];
-    const planner::Mapping& m = v.candidate.mapping;
+    const Mapping& m = v.candidate.mapping;
     try {
       v.failure = apply_levels(dvfs, model, m);
       if (v.failure.empty()) {
@@ -110,7 +111,7 @@ std::vector<VerifiedMapping> verify_mappings(const graph::Graph& graph, const Pl
     const planner::Prediction& p = v.candidate.prediction;
     out << (i + 1 < 10 ? "   " : "  ") << i + 1 << "  "
         << pad(m.order, std::max<size_t>(model.layer_count(), 5) + 2)
-        << pad(planner::mode_name(m.mode), 10);
+        << pad(mode_name(m.mode), 10);
     if (!v.failure.empty()) {
       out << "failed: " << v.failure << "\n";
     } else {
@@ -166,7 +167,7 @@ double median_abs_error(const std::vector<VerifiedMapping>& verified) {
   std::vector<double> errors;
   for (const VerifiedMapping& v : verified) {
     if (!v.failure.empty()) continue;
-    errors.push_back(std::abs(v.candidate.mapping.mode == planner::Mode::kPipeline
+    errors.push_back(std::abs(v.candidate.mapping.mode == Mode::kPipeline
                                   ? v.throughput_error
                                   : v.latency_error));
   }

@@ -48,7 +48,7 @@ struct VerifiedMapping {
 // One run of `order` in `mode` (after warm-up frames); throws as the Executor does.
 Measurement measure_mapping(const graph::Graph& graph, const Platform& platform,
                             const PluginRegistry& plugins, const std::string& order,
-                            planner::Mode mode, const VerifySettings& settings);
+                            Mode mode, const VerifySettings& settings);
 
 // Runs every candidate and prints the table to `out`. A candidate that fails to run is reported
 // (its failure) and the others still run. `dvfs` may be null when no candidate sets levels.

@@ -17,6 +17,7 @@
 
 #include "co_up/plugin_abi.h"
 #include "tests/backends/abi_test_support.h"
+#include "tests/backends/plugin_harness.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
@@ -28,47 +29,7 @@ namespace {
 
 constexpr double kRelTolerance = 1e-4;
 
-// One loaded plugin, driven through the ABI as the runtime drives it.
-class Plugin {
- public:
-  explicit Plugin(const std::string& file) {
-    const char* dir = std::getenv("CO_UP_PLUGIN_PATH");
-    const std::string path = std::string(dir ? dir : "plugins") + "/" + file;
-    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) throw std::runtime_error(dlerror());
-    auto get = reinterpret_cast<co_up_plugin_get_api_fn>(dlsym(handle_, CO_UP_PLUGIN_ENTRY_POINT));
-    api_ = get(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR);
-    check(api_->factory_create(nullptr, 0, &factory_));
-  }
-  ~Plugin() {
-    if (factory_) api_->factory_release(factory_);
-    // Never dlclose: XNNPACK's process-wide state outlives a factory.
-  }
-
-  // Returns the status code and message, releasing the status.
-  std::pair<int32_t, std::string> take(co_up_status* s) const {
-    if (!s) return {CO_UP_STATUS_OK, ""};
-    std::pair<int32_t, std::string> r{s->code, s->message ? s->message : ""};
-    api_->status_release(s);
-    return r;
-  }
-  void check(co_up_status* s) const {
-    auto [code, message] = take(s);
-    if (code != CO_UP_STATUS_OK) throw std::runtime_error(message);
-  }
-  std::pair<int32_t, std::string> make_device(
-      const std::vector<std::pair<std::string, std::string>>& opts, co_up_device** out) const {
-    std::vector<co_up_option> o;
-    for (const auto& [k, v] : opts) o.push_back({k.c_str(), v.c_str()});
-    return take(api_->device_create(factory_, o.data(), uint32_t(o.size()), out));
-  }
-  const co_up_plugin_api* api() const { return api_; }
-
- private:
-  void* handle_ = nullptr;
-  const co_up_plugin_api* api_ = nullptr;
-  co_up_factory* factory_ = nullptr;
-};
+using Plugin = co_up::testing::AbiPlugin;  // tests/backends/plugin_harness.h
 
 const Plugin& xnn() {
   static const Plugin p("libco_up_cpu_xnnpack.so");

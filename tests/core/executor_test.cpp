@@ -311,8 +311,9 @@ TEST(ExecutorTest, EdgesBetweenNhwcBackendsTravelInNhwc) {
   auto run = [&](const Platform& platform, bool nhwc, Outputs* outputs) {
     ExecutorOptions options;
     options.profile_level = 1;
-    options.nhwc_boundaries = nhwc;
-    Executor executor(g, Partition::create(g, "BLB"), platform, build_plugins(), options);
+    PlacementOptions placement;
+    placement.nhwc_boundaries = nhwc;
+    Executor executor(Placement::create(g, "BLB", platform, build_plugins(), placement), options);
     RunRequest request;
     request.frames = 4;
     request.input_sets = inputs;

@@ -1,0 +1,38 @@
+// Mapping: what runs where and how — one type for the planner, which predicts and searches
+// mappings, and the runtime, which runs them.
+//
+// Header-only (the planner library does not link the runtime).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace co_up {
+
+// pipeline: frames overlap across processors (throughput); switch: one frame in flight (latency).
+enum class Mode { kPipeline, kSwitch };
+
+// "pipeline" / "switch", as --mode takes.
+inline const char* mode_name(Mode mode) {
+  return mode == Mode::kPipeline ? "pipeline" : "switch";
+}
+
+// Throws InputError for anything but "pipeline" or "switch".
+inline Mode parse_mode(const std::string& text) {
+  if (text == "pipeline") return Mode::kPipeline;
+  if (text == "switch") return Mode::kSwitch;
+  throw InputError("unknown mode '" + text + "' (use --mode=pipeline or --mode=switch)");
+}
+
+struct Mapping {
+  std::string order;        // one processor letter per layer unit
+  Mode mode = Mode::kPipeline;
+  // One DVFS level per domain (the planner's CostModel::domains()); 0 = as found; empty = all 0.
+  std::vector<int> levels;
+
+  bool operator==(const Mapping&) const = default;
+};
+
+}  // namespace co_up
