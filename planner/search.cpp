@@ -46,8 +46,12 @@ PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_
                      " (profile with power sensors or add a power_model to the platform)");
   }
   const Mode mode = objective == Objective::kLatency ? Mode::kSwitch : Mode::kPipeline;
-  const SearchInput in_mode{&model, mode};
-  const SearchInput pipeline{&model, Mode::kPipeline};
+  SearchInput in_mode;
+  in_mode.model = &model;
+  in_mode.mode = mode;
+  SearchInput pipeline;
+  pipeline.model = &model;
+  pipeline.mode = Mode::kPipeline;
   PlanResult result;
   result.single_processor = run_search("single-processor", in_mode).front();
   result.heft = run_search("heft", in_mode).front();
