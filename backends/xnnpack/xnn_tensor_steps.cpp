@@ -96,6 +96,11 @@ void plan_tensor_layouts(const co_up_subgraph_desc& graph, const backends::Subgr
 
 bool is_tensor_step(const NodePlan& p, const TensorLayouts& layouts) {
   if (p.op == Op::kTensorOp) return true;
+  // Every 4-D Softmax runs the row-major kernels, an NHWC operand converted: whether a tensor is
+  // held NHWC depends on where the mapping puts sub-graph boundaries (a boundary tensor is
+  // NHWC), and XNNPACK's softmax or one along NHWC's strided lines sums in another order, so the
+  // result would change with the mapping.
+  if (p.op == Op::kSoftmax && p.in_dims.size() == 4) return true;
   return takes_plain(p) && (layouts.is_plain(p.inputs[0]) || layouts.is_plain(p.output));
 }
 

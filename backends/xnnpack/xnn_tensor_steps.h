@@ -22,8 +22,9 @@ namespace co_up::xnnpack {
 void plan_tensor_layouts(const co_up_subgraph_desc& graph, const backends::SubgraphPlan& plan,
                          StepFusions& f);
 
-// Whether node `p` is built by build_tensor_step: a rank-N op, or a Reshape / Flatten /
-// Identity / Softmax that reads or writes a plain 4-D tensor.
+// Whether node `p` is built by build_tensor_step: a rank-N op, every Softmax of a 4-D tensor
+// (plain or NHWC, so that its result does not depend on where sub-graph boundaries fall), or a
+// Reshape / Flatten / Identity that reads or writes a plain 4-D tensor.
 bool is_tensor_step(const backends::NodePlan& p, const TensorLayouts& layouts);
 
 // As build_f32_step, for the nodes is_tensor_step names. Throws PluginError.
