@@ -147,7 +147,7 @@ class CO_UP_PUBLIC SessionOptions {
   SessionOptions& set_profile_level(int level);
   // --buffers: receive buffers between adjacent stages (>= 1).
   SessionOptions& set_buffers(uint32_t buffers);
-  // --threads/--cores (big cluster), --threads_little/--cores_little.
+  // --threads/--cores (big cluster), --threads_little/--cores_little; 0 keeps the platform's.
   SessionOptions& set_threads(int big, int little);
   SessionOptions& set_cores(int big, int little);
   // Zoo networks: --image-size (0: the network's own), --seed (generated weights), --data=DIR
