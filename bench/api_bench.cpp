@@ -12,10 +12,14 @@
 // Options: --network=NAME (squeezenet) --image-size=N (32) --reps=R (30) --frames=N (300)
 //          --platform=FILE (platforms/host-2core.json with cpu-reference; see below)
 //          --backend=cpu-reference|cpu-xnnpack --plugins=DIR --co_up=BINARY --quick --help
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -51,6 +55,55 @@ struct Args {
 };
 
 double median(std::vector<double> v) { return co_up::profiler::median(std::move(v)); }
+
+// The Executor streaming on its own, admitting frames as the API does (at most `window` in flight,
+// the producer waiting for completions): what the API's streaming costs is measured against this.
+class WindowStream final : public co_up::FrameStream {
+ public:
+  WindowStream(const std::vector<float>& input, uint64_t frames, uint64_t window)
+      : input_(input), frames_(frames), window_(window) {}
+  uint64_t admitted() const override { return admitted_.load(std::memory_order_acquire); }
+  bool closed() const override { return closed_.load(std::memory_order_acquire); }
+  const float* input(uint64_t, uint32_t) override { return input_.data(); }
+  void output(uint64_t, uint32_t, std::span<const float>) override {}
+  void frames_completed(uint64_t completed) override {
+    {
+      std::lock_guard lock(mutex_);
+      completed_ = completed;
+    }
+    changed_.notify_all();
+  }
+  // The producer: admits frame by frame while the window has room, then closes.
+  void produce(co_up::Executor& executor) {
+    for (uint64_t f = 0; f < frames_; ++f) {
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return f - completed_ < window_; });
+      }
+      admitted_.store(f + 1, std::memory_order_release);
+      executor.notify_stream();
+    }
+    closed_.store(true, std::memory_order_release);
+    executor.notify_stream();
+  }
+
+ private:
+  const std::vector<float>& input_;
+  uint64_t frames_, window_;
+  std::atomic<uint64_t> admitted_{0};
+  std::atomic<bool> closed_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  uint64_t completed_ = 0;
+};
+
+// CPU seconds this process used so far (all threads, user + system).
+double cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 std::string order_of(size_t layers, bool three_stages) {
   std::string order(layers, 'B');
@@ -162,17 +215,31 @@ int main(int argc, char** argv) {
       co_up::RunRequest request;
       request.frames = a.frames;
       request.input_sets = {{input}};
-      std::vector<double> exec_fps, api_fps, api_wall_fps, cli_fps, ratio_exec, ratio_cli;
+      std::vector<double> cpu_ms[3];  // CPU ms per frame: Executor::run, run_stream, API
+      std::vector<double> exec_fps, window_fps, api_fps, api_wall_fps, cli_fps, ratio_exec, ratio_window, ratio_cli;
       const std::string profile_file = (scratch / "cli_profile.json").string();
       const std::string cli = a.co_up + " --graph=" + a.network + " --image-size=" + std::to_string(a.image_size) +
                               " --platform=" + platform_file.string() + " --plugins=" + (scratch / "plugins").string() +
                               " --order=" + order + " --n=" + std::to_string(a.frames) +
                               " --profile-out=" + profile_file + " > /dev/null";
       for (int r = 0; r < a.reps; ++r) {
-        double e = 0, p = 0, wall = 0;
-        for (int k = 0; k < 2; ++k) {  // alternating which goes first
-          if ((k == 0) == (r % 2 == 0)) {
+        double e = 0, w = 0, p = 0, wall = 0;
+        for (int k = 0; k < 3; ++k) {  // rotating which goes first
+          const int which = (k + r) % 3;
+          const double cpu_before = cpu_s();
+          struct CpuAdd {
+            std::vector<double>& into;
+            double before;
+            uint64_t frames;
+            ~CpuAdd() { into.push_back((cpu_s() - before) * 1e3 / static_cast<double>(frames)); }
+          } cpu_add{cpu_ms[which], cpu_before, a.frames};
+          if (which == 0) {
             e = co_up::profiler::summarize(executor.run(request).profile).throughput_fps;
+          } else if (which == 1) {
+            WindowStream stream(input, a.frames, session.queue_capacity());
+            std::thread producer([&] { stream.produce(executor); });
+            w = co_up::profiler::summarize(executor.run_stream(stream).profile).throughput_fps;
+            producer.join();
           } else {
             const double t0 = now_s();
             for (uint64_t f = 0; f < a.frames; ++f) session.submit(co_up::Tensor(tensor));
@@ -189,7 +256,9 @@ int main(int argc, char** argv) {
         exec_fps.push_back(e);
         api_fps.push_back(p);
         api_wall_fps.push_back(static_cast<double>(a.frames) / wall);
+        window_fps.push_back(w);
         ratio_exec.push_back(p / e);
+        ratio_window.push_back(p / w);
         if (c > 0) {
           cli_fps.push_back(c);
           ratio_cli.push_back(p / c);
@@ -201,10 +270,17 @@ int main(int argc, char** argv) {
       std::printf("| path | median frames/s |\n|---|---|\n");
       std::printf("| Executor::run (the CLI's path, in process) | %s |\n", fmt("%.1f", median(exec_fps)).c_str());
       if (!cli_fps.empty()) std::printf("| co_up binary (its profile) | %s |\n", fmt("%.1f", median(cli_fps)).c_str());
+      std::printf("| Executor::run_stream, same window as the API (%zu frames in flight) | %s |\n",
+                  session.queue_capacity(), fmt("%.1f", median(window_fps)).c_str());
       std::printf("| API submit/callback (profile) | %s |\n", fmt("%.1f", median(api_fps)).c_str());
       std::printf("| API submit/callback (wall clock, first submit to last result) | %s |\n",
                   fmt("%.1f", median(api_wall_fps)).c_str());
-      std::printf("| ratio API / Executor (median of per-repetition ratios) | %s |\n", fmt("%.3f", median(ratio_exec)).c_str());
+      std::printf("| CPU ms per frame (all threads): Executor::run / run_stream / API | %s / %s / %s |\n",
+                  fmt("%.2f", median(cpu_ms[0])).c_str(), fmt("%.2f", median(cpu_ms[1])).c_str(),
+                  fmt("%.2f", median(cpu_ms[2])).c_str());
+      std::printf("| ratio API / Executor::run_stream, same window (median of per-repetition ratios) | %s |\n",
+                  fmt("%.3f", median(ratio_window)).c_str());
+      std::printf("| ratio API / Executor::run (median of per-repetition ratios) | %s |\n", fmt("%.3f", median(ratio_exec)).c_str());
       if (!ratio_cli.empty()) std::printf("| ratio API / co_up binary | %s |\n", fmt("%.3f", median(ratio_cli)).c_str());
     }
     std::filesystem::remove_all(scratch);
