@@ -135,7 +135,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
       std::lock_guard lock(mutex_);
       completed_ = base_ + completed;
     }
-    changed_.notify_all();
+    ready_.notify_all();
   }
 
  private:
@@ -149,6 +149,12 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   void start_stream();  // under mutex_
   void raise_errors(std::unique_lock<std::mutex>& lock);
   Result take(uint64_t frame);  // under mutex_
+  // After handed_ grew (under mutex_): wakes producers once the queue is half empty, not for
+  // every slot (fewer context switches; submit still returns as soon as that happens), and
+  // drain() when everything was handed back.
+  void notify_room() {
+    if (submitted_ - handed_ <= slots_.size() / 2 || handed_ == submitted_) room_.notify_all();
+  }
   void deliver_loop();
   void check_dvfs_after_run();
   void add_dvfs_events(profiler::RunProfile& profile) const;
@@ -166,7 +172,12 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   std::unique_ptr<Executor> executor_;
 
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  // Two conditions, so that a completion does not wake a blocked producer nor a freed slot the
+  // consumer (each needless wake-up is a context switch per frame on the pipeline's own cores):
+  // ready_: completed_ grew, or an error, a finished stream, shutdown (consumers, delivery, drain
+  // in queue mode); room_: handed_ grew (producers, drain in callback mode), errors, shutdown.
+  std::condition_variable ready_;
+  std::condition_variable room_;
   std::vector<Slot> slots_;
   // Frame numbers over the Session's life: submitted >= completed >= handed (after an error the
   // dropped frames count as completed and handed). base_: the first frame of the open stream.
@@ -240,7 +251,8 @@ Session::Impl::~Impl() {
     std::lock_guard lock(mutex_);
     shutting_down_ = true;
   }
-  changed_.notify_all();
+  ready_.notify_all();
+  room_.notify_all();
   if (driver_.joinable()) {
     // Frames in flight are dropped: the processor threads stop after the sub-graph runs in
     // progress, then run_stream returns.
@@ -340,7 +352,8 @@ void Session::Impl::raise_errors(std::unique_lock<std::mutex>& lock) {
   streaming_ = false;
   completed_ = handed_ = submitted_;
   lock.unlock();
-  changed_.notify_all();
+  ready_.notify_all();
+  room_.notify_all();
   api::rethrow_as_error(e);
 }
 
@@ -368,7 +381,8 @@ void Session::Impl::start_stream() {
       }
       stream_done_ = true;
     }
-    changed_.notify_all();
+    ready_.notify_all();
+    room_.notify_all();
   });
 }
 
@@ -378,7 +392,7 @@ bool Session::Impl::submit(std::vector<Tensor>& inputs, void* user_data, bool bl
   raise_errors(lock);
   const auto has_room = [&] { return submitted_ - handed_ < slots_.size(); };
   if (block) {
-    changed_.wait(lock, [&] { return has_room() || (stream_error_ && stream_done_) || callback_error_; });
+    room_.wait(lock, [&] { return has_room() || (stream_error_ && stream_done_) || callback_error_; });
     raise_errors(lock);
   } else if (!has_room()) {
     return false;
@@ -417,7 +431,7 @@ void Session::Impl::set_callback(ResultCallback callback) {
 void Session::Impl::deliver_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    changed_.wait(lock, [&] { return shutting_down_ || (callback_ && completed_ > handed_); });
+    ready_.wait(lock, [&] { return shutting_down_ || (callback_ && completed_ > handed_); });
     if (shutting_down_) return;
     const uint64_t frame = handed_;
     Result result = take(frame);
@@ -428,10 +442,12 @@ void Session::Impl::deliver_loop() {
       lock.lock();
       if (!callback_error_) callback_error_ = std::current_exception();
       lock.unlock();
+      ready_.notify_all();
+      room_.notify_all();
     }
     lock.lock();
     if (handed_ == frame) ++handed_;  // not when an error reset the counts meanwhile
-    changed_.notify_all();
+    notify_room();
   }
 }
 
@@ -440,11 +456,10 @@ Result Session::Impl::wait_result() {
   raise_errors(lock);
   if (callback_) throw Error(ErrorKind::kInput, "wait_result() with a result callback set: results go to the callback");
   if (submitted_ == handed_) throw Error(ErrorKind::kInput, "wait_result() with no frame in flight; submit one first");
-  changed_.wait(lock, [&] { return completed_ > handed_ || (stream_error_ && stream_done_); });
+  ready_.wait(lock, [&] { return completed_ > handed_ || (stream_error_ && stream_done_); });
   raise_errors(lock);
   Result result = take(handed_++);
-  lock.unlock();
-  changed_.notify_all();
+  notify_room();
   return result;
 }
 
@@ -452,13 +467,12 @@ std::optional<Result> Session::Impl::try_result(std::chrono::milliseconds timeou
   std::unique_lock lock(mutex_);
   raise_errors(lock);
   if (callback_) throw Error(ErrorKind::kInput, "try_result() with a result callback set: results go to the callback");
-  if (!changed_.wait_for(lock, timeout, [&] { return completed_ > handed_ || (stream_error_ && stream_done_); })) {
+  if (!ready_.wait_for(lock, timeout, [&] { return completed_ > handed_ || (stream_error_ && stream_done_); })) {
     return std::nullopt;
   }
   raise_errors(lock);
   Result result = take(handed_++);
-  lock.unlock();
-  changed_.notify_all();
+  notify_room();
   return result;
 }
 
@@ -466,10 +480,15 @@ void Session::Impl::drain() {
   std::unique_lock lock(mutex_);
   raise_errors(lock);
   if (!streaming_) return;
-  changed_.wait(lock, [&] {
+  const auto drained = [&] {
     return (stream_error_ && stream_done_) || callback_error_ ||
            (callback_ ? handed_ == submitted_ : completed_ == submitted_);
-  });
+  };
+  if (callback_) {
+    room_.wait(lock, drained);
+  } else {
+    ready_.wait(lock, drained);
+  }
   raise_errors(lock);
   closed_.store(true, std::memory_order_release);
   lock.unlock();

@@ -52,6 +52,7 @@ struct Args {
   std::string plugins = CO_UP_PLUGIN_DIR;
   std::string co_up = CO_UP_BINARY;
   std::string scratch;
+  uint32_t queue_capacity = 0;  // the API's streaming window; 0: the Session's default
   // Part 1 runs a tiny model, so that the per-frame cost is the runtime's, not the network's.
   std::string overhead_model = CO_UP_SOURCE_DIR "/tests/fixtures/onnx/op_classifier.onnx";
 };
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("plugins")) a.plugins = v;
     else if (const char* v = value("co_up")) a.co_up = v;
     else if (const char* v = value("overhead-model")) a.overhead_model = v;
+    else if (const char* v = value("queue-capacity")) a.queue_capacity = static_cast<uint32_t>(std::atoi(v));
     else if (arg == "--quick") { a.reps = 5; a.frames = 60; }
     else {
       std::cerr << "usage: co_up_bench_api [--network=NAME] [--image-size=N] [--reps=R] [--frames=N] "
@@ -161,7 +163,7 @@ int main(int argc, char** argv) {
     auto options = [&](const std::string& order) {
       co_up::SessionOptions o;
       o.set_platform_file(platform_file.string()).set_plugins_dir((scratch / "plugins").string())
-          .set_image_size(a.image_size).set_order(order);
+          .set_image_size(a.image_size).set_order(order).set_queue_capacity(a.queue_capacity);
       return o;
     };
     const std::vector<float> input = co_up::seeded_inputs(graph, 1).at(0);

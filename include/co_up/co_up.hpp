@@ -246,8 +246,10 @@ class CO_UP_PUBLIC Session {
   void set_result_callback(ResultCallback callback);
 
   // Back-pressure: at most queue_capacity() frames are in flight (submitted, not yet handed back).
-  // submit() blocks while that many are; try_submit() then returns kFull and leaves `frame` as it
-  // was. Both return as soon as the frame is queued, without waiting for the pipeline.
+  // submit() blocks while that many are, and once blocked it resumes when half the queue is free
+  // (one wake-up per half queue, not per frame); try_submit() returns kFull when the queue is full
+  // and leaves `frame` as it was. Both return as soon as the frame is queued, without waiting for
+  // the pipeline.
   // Error(kInput) for a wrong shape; a stream's runtime error is rethrown by the next call.
   void submit(Tensor frame, void* user_data = nullptr);
   SubmitStatus try_submit(Tensor&& frame, void* user_data = nullptr);
