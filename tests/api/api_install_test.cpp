@@ -12,7 +12,6 @@
 
 #include "co_up/co_up.h"
 #include "co_up/co_up.hpp"
-#include "graph/npy.h"
 #include "tests/api/api_test_support.h"
 #include "tests/plugins/run_command.h"
 
@@ -26,6 +25,7 @@ const fs::path kSource = CO_UP_SOURCE_DIR;
 const fs::path kBuild = CO_UP_BUILD_DIR;
 const std::string kLibDir = CO_UP_INSTALL_LIBDIR;
 const std::string kCMake = CO_UP_CMAKE_COMMAND;
+const std::string kSanitize = CO_UP_SANITIZE_FLAGS;  // this build's -fsanitize flags, or ""
 
 TEST(ApiInstall, ExamplesBuiltOutOfTreeAgainstTheInstalledPackageRun) {
   const ApiWorld world;
@@ -54,7 +54,8 @@ TEST(ApiInstall, ExamplesBuiltOutOfTreeAgainstTheInstalledPackageRun) {
   const CommandResult configured = run(join_quoted(
       {kCMake, "-S", (kSource / "examples/api").string(), "-B", build.string(), "-G", CO_UP_CMAKE_GENERATOR,
        "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_COMPILER=" + std::string(CO_UP_C_COMPILER),
-       "-DCMAKE_CXX_COMPILER=" + std::string(CO_UP_CXX_COMPILER), "-DCMAKE_PREFIX_PATH=" + prefix.string()}));
+       "-DCMAKE_CXX_COMPILER=" + std::string(CO_UP_CXX_COMPILER), "-DCMAKE_PREFIX_PATH=" + prefix.string(),
+       "-DCMAKE_C_FLAGS=" + kSanitize, "-DCMAKE_CXX_FLAGS=" + kSanitize}));
   ASSERT_EQ(configured.exit_code, 0) << configured;
   const CommandResult built = run(join_quoted({kCMake, "--build", build.string()}));
   ASSERT_EQ(built.exit_code, 0) << built;
@@ -76,7 +77,7 @@ TEST(ApiInstall, ExamplesBuiltOutOfTreeAgainstTheInstalledPackageRun) {
   Session session = Session::open_zoo(kNetwork, world.options(""));
   for (int i = 0; i < 3; ++i) {
     const Tensor t = random_input(session.inputs()[0].shape, static_cast<uint32_t>(i));
-    graph::write_npy(frames / ("f" + std::to_string(i) + ".npy"), t.shape(), t.values());
+    write_npy(frames / ("f" + std::to_string(i) + ".npy"), t);
   }
   const CommandResult cpp_run = run(env + join_quoted({(build / "co_up_stream_npy").string(), kNetwork, order,
                                                        frames.string(), size, platform}));
@@ -94,7 +95,7 @@ TEST(ApiInstall, ExamplesBuiltOutOfTreeAgainstTheInstalledPackageRun) {
   const std::string pc = "PKG_CONFIG_PATH=" + shell_quote((lib / "pkgconfig").string()) + " ";
   const fs::path by_hand = world.scratch / "c_example_pc";
   const CommandResult compiled =
-      run(shell_quote(CO_UP_C_COMPILER) + " -std=c99 -Wall -Werror -o " + shell_quote(by_hand.string()) + " " +
+      run(shell_quote(CO_UP_C_COMPILER) + " -std=c99 -Wall -Werror " + kSanitize + " -o " + shell_quote(by_hand.string()) + " " +
           shell_quote((kSource / "examples/api/c_example.c").string()) + " $(" + pc +
           "pkg-config --cflags --libs co_up)");
   ASSERT_EQ(compiled.exit_code, 0) << compiled;

@@ -6,7 +6,6 @@
 
 #include "co_up/co_up.h"
 #include "co_up/co_up.hpp"
-#include "graph/npy.h"
 #include "tests/api/api_test_support.h"
 #include "tests/plugins/run_command.h"
 
@@ -91,13 +90,12 @@ TEST_P(ApiOutputsTest, CppApiCApiAndCliAgreeBitwise) {
 
   const auto in_file = world.scratch / "in.npy";
   const auto out_file = world.scratch / "out.npy";
-  graph::write_npy(in_file, input.shape(), input.values());
+  write_npy(in_file, input);
   const CommandResult r = run_cli(world, {"--order=" + order, std::string("--mode=") + mode_text,
                                           "--n=1", "--input=" + in_file.string(),
                                           "--output=" + out_file.string()});
   ASSERT_EQ(r.exit_code, 0) << r;
-  const graph::NpyArray cli = graph::read_npy(out_file);
-  EXPECT_TRUE(bitwise_equal(cpp[0], Tensor(cli.shape, cli.data)));
+  EXPECT_TRUE(bitwise_equal(cpp[0], read_npy(out_file)));
 
   // The same session again: a second run gives the same bits (no state kept between frames).
   EXPECT_TRUE(bitwise_equal(session.run(input)[0], cpp[0]));

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,6 +64,47 @@ inline Tensor random_input(const std::vector<int64_t>& shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (float& v : t.values()) v = dist(rng);
+  return t;
+}
+
+// .npy files (float32, C order, format 1.0) without co_up's internal reader: the API tests link
+// libco_up only, so no second copy of co_up's libraries lands in the test process.
+inline void write_npy(const std::filesystem::path& path, const Tensor& t) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+  for (int64_t d : t.shape()) header += std::to_string(d) + ", ";
+  header += "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const auto size = static_cast<uint16_t>(header.size());
+  const char size_bytes[2] = {static_cast<char>(size & 0xff), static_cast<char>(size >> 8)};
+  out.write(size_bytes, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * sizeof(float)));
+  EXPECT_TRUE(out.good()) << "cannot write " << path;
+}
+
+inline Tensor read_npy(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[10] = {};
+  in.read(magic, 10);
+  const size_t header_size = static_cast<unsigned char>(magic[8]) + 256u * static_cast<unsigned char>(magic[9]);
+  std::string header(header_size, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_size));
+  EXPECT_NE(header.find("'<f4'"), std::string::npos) << path;
+  std::vector<int64_t> shape;
+  const size_t open = header.find('(');
+  const std::string dims = header.substr(open + 1, header.find(')', open) - open - 1);
+  for (size_t pos = 0; pos < dims.size();) {
+    const size_t comma = std::min(dims.find(',', pos), dims.size());
+    const std::string dim = dims.substr(pos, comma - pos);
+    if (dim.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(dim));
+    pos = comma + 1;
+  }
+  Tensor t(shape);
+  in.read(reinterpret_cast<char*>(t.data()), static_cast<std::streamsize>(t.size() * sizeof(float)));
+  EXPECT_TRUE(in.good()) << path << " is shorter than its shape";
   return t;
 }
 
