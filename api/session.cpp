@@ -374,7 +374,7 @@ void Session::Impl::start_stream() {
     }
     {
       std::lock_guard lock(mutex_);
-      if (error) stream_error_ = error;
+      if (error) stream_error_ = std::move(error);  // moved: no reference left on this thread
       if (result) {
         add_dvfs_events(result->profile);
         last_profile_ = std::move(result->profile);
@@ -436,18 +436,24 @@ void Session::Impl::deliver_loop() {
     const uint64_t frame = handed_;
     Result result = take(frame);
     lock.unlock();
+    std::exception_ptr thrown;
     try {
       callback_(std::move(result));
     } catch (...) {
-      lock.lock();
-      if (!callback_error_) callback_error_ = std::current_exception();
-      lock.unlock();
-      ready_.notify_all();
-      room_.notify_all();
+      thrown = std::current_exception();
     }
+    // Stored after the catch has ended and moved, so this thread keeps no reference to the
+    // exception once another thread can take it.
     lock.lock();
     if (handed_ == frame) ++handed_;  // not when an error reset the counts meanwhile
-    notify_room();
+    if (thrown) {
+      if (!callback_error_) callback_error_ = std::move(thrown);
+      thrown = nullptr;
+      ready_.notify_all();
+      room_.notify_all();
+    } else {
+      notify_room();
+    }
   }
 }
 
