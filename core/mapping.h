@@ -8,11 +8,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "include/co_up/co_up.hpp"  // co_up::Mode: the public API's enum is the one Mode
 
 namespace co_up {
-
-// pipeline: frames overlap across processors (throughput); switch: one frame in flight (latency).
-enum class Mode { kPipeline, kSwitch };
 
 // "pipeline" / "switch", as --mode takes.
 inline const char* mode_name(Mode mode) {

@@ -1,0 +1,315 @@
+// co_up_bench_api: what the public API costs over the Executor it wraps (a program, not a test).
+//
+// Part 1, per-frame overhead: one frame at a time, Session::run(tensor) against Executor::run()
+// of a one-frame RunRequest on the same network, order and platform (every layer on B), the two
+// interleaved in each repetition so machine noise hits both; medians, and their difference in µs.
+// Part 2, streaming throughput of a three-stage pipeline (B, L, B): the API (submit + callback,
+// drain) against the Executor running a RunRequest of the same frames (what the co_up command
+// line does) and against the co_up binary itself (its profile's throughput). Both throughputs are
+// the steady state the profile measures (profiler::summarize), plus the API's wall-clock rate from
+// the first submit to the last result. Ratios are medians over repetitions.
+//
+// Options: --network=NAME (squeezenet) --image-size=N (32) --reps=R (30) --frames=N (300)
+//          --platform=FILE (platforms/host-2core.json with cpu-reference; see below)
+//          --backend=cpu-reference|cpu-xnnpack --plugins=DIR --co_up=BINARY --quick --help
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/bench_text.h"
+#include "co_up/co_up.hpp"
+#include "core/executor.h"
+#include "core/network.h"
+#include "core/partition.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "profiler/report.h"
+
+namespace {
+
+using co_up::bench::fmt;
+using co_up::bench::now_s;
+
+struct Args {
+  std::string network = "squeezenet";
+  int64_t image_size = 32;
+  int reps = 30;
+  uint64_t frames = 300;
+  std::string backend = "cpu-reference";
+  std::string plugins = CO_UP_PLUGIN_DIR;
+  std::string co_up = CO_UP_BINARY;
+  std::string scratch;
+  uint32_t queue_capacity = 0;  // the API's streaming window; 0: the Session's default
+  // Part 1 runs a tiny model, so that the per-frame cost is the runtime's, not the network's.
+  std::string overhead_model = CO_UP_SOURCE_DIR "/tests/fixtures/onnx/op_classifier.onnx";
+};
+
+double median(std::vector<double> v) { return co_up::profiler::median(std::move(v)); }
+
+// The Executor streaming on its own, admitting frames as the API does (at most `window` in flight,
+// the producer waiting for completions): what the API's streaming costs is measured against this.
+class WindowStream final : public co_up::FrameStream {
+ public:
+  WindowStream(const std::vector<float>& input, uint64_t frames, uint64_t window)
+      : input_(input), frames_(frames), window_(window) {}
+  uint64_t admitted() const override { return admitted_.load(std::memory_order_acquire); }
+  bool closed() const override { return closed_.load(std::memory_order_acquire); }
+  const float* input(uint64_t, uint32_t) override { return input_.data(); }
+  void output(uint64_t, uint32_t, std::span<const float>) override {}
+  void frames_completed(uint64_t completed) override {
+    {
+      std::lock_guard lock(mutex_);
+      completed_ = completed;
+    }
+    changed_.notify_all();
+  }
+  // The producer: admits frame by frame while the window has room, then closes.
+  void produce(co_up::Executor& executor) {
+    for (uint64_t f = 0; f < frames_; ++f) {
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return f - completed_ < window_; });
+      }
+      admitted_.store(f + 1, std::memory_order_release);
+      executor.notify_stream();
+    }
+    closed_.store(true, std::memory_order_release);
+    executor.notify_stream();
+  }
+
+ private:
+  const std::vector<float>& input_;
+  uint64_t frames_, window_;
+  std::atomic<uint64_t> admitted_{0};
+  std::atomic<bool> closed_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  uint64_t completed_ = 0;
+};
+
+// CPU seconds this process used so far (all threads, user + system).
+double cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::string order_of(size_t layers, bool three_stages) {
+  std::string order(layers, 'B');
+  if (three_stages) {
+    for (size_t i = layers / 3; i < 2 * layers / 3; ++i) order[i] = 'L';
+  }
+  return order;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const std::string prefix = std::string("--") + name + "=";
+      return arg.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
+    };
+    if (const char* v = value("network")) a.network = v;
+    else if (const char* v = value("image-size")) a.image_size = std::atoll(v);
+    else if (const char* v = value("reps")) a.reps = std::atoi(v);
+    else if (const char* v = value("frames")) a.frames = std::strtoull(v, nullptr, 10);
+    else if (const char* v = value("backend")) a.backend = v;
+    else if (const char* v = value("plugins")) a.plugins = v;
+    else if (const char* v = value("co_up")) a.co_up = v;
+    else if (const char* v = value("overhead-model")) a.overhead_model = v;
+    else if (const char* v = value("queue-capacity")) a.queue_capacity = static_cast<uint32_t>(std::atoi(v));
+    else if (arg == "--quick") { a.reps = 5; a.frames = 60; }
+    else {
+      std::cerr << "usage: co_up_bench_api [--network=NAME] [--image-size=N] [--reps=R] [--frames=N] "
+                   "[--backend=B] [--plugins=DIR] [--co_up=BINARY] [--quick]\n";
+      return arg == "--help" ? 0 : 2;
+    }
+  }
+  try {
+    // One plugin only and a two-core platform on it, written to a scratch directory.
+    const std::filesystem::path scratch =
+        std::filesystem::temp_directory_path() / ("co_up_bench_api_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(scratch / "plugins");
+    const std::string plugin_file = a.backend == "cpu-xnnpack" ? "libco_up_cpu_xnnpack.so"
+                                                                : "libco_up_cpu_reference.so";
+    std::filesystem::copy_file(std::filesystem::path(a.plugins) / plugin_file, scratch / "plugins" / plugin_file);
+    const std::filesystem::path platform_file = scratch / "platform.json";
+    std::ofstream(platform_file) << "{\"name\": \"bench\", \"processors\": [\n"
+                                    "  {\"letter\": \"B\", \"kind\": \"cpu\", \"backend\": \"" << a.backend
+                                 << "\", \"cores\": [0], \"threads\": 1},\n"
+                                    "  {\"letter\": \"L\", \"kind\": \"cpu\", \"backend\": \"" << a.backend
+                                 << "\", \"cores\": [1], \"threads\": 1}]}\n";
+
+    const co_up::graph::Graph graph = co_up::build_network({a.network, "layers", a.image_size, 1, ""});
+    const co_up::Platform platform = co_up::load_platform(platform_file);
+    const co_up::PluginRegistry registry = co_up::PluginRegistry::load_directory(scratch / "plugins");
+    auto options = [&](const std::string& order) {
+      co_up::SessionOptions o;
+      o.set_platform_file(platform_file.string()).set_plugins_dir((scratch / "plugins").string())
+          .set_image_size(a.image_size).set_order(order).set_queue_capacity(a.queue_capacity);
+      return o;
+    };
+    const std::vector<float> input = co_up::seeded_inputs(graph, 1).at(0);
+    co_up::Tensor tensor(graph.tensor(graph.inputs().at(0)).desc.shape, input);
+
+    // ---- part 1: per-frame overhead ----
+    {
+      co_up::NetworkSpec spec;
+      spec.model = a.overhead_model;
+      const co_up::graph::Graph tiny = co_up::build_network(spec);
+      const std::string order(tiny.layer_count(), 'B');
+      co_up::ExecutorOptions eo;
+      co_up::Executor executor(tiny, co_up::Partition::create(tiny, order), platform, registry, eo);
+      co_up::SessionOptions so;
+      so.set_platform_file(platform_file.string()).set_plugins_dir((scratch / "plugins").string()).set_order(order);
+      co_up::Session session = co_up::Session::open_model(a.overhead_model, so);
+      const std::vector<float> tiny_input = co_up::seeded_inputs(tiny, 1).at(0);
+      const co_up::Tensor tiny_tensor(tiny.tensor(tiny.inputs().at(0)).desc.shape, tiny_input);
+      co_up::RunRequest request;
+      request.frames = 1;
+      request.input_sets = {{tiny_input}};
+      std::vector<double> exec_us, api_us, exec_cpu_us, api_cpu_us;
+      const int reps = a.reps * 50;
+      for (int r = 0; r < reps + 10; ++r) {  // 10 warm-up rounds
+        // Alternating which goes first, so neither always runs on caches the other warmed.
+        double exec_s = 0, api_s = 0, exec_cpu = 0, api_cpu = 0;
+        co_up::RunResult result;
+        std::vector<co_up::Tensor> outputs;
+        for (int k = 0; k < 2; ++k) {
+          const double c0 = cpu_s();
+          const double t0 = now_s();
+          if ((k == 0) == (r % 2 == 0)) {
+            result = executor.run(request);
+            exec_s = now_s() - t0;
+            exec_cpu = cpu_s() - c0;
+          } else {
+            outputs = session.run(tiny_tensor);
+            api_s = now_s() - t0;
+            api_cpu = cpu_s() - c0;
+          }
+        }
+        if (r < 10) continue;
+        exec_us.push_back(exec_s * 1e6);
+        api_us.push_back(api_s * 1e6);
+        exec_cpu_us.push_back(exec_cpu * 1e6);
+        api_cpu_us.push_back(api_cpu * 1e6);
+        if (outputs.at(0).size() != result.last_outputs.at(0).size()) throw std::runtime_error("output sizes differ");
+      }
+      const double e = median(exec_us), p = median(api_us);
+      std::printf("## per-frame overhead (%s, order %s, %s, %d frames each, alternating)\n\n",
+                  std::filesystem::path(a.overhead_model).filename().c_str(), order.c_str(), a.backend.c_str(), reps);
+      std::printf("| path | median µs/frame | mean CPU µs/frame (all threads) |\n|---|---|---|\n");
+      auto mean = [](const std::vector<double>& v) {
+        double sum = 0;
+        for (double x : v) sum += x;
+        return sum / static_cast<double>(v.size());
+      };
+      std::printf("| Executor::run (1 frame) | %s | %s |\n", fmt("%.1f", e).c_str(), fmt("%.1f", mean(exec_cpu_us)).c_str());
+      std::printf("| Session::run (C++ API) | %s | %s |\n", fmt("%.1f", p).c_str(), fmt("%.1f", mean(api_cpu_us)).c_str());
+      std::printf("| overhead | %s | %s |\n\n", fmt("%.1f", p - e).c_str(),
+                  fmt("%.1f", mean(api_cpu_us) - mean(exec_cpu_us)).c_str());
+    }
+
+    // ---- part 2: streaming throughput ----
+    {
+      const std::string order = order_of(graph.layer_count(), true);
+      co_up::ExecutorOptions eo;
+      co_up::Executor executor(graph, co_up::Partition::create(graph, order), platform, registry, eo);
+      co_up::Session session = co_up::Session::open_zoo(a.network, options(order));
+      std::atomic<uint64_t> delivered{0};
+      session.set_result_callback([&](co_up::Result) { delivered.fetch_add(1); });
+      co_up::RunRequest request;
+      request.frames = a.frames;
+      request.input_sets = {{input}};
+      std::vector<double> cpu_ms[3];  // CPU ms per frame: Executor::run, run_stream, API
+      std::vector<double> exec_fps, window_fps, api_fps, api_wall_fps, cli_fps, ratio_exec, ratio_window, ratio_cli;
+      const std::string profile_file = (scratch / "cli_profile.json").string();
+      const std::string cli = a.co_up + " --graph=" + a.network + " --image-size=" + std::to_string(a.image_size) +
+                              " --platform=" + platform_file.string() + " --plugins=" + (scratch / "plugins").string() +
+                              " --order=" + order + " --n=" + std::to_string(a.frames) +
+                              " --profile-out=" + profile_file + " > /dev/null";
+      for (int r = 0; r < a.reps; ++r) {
+        double e = 0, w = 0, p = 0, wall = 0;
+        for (int k = 0; k < 3; ++k) {  // rotating which goes first
+          const int which = (k + r) % 3;
+          const double cpu_before = cpu_s();
+          struct CpuAdd {
+            std::vector<double>& into;
+            double before;
+            uint64_t frames;
+            ~CpuAdd() { into.push_back((cpu_s() - before) * 1e3 / static_cast<double>(frames)); }
+          } cpu_add{cpu_ms[which], cpu_before, a.frames};
+          if (which == 0) {
+            e = co_up::profiler::summarize(executor.run(request).profile).throughput_fps;
+          } else if (which == 1) {
+            WindowStream stream(input, a.frames, session.queue_capacity());
+            std::thread producer([&] { stream.produce(executor); });
+            w = co_up::profiler::summarize(executor.run_stream(stream).profile).throughput_fps;
+            producer.join();
+          } else {
+            const double t0 = now_s();
+            for (uint64_t f = 0; f < a.frames; ++f) session.submit(co_up::Tensor(tensor));
+            session.drain();
+            wall = now_s() - t0;
+            p = session.profile().throughput_fps;
+          }
+        }
+        double c = 0;
+        if (!a.co_up.empty() && std::system(cli.c_str()) == 0) {
+          std::ifstream in(profile_file);
+          c = nlohmann::json::parse(in)["summary"]["throughput_fps"].get<double>();
+        }
+        exec_fps.push_back(e);
+        api_fps.push_back(p);
+        api_wall_fps.push_back(static_cast<double>(a.frames) / wall);
+        window_fps.push_back(w);
+        ratio_exec.push_back(p / e);
+        ratio_window.push_back(p / w);
+        if (c > 0) {
+          cli_fps.push_back(c);
+          ratio_cli.push_back(p / c);
+        }
+      }
+      if (delivered.load() != a.frames * static_cast<uint64_t>(a.reps)) throw std::runtime_error("results lost");
+      std::printf("## streaming throughput (order %s, %llu frames, %d repetitions)\n\n", order.c_str(),
+                  static_cast<unsigned long long>(a.frames), a.reps);
+      std::printf("| path | median frames/s |\n|---|---|\n");
+      std::printf("| Executor::run (the CLI's path, in process) | %s |\n", fmt("%.1f", median(exec_fps)).c_str());
+      if (!cli_fps.empty()) std::printf("| co_up binary (its profile) | %s |\n", fmt("%.1f", median(cli_fps)).c_str());
+      std::printf("| Executor::run_stream, same window as the API (%zu frames in flight) | %s |\n",
+                  session.queue_capacity(), fmt("%.1f", median(window_fps)).c_str());
+      std::printf("| API submit/callback (profile) | %s |\n", fmt("%.1f", median(api_fps)).c_str());
+      std::printf("| API submit/callback (wall clock, first submit to last result) | %s |\n",
+                  fmt("%.1f", median(api_wall_fps)).c_str());
+      std::printf("| CPU ms per frame (all threads): Executor::run / run_stream / API | %s / %s / %s |\n",
+                  fmt("%.2f", median(cpu_ms[0])).c_str(), fmt("%.2f", median(cpu_ms[1])).c_str(),
+                  fmt("%.2f", median(cpu_ms[2])).c_str());
+      std::printf("| ratio API / Executor::run_stream, same window (median of per-repetition ratios) | %s |\n",
+                  fmt("%.3f", median(ratio_window)).c_str());
+      std::printf("| ratio API / Executor::run (median of per-repetition ratios) | %s |\n", fmt("%.3f", median(ratio_exec)).c_str());
+      if (!ratio_cli.empty()) std::printf("| ratio API / co_up binary | %s |\n", fmt("%.3f", median(ratio_cli)).c_str());
+    }
+    std::filesystem::remove_all(scratch);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "co_up_bench_api: " << e.what() << "\n";
+    return 1;
+  }
+}
