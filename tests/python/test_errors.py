@@ -1,0 +1,90 @@
+"""co_up errors reach Python as co_up.InputError / co_up.RuntimeFailure with the command line's
+message."""
+
+import numpy as np
+import pytest
+
+import co_up
+from tiny_model import INPUT_SHAPE
+
+CLI_PREFIX = "co_up: error: "
+
+
+def cli_message(e):
+    """The one error line of a co_up run that failed with exit code 2, without its prefix."""
+    assert e.code == 2, e
+    lines = e.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(CLI_PREFIX), e
+    return lines[0][len(CLI_PREFIX):]
+
+
+def test_hierarchy():
+    assert issubclass(co_up.InputError, co_up.Error) and issubclass(co_up.InputError, ValueError)
+    assert issubclass(co_up.RuntimeFailure, co_up.Error) and issubclass(co_up.RuntimeFailure, RuntimeError)
+    assert not issubclass(co_up.InputError, RuntimeError)
+    assert co_up.InputError.__module__ == "co_up" and co_up.InputError.__name__ == "InputError"
+
+
+def test_bad_order_has_the_cli_message(run_cli, platform_file):
+    expected = cli_message(run_cli("--graph=alexnet", "--image-size=32", "--order=BBX", f"--platform={platform_file}"))
+    with pytest.raises(co_up.InputError) as error:
+        co_up.Session.zoo("alexnet", image_size=32, order="BBX", platform_file=platform_file)
+    assert str(error.value) == expected
+    assert "BBX" in expected
+
+
+def test_unknown_letter_has_the_cli_message(run_cli, platform_file):
+    expected = cli_message(run_cli("--graph=alexnet", "--image-size=32", "--order=BBBBBBBX",
+                                   f"--platform={platform_file}"))
+    with pytest.raises(co_up.InputError) as error:
+        co_up.Session.zoo("alexnet", image_size=32, order="BBBBBBBX", platform_file=platform_file)
+    assert str(error.value) == expected
+
+
+def test_missing_model_has_the_cli_message(run_cli, scratch):
+    missing = scratch / "missing.onnx"
+    expected = cli_message(run_cli(f"--model={missing}"))
+    with pytest.raises(co_up.InputError) as error:
+        co_up.Session(missing)
+    assert str(error.value) == expected
+    assert "missing.onnx" in expected
+
+
+def test_bad_mode_has_the_cli_message(run_cli):
+    expected = cli_message(run_cli("--graph=alexnet", "--mode=sideways"))
+    with pytest.raises(co_up.InputError) as error:
+        co_up.Session.zoo("alexnet", mode="sideways")
+    assert str(error.value) == expected
+
+
+def test_wrong_input_shape_is_an_input_error(tiny_model, platform_file):
+    with co_up.Session(tiny_model, order="BLG", platform_file=platform_file) as s:
+        with pytest.raises(co_up.InputError) as error:
+            s.run(np.zeros((1, 4, 4, 4), np.float32))
+        assert "[1,4,4,4]" in str(error.value) and "[1,4,8,8]" in str(error.value)
+        with pytest.raises(ValueError):  # what a caller that knows only Python's types catches
+            s.run(np.zeros((1, 4, 8), np.float32))
+        with pytest.raises(co_up.InputError) as error:
+            s.submit(np.zeros((2, 4, 8, 8), np.float32))
+        assert "[2,4,8,8]" in str(error.value)
+        with pytest.raises(co_up.InputError) as error:
+            s.run("not an array")
+        assert "not an array of numbers" in str(error.value)
+        # The session still works after refusing them.
+        assert s.run(np.zeros(INPUT_SHAPE, np.float32)).shape == INPUT_SHAPE
+
+
+def test_unknown_keyword_is_a_type_error():
+    with pytest.raises(TypeError) as error:
+        co_up.Session.zoo("alexnet", ordr="BBBBBBBB")
+    assert "ordr" in str(error.value) and "order" in str(error.value)
+
+
+def test_a_closed_session_refuses_calls(tiny_model, platform_file):
+    s = co_up.Session(tiny_model, order="BLG", platform_file=platform_file)
+    s.close()
+    assert s.closed
+    with pytest.raises(co_up.InputError) as error:
+        s.run(np.zeros(INPUT_SHAPE, np.float32))
+    assert str(error.value) == "the session is closed"
+    s.close()  # twice is fine
