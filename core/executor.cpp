@@ -156,9 +156,10 @@ struct Executor::Impl {
   // can spin on it without the lock before it blocks on `changed`.
   std::atomic<uint64_t> generation{0};
   std::exception_ptr error;
-  uint64_t frames = 0;
+  uint64_t frames = 0;    // admitted by the stream so far
+  bool closed = false;    // the stream admits no more
   uint64_t completed = 0;
-  const RunRequest* request = nullptr;
+  FrameStream* stream = nullptr;
   std::vector<int64_t> frame_start;
   std::vector<int64_t> frame_end;
   std::vector<std::vector<float>> last_outputs;
@@ -172,6 +173,7 @@ struct Executor::Impl {
   std::set<graph::TensorId> nhwc_boundary_tensors() const;
   void connect();
 
+  void refresh_admitted();
   bool inputs_ready(const SubGraphRuntime& s) const;
   bool runnable(SubGraphRuntime& s);
   void claim(SubGraphRuntime& s);
@@ -365,6 +367,12 @@ void Executor::Impl::connect() {
   }
 }
 
+void Executor::Impl::refresh_admitted() {
+  // closed() first: a producer closes after its last admission, so admitted() is then final.
+  closed = stream->closed();
+  frames = std::max(frames, stream->admitted());
+}
+
 bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
   if (s.next_frame >= frames) return false;
   if (s.reads_graph_input && options.mode == ExecutionMode::kSwitch && completed < s.next_frame) {
@@ -406,15 +414,14 @@ void Executor::Impl::claim(SubGraphRuntime& s) {
     if (in.receiver != nullptr) {
       s.claimed_inputs[i] = in.receiver->claim(frame);
     } else {
-      const auto& set = request->input_sets[frame % request->input_sets.size()];
-      s.claimed_inputs[i] = set[in.graph_input].data();
+      s.claimed_inputs[i] = stream->input(frame, in.graph_input);
     }
   }
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     if (s.outputs[o].sender) s.outputs[o].sender->reserve(s.reserved_slots[o]);
   }
   if (s.reads_graph_input) {
-    // Grown as frames enter (never sized by the request: --n may be huge).
+    // Grown as frames enter (never sized by the request: --n may be huge, a stream unbounded).
     if (frame_start.size() <= frame) frame_start.resize(frame + 1, 0);
     if (frame_start[frame] == 0) frame_start[frame] = now_ns();
   }
@@ -497,9 +504,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
       const auto* values = static_cast<const float*>(src);
       const size_t count = out.bytes / sizeof(float);
       std::copy(values, values + count, last_outputs[*out.graph_output].begin());
-      if (request->on_output) {
-        request->on_output(frame, *out.graph_output, std::span<const float>(values, count));
-      }
+      stream->output(frame, *out.graph_output, std::span<const float>(values, count));
     }
     s.compiled->unmap(CO_UP_IO_OUTPUT, index);
   }
@@ -521,7 +526,9 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
       if (other->writes_graph_output) done = std::min(done, other->next_frame);
     }
     const int64_t now = now_ns();
+    const uint64_t before = completed;
     for (; completed < done; ++completed) frame_end.push_back(now);
+    if (completed != before) stream->frames_completed(completed);
   }
 }
 
@@ -556,8 +563,9 @@ void Executor::Impl::processor_loop(Processor& p) {
   }
   std::unique_lock lock(mutex);
   while (!stop) {
+    refresh_admitted();
     SubGraphRuntime* pick = nullptr;
-    bool finished = true;
+    bool finished = closed;
     for (SubGraphRuntime* s : p.subgraphs) {
       if (s->next_frame < frames) finished = false;
       // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
@@ -643,6 +651,14 @@ Executor::~Executor() = default;
 const Partition& Executor::partition() const { return impl_->partition; }
 int64_t Executor::setup_ns() const { return impl_->setup_ns; }
 
+void Executor::notify_stream() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->generation.fetch_add(1, std::memory_order_release);
+  }
+  impl_->changed.notify_all();
+}
+
 void Executor::request_stop() {
   std::lock_guard lock(impl_->mutex);
   impl_->stop = true;
@@ -669,6 +685,28 @@ RunResult Executor::run(const RunRequest& request) {
       }
     }
   }
+  // A fixed request is a stream admitted and closed from the start.
+  class RequestStream final : public FrameStream {
+   public:
+    explicit RequestStream(const RunRequest& r) : r_(r) {}
+    uint64_t admitted() const override { return r_.frames; }
+    bool closed() const override { return true; }
+    const float* input(uint64_t frame, uint32_t input) override {
+      return r_.input_sets[frame % r_.input_sets.size()][input].data();
+    }
+    void output(uint64_t frame, uint32_t output, std::span<const float> values) override {
+      if (r_.on_output) r_.on_output(frame, output, values);
+    }
+    void frames_completed(uint64_t) override {}
+
+   private:
+    const RunRequest& r_;
+  } stream(request);
+  return run_stream(stream);
+}
+
+RunResult Executor::run_stream(FrameStream& stream) {
+  Impl& m = *impl_;
   {
     std::lock_guard lock(m.mutex);
     // A previous, interrupted run may have left frames in flight: start from a clean state.
@@ -680,13 +718,14 @@ RunResult Executor::run(const RunRequest& request) {
     for (auto& p : m.processors) {
       p->events.clear();
       const size_t per_frame = m.options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
-      p->events.reserve(static_cast<size_t>(std::min<uint64_t>(request.frames, 4096)) * per_frame);
+      p->events.reserve(static_cast<size_t>(std::min<uint64_t>(stream.admitted(), 4096)) * per_frame);
     }
     // `stop` is not reset here: a stop requested before run() makes it return at once.
     m.error = nullptr;
-    m.frames = request.frames;
+    m.frames = 0;
+    m.closed = false;
     m.completed = 0;
-    m.request = &request;
+    m.stream = &stream;
     m.frame_start.clear();
     m.frame_end.clear();
     m.last_outputs.clear();
@@ -699,7 +738,7 @@ RunResult Executor::run(const RunRequest& request) {
   for (std::thread& t : threads) t.join();
 
   std::lock_guard lock(m.mutex);
-  m.request = nullptr;
+  m.stream = nullptr;
   m.stop = false;  // the request is used up; the next run() starts afresh
   if (m.error) std::rethrow_exception(m.error);
   RunResult result;

@@ -15,7 +15,11 @@
 // Frames are numbered; receivers check the numbers, so a lost, duplicated or reordered frame is
 // an error, never a silent wrong answer.
 //
-// Threading: run() is called from one thread at a time; request_stop() from any thread.
+// Streaming: run_stream() runs frames as a FrameStream admits them, until the stream is closed
+// and drained (or stopped); run() is run_stream() over a fixed request.
+//
+// Threading: run()/run_stream() are called from one thread at a time; request_stop() and
+// notify_stream() from any thread.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +71,30 @@ struct RunRequest {
   std::function<void(uint64_t frame, uint32_t output, std::span<const float> values)> on_output;
 };
 
+// Where a streaming run's frames come from and where their outputs go (run_stream). The executor
+// pulls: on every scheduling pass it reads admitted() and closed(), so a producer publishes a
+// frame by making its inputs readable, then raising admitted(), then calling
+// Executor::notify_stream() to wake idle processor threads.
+class FrameStream {
+ public:
+  virtual ~FrameStream() = default;
+  // Frames [0, admitted()) may run. Never decreases. Called under the executor's scheduling lock:
+  // must not block or call the Executor (an atomic load).
+  virtual uint64_t admitted() const = 0;
+  // True once no frame beyond admitted() will come: the run ends when those have completed.
+  // Read before admitted(), so a producer closes only after its last admission. Same rules.
+  virtual bool closed() const = 0;
+  // Graph input `input` of an admitted frame: f32, the input's element count, readable until
+  // frame_completed() counts the frame. Called on processor threads, outside the lock.
+  virtual const float* input(uint64_t frame, uint32_t input) = 0;
+  // Graph output `output` of `frame`, on the producing processor thread, outside the lock;
+  // `values` are valid only during the call. Each (frame, output) exactly once.
+  virtual void output(uint64_t frame, uint32_t output, std::span<const float> values) = 0;
+  // Frames [0, completed) have delivered all their outputs (in order: completed only grows).
+  // Called under the scheduling lock: must not block for long or call the Executor.
+  virtual void frames_completed(uint64_t completed) = 0;
+};
+
 struct RunResult {
   profiler::RunProfile profile;
   std::vector<std::vector<float>> last_outputs;  // graph outputs of the last completed frame
@@ -85,6 +113,12 @@ class Executor {
   // Runs until all frames completed or request_stop(); then the profile says how far it got.
   // Rethrows the first error any processor thread hit, after all threads stopped.
   RunResult run(const RunRequest& request);
+  // Runs frames as `stream` admits them, until it is closed and every admitted frame completed,
+  // or request_stop(). The profile's frames_requested is what was admitted. Rethrows the first
+  // error of a processor thread after all threads stopped.
+  RunResult run_stream(FrameStream& stream);
+  // Wakes the processor threads of a running run_stream() to read admitted()/closed() again.
+  void notify_stream();
   // Asks a running run() — or the next one, if none is running — to stop after the sub-graph
   // runs in progress. Idempotent.
   void request_stop();

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace co_up {
 
@@ -26,6 +27,31 @@ inline std::string order_for_message(const std::string& order) {
   quoted += shorten_for_message(order, 40, "letters");
   quoted += '\'';
   return quoted;
+}
+
+// `text` on one line: newline, CR, tab and other control characters escaped ("\n", "\x1b"),
+// so that every error stays one line wherever it is printed (the CLI, the public API).
+inline std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace co_up

@@ -1,5 +1,7 @@
 #include "core/cli/standard_streams.h"
 
+#include "core/message_text.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -89,27 +91,6 @@ int exit_code_after_stdout_error(int err, int code) {
   return code != 0 ? code : 1;
 }
 
-std::string one_line(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string one_line(std::string_view text) { return co_up::one_line(text); }
 
 }  // namespace co_up::cli

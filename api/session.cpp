@@ -1,0 +1,611 @@
+// co_up::Session: the public API over the Executor (include/co_up/co_up.hpp).
+//
+// Streaming: the Session is the Executor's FrameStream. Submitted frames go into a ring of
+// queue_capacity() slots (inputs moved in, outputs written by the processor threads); a driver
+// thread runs Executor::run_stream() while a stream is open; results leave in submission order,
+// to the callback (a delivery thread) or to wait_result(). A slot is reused only after its frame
+// was handed back, so the ring never overwrites a frame the pipeline still reads.
+//
+// Locks: the Executor calls frames_completed() under its scheduling lock, and that takes `mutex_`;
+// so nothing here calls into the Executor while holding `mutex_` (executor lock, then ours).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "api/session_internal.h"
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/message_text.h"
+#include "core/network.h"
+#include "core/partition.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "power/dvfs_journal.h"
+#include "power/dvfs_schedule.h"
+#include "power/dvfs_worker.h"
+#include "power/frequency_plan.h"
+#include "power/sysfs_dvfs.h"
+#include "profiler/report.h"
+
+namespace co_up {
+
+uint32_t api_version() { return (kApiVersionMajor << 16) | kApiVersionMinor; }
+
+namespace api {
+
+[[noreturn]] void rethrow_as_error(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error&) {
+    throw;
+  } catch (const InputError& e) {
+    throw Error(ErrorKind::kInput, one_line(e.what()));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::kRuntime,
+                "out of memory (this network, --image-size or --buffers need more memory than "
+                "this machine has; use a smaller --image-size)");
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kRuntime, one_line(e.what()));
+  } catch (...) {
+    throw Error(ErrorKind::kRuntime, "unknown exception");
+  }
+}
+
+}  // namespace api
+
+namespace {
+
+// The directory libco_up (or the program it is linked into) lies in.
+std::filesystem::path library_directory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&library_directory), &info) == 0 || info.dli_fname == nullptr) {
+    return {};
+  }
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::filesystem::path() : file.parent_path();
+}
+
+// --plugins, else $CO_UP_PLUGIN_PATH, else plugins/ next to libco_up (the build tree), else
+// co_up/plugins/ next to it (an installed libdir), else where the co_up binary would look.
+std::filesystem::path plugin_directory(const std::string& option) {
+  if (!option.empty()) {
+    if (!std::filesystem::is_directory(option)) {
+      throw InputError("--plugins='" + option + "' is not a directory");
+    }
+    return option;
+  }
+  if (const char* env = std::getenv("CO_UP_PLUGIN_PATH"); env != nullptr && *env != '\0') return env;
+  const std::filesystem::path lib = library_directory();
+  std::error_code ec;
+  for (const char* relative : {"plugins", "co_up/plugins"}) {
+    if (!lib.empty() && std::filesystem::is_directory(lib / relative, ec)) return lib / relative;
+  }
+  return PluginRegistry::default_directory();
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) { return Tensor::shape_text(shape); }
+
+Profile to_public(const profiler::RunProfile& p) {
+  Profile out;
+  out.order = p.order;
+  out.mode = p.mode;
+  out.frames_completed = p.frames_completed;
+  out.setup_ms = static_cast<double>(p.setup_ns) / 1e6;
+  const profiler::Summary summary = profiler::summarize(p);
+  out.wall_ms = summary.wall_ms;
+  out.throughput_fps = summary.throughput_fps;
+  out.latency_median_ms = summary.latency_median_ms;
+  std::map<uint32_t, std::vector<double>> layer_ms, subgraph_ms;
+  for (const profiler::Event& e : p.events) {
+    const double ms = static_cast<double>(e.end_ns - e.begin_ns) / 1e6;
+    if (e.kind == profiler::EventKind::kLayer) layer_ms[e.layer].push_back(ms);
+    if (e.kind == profiler::EventKind::kSubGraph) subgraph_ms[e.subgraph].push_back(ms);
+  }
+  for (const profiler::LayerInfo& l : p.layers) {
+    const auto it = layer_ms.find(l.index);
+    out.layers.push_back({l.index, l.name, l.processor, l.subgraph,
+                          it == layer_ms.end() ? 0.0 : profiler::median(it->second)});
+  }
+  for (const profiler::SubGraphInfo& s : p.subgraphs) {
+    const auto it = subgraph_ms.find(s.index);
+    out.subgraphs.push_back({s.index, s.processor, s.backend, s.first_layer, s.last_layer,
+                             it == subgraph_ms.end() ? 0.0 : profiler::median(it->second)});
+  }
+  out.json = profiler::to_json(p).dump(2);
+  return out;
+}
+
+}  // namespace
+
+// Hidden: only Session itself is exported from libco_up.
+class __attribute__((visibility("hidden"))) Session::Impl final : public FrameStream {
+ public:
+  Impl(NetworkSpec spec, const SessionOptions::Values& values);
+  ~Impl() override;
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  bool submit(std::vector<Tensor>& inputs, void* user_data, bool block);
+  void set_callback(ResultCallback callback);
+  Result wait_result();
+  std::optional<Result> try_result(std::chrono::milliseconds timeout);
+  void drain();
+  size_t in_flight() const {
+    std::lock_guard lock(mutex_);
+    return static_cast<size_t>(submitted_ - handed_);
+  }
+  size_t capacity() const { return slots_.size(); }
+  Profile profile() const;
+
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+  std::string order_;
+
+  // FrameStream, called by the Executor.
+  uint64_t admitted() const override { return admitted_.load(std::memory_order_acquire); }
+  bool closed() const override { return closed_.load(std::memory_order_acquire); }
+  const float* input(uint64_t frame, uint32_t input) override {
+    return slot(base_ + frame).inputs[input].data();
+  }
+  void output(uint64_t frame, uint32_t output, std::span<const float> values) override {
+    std::copy(values.begin(), values.end(), slot(base_ + frame).outputs[output].data());
+  }
+  void frames_completed(uint64_t completed) override {
+    {
+      std::lock_guard lock(mutex_);
+      completed_ = base_ + completed;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  struct Slot {
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> outputs;
+    void* user_data = nullptr;
+  };
+  Slot& slot(uint64_t frame) { return slots_[frame % slots_.size()]; }
+  void check_inputs(const std::vector<Tensor>& inputs) const;
+  void start_stream();  // under mutex_
+  void raise_errors(std::unique_lock<std::mutex>& lock);
+  Result take(uint64_t frame);  // under mutex_
+  void deliver_loop();
+  void check_dvfs_after_run();
+
+  SessionOptions::Values values_;
+  graph::Graph graph_;
+  Platform platform_;
+  PluginRegistry registry_;
+  // Declaration order is destruction order reversed: the executor goes first, then the DVFS
+  // observer it calls, the worker, and last the SysfsDvfs that restores the levels.
+  std::unique_ptr<power::SysfsDvfs> dvfs_;
+  std::unique_ptr<power::DvfsWorker> dvfs_worker_;
+  std::unique_ptr<power::DvfsObserver> dvfs_observer_;
+  std::unique_ptr<Executor> executor_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Slot> slots_;
+  // Frame numbers over the Session's life: submitted >= completed >= handed (after an error the
+  // dropped frames count as completed and handed). base_: the first frame of the open stream.
+  uint64_t submitted_ = 0, completed_ = 0, handed_ = 0, base_ = 0;
+  std::atomic<uint64_t> admitted_{0};  // frames of the open stream the executor may run
+  std::atomic<bool> closed_{false};
+  bool streaming_ = false;    // a driver thread was started and not joined
+  bool stream_done_ = false;  // the driver left run_stream (it only unlocks and returns after)
+  std::exception_ptr stream_error_;
+  std::exception_ptr callback_error_;
+  ResultCallback callback_;
+  bool shutting_down_ = false;
+  std::optional<profiler::RunProfile> last_profile_;
+  // Threads last: joined in the destructor before anything they use goes.
+  std::thread driver_;
+  std::thread delivery_;
+};
+
+Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
+    : values_(values), graph_(build_network(spec)) {
+  const std::filesystem::path plugin_dir = plugin_directory(values_.plugins_dir);
+  platform_ = values_.platform_file.empty() ? detect_host_platform(values_.sysfs_root)
+                                            : load_platform(values_.platform_file);
+  apply_overrides(platform_, {values_.threads, values_.cores, values_.threads_little,
+                              values_.cores_little, std::nullopt, std::nullopt});
+  registry_ = PluginRegistry::load_directory(plugin_dir);
+  order_ = values_.order.empty() ? std::string(graph_.layer_count(), 'B') : values_.order;
+  Partition partition = Partition::create(graph_, order_);
+
+  ExecutorOptions options;
+  options.mode = values_.mode == Mode::kPipeline ? ExecutionMode::kPipeline : ExecutionMode::kSwitch;
+  options.receiver_buffers = values_.buffers;
+  options.profile_level = values_.profile_level;
+  if (!values_.frequency.empty()) {
+    // As the command line: levels at setup, per-layer changes through the DVFS worker.
+    std::string subgraph_letters;
+    for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
+    const power::FrequencyPlan plan = power::parse_frequency(values_.frequency, order_, subgraph_letters);
+    const power::DvfsPolicy policy = power::parse_dvfs_policy(values_.dvfs);
+    std::vector<uint32_t> subgraph_of_layer;
+    for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
+    auto warn = [](const std::string& message) { std::cerr << "co_up: warning: " << message << "\n"; };
+    const power::DvfsSchedule schedule =
+        power::resolve_schedule(plan, platform_, order_, subgraph_of_layer,
+                                options.mode == ExecutionMode::kPipeline, policy, warn);
+    dvfs_ = std::make_unique<power::SysfsDvfs>(platform_, values_.sysfs_root,
+                                               power::resolve_state_dir(""));
+    for (const power::DvfsSetting& s : schedule.at_setup) {
+      const std::string error = dvfs_->set_level(s.domain, s.level);
+      if (error.empty()) continue;
+      if (policy == power::DvfsPolicy::kStrict) {
+        throw RuntimeError(error + " (run as root or use --dvfs=best-effort)");
+      }
+      warn(error + "; continuing without it (--dvfs=best-effort)");
+    }
+    if (!schedule.per_layer.empty()) {
+      const bool strict = policy == power::DvfsPolicy::kStrict;
+      dvfs_worker_ = std::make_unique<power::DvfsWorker>(*dvfs_, [this, strict, warn](const std::string& e) {
+        if (strict) {
+          if (executor_) executor_->request_stop();
+        } else {
+          warn(e + "; continuing (--dvfs=best-effort)");
+        }
+      });
+      dvfs_observer_ = std::make_unique<power::DvfsObserver>(schedule.per_layer, *dvfs_worker_);
+      options.observers.push_back(dvfs_observer_.get());
+    }
+  }
+  check_cores_exist(platform_);
+  const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
+  executor_ = std::make_unique<Executor>(graph_, std::move(partition), platform_, registry_, options);
+
+  for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
+  for (graph::TensorId t : graph_.outputs()) outputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
+  slots_.resize(values_.queue_capacity != 0 ? values_.queue_capacity : std::max(2u, 2 * subgraphs));
+}
+
+Session::Impl::~Impl() {
+  {
+    std::lock_guard lock(mutex_);
+    shutting_down_ = true;
+  }
+  changed_.notify_all();
+  if (driver_.joinable()) {
+    // Frames in flight are dropped: the processor threads stop after the sub-graph runs in
+    // progress, then run_stream returns.
+    executor_->request_stop();
+    closed_.store(true, std::memory_order_release);
+    executor_->notify_stream();
+    driver_.join();
+  }
+  if (delivery_.joinable()) delivery_.join();
+  if (dvfs_worker_) dvfs_worker_->stop();
+}
+
+void Session::Impl::check_inputs(const std::vector<Tensor>& inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    throw Error(ErrorKind::kInput, "graph '" + graph_.name() + "' has " + std::to_string(inputs_.size()) +
+                                       " inputs but " + std::to_string(inputs.size()) + " were given");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].shape() != inputs_[i].shape) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' needs shape " +
+                                         shape_text(inputs_[i].shape) + " but got " +
+                                         shape_text(inputs[i].shape()));
+    }
+  }
+}
+
+void Session::Impl::check_dvfs_after_run() {
+  if (dvfs_worker_ && values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
+    throw RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)");
+  }
+}
+
+std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
+  check_inputs(inputs);
+  {
+    std::lock_guard lock(mutex_);
+    if (streaming_ || submitted_ != handed_) {
+      throw Error(ErrorKind::kInput, "run() while " + std::to_string(submitted_ - handed_) +
+                                         " streamed frame(s) are in flight; take their results "
+                                         "and drain() first");
+    }
+  }
+  // One frame, admitted and closed from the start, its outputs written straight into the result.
+  class OneFrame final : public FrameStream {
+   public:
+    OneFrame(const std::vector<Tensor>& in, std::vector<Tensor>& out) : in_(in), out_(out) {}
+    uint64_t admitted() const override { return 1; }
+    bool closed() const override { return true; }
+    const float* input(uint64_t, uint32_t input) override { return in_[input].data(); }
+    void output(uint64_t, uint32_t output, std::span<const float> values) override {
+      std::copy(values.begin(), values.end(), out_[output].data());
+    }
+    void frames_completed(uint64_t) override {}
+
+   private:
+    const std::vector<Tensor>& in_;
+    std::vector<Tensor>& out_;
+  };
+  std::vector<Tensor> outputs;
+  outputs.reserve(outputs_.size());
+  for (const TensorInfo& info : outputs_) outputs.emplace_back(info.shape);
+  OneFrame stream(inputs, outputs);
+  RunResult result = api::translate_errors([&] { return executor_->run_stream(stream); });
+  api::translate_errors([&] { check_dvfs_after_run(); });
+  const bool completed = result.profile.frames_completed == 1;
+  {
+    std::lock_guard lock(mutex_);
+    last_profile_ = std::move(result.profile);
+  }
+  if (!completed) throw Error(ErrorKind::kRuntime, "the run was stopped before its frame completed");
+  return outputs;
+}
+
+void Session::Impl::raise_errors(std::unique_lock<std::mutex>& lock) {
+  if (callback_error_) {
+    std::exception_ptr e = std::exchange(callback_error_, nullptr);
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      throw Error(ErrorKind::kRuntime, "the result callback threw: " + one_line(x.what()));
+    } catch (...) {
+      throw Error(ErrorKind::kRuntime, "the result callback threw an exception");
+    }
+  }
+  if (!stream_error_ || !stream_done_) return;
+  // The failed stream's frames in flight are dropped; the next submit opens a new stream.
+  std::exception_ptr e = std::exchange(stream_error_, nullptr);
+  driver_.join();  // it has left run_stream and only returns now (see stream_done_)
+  streaming_ = false;
+  completed_ = handed_ = submitted_;
+  lock.unlock();
+  changed_.notify_all();
+  api::rethrow_as_error(e);
+}
+
+void Session::Impl::start_stream() {
+  base_ = submitted_;
+  admitted_.store(0, std::memory_order_relaxed);
+  closed_.store(false, std::memory_order_relaxed);
+  streaming_ = true;
+  stream_done_ = false;
+  driver_ = std::thread([this] {
+    std::exception_ptr error;
+    std::optional<RunResult> result;
+    try {
+      result = executor_->run_stream(*this);
+      check_dvfs_after_run();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (error) stream_error_ = error;
+      if (result) last_profile_ = std::move(result->profile);
+      stream_done_ = true;
+    }
+    changed_.notify_all();
+  });
+}
+
+bool Session::Impl::submit(std::vector<Tensor>& inputs, void* user_data, bool block) {
+  check_inputs(inputs);
+  std::unique_lock lock(mutex_);
+  raise_errors(lock);
+  const auto has_room = [&] { return submitted_ - handed_ < slots_.size(); };
+  if (block) {
+    changed_.wait(lock, [&] { return has_room() || (stream_error_ && stream_done_) || callback_error_; });
+    raise_errors(lock);
+  } else if (!has_room()) {
+    return false;
+  }
+  if (!streaming_) start_stream();
+  Slot& s = slot(submitted_);
+  s.inputs = std::move(inputs);
+  s.user_data = user_data;
+  s.outputs.clear();
+  for (const TensorInfo& info : outputs_) s.outputs.emplace_back(info.shape);
+  ++submitted_;
+  admitted_.store(submitted_ - base_, std::memory_order_release);
+  lock.unlock();
+  executor_->notify_stream();
+  return true;
+}
+
+Result Session::Impl::take(uint64_t frame) {
+  Slot& s = slot(frame);
+  Result result{frame, s.user_data, std::move(s.outputs)};
+  s.outputs.clear();
+  s.inputs.clear();
+  return result;
+}
+
+void Session::Impl::set_callback(ResultCallback callback) {
+  std::lock_guard lock(mutex_);
+  if (submitted_ != handed_ || streaming_) {
+    throw Error(ErrorKind::kInput, "set_result_callback() while frames are in flight; set it before "
+                                   "the first submit or after drain()");
+  }
+  callback_ = std::move(callback);
+  if (callback_ && !delivery_.joinable()) delivery_ = std::thread([this] { deliver_loop(); });
+}
+
+void Session::Impl::deliver_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return shutting_down_ || (callback_ && completed_ > handed_); });
+    if (shutting_down_) return;
+    const uint64_t frame = handed_;
+    Result result = take(frame);
+    lock.unlock();
+    try {
+      callback_(std::move(result));
+    } catch (...) {
+      lock.lock();
+      if (!callback_error_) callback_error_ = std::current_exception();
+      lock.unlock();
+    }
+    lock.lock();
+    if (handed_ == frame) ++handed_;  // not when an error reset the counts meanwhile
+    changed_.notify_all();
+  }
+}
+
+Result Session::Impl::wait_result() {
+  std::unique_lock lock(mutex_);
+  raise_errors(lock);
+  if (callback_) throw Error(ErrorKind::kInput, "wait_result() with a result callback set: results go to the callback");
+  if (submitted_ == handed_) throw Error(ErrorKind::kInput, "wait_result() with no frame in flight; submit one first");
+  changed_.wait(lock, [&] { return completed_ > handed_ || (stream_error_ && stream_done_); });
+  raise_errors(lock);
+  Result result = take(handed_++);
+  lock.unlock();
+  changed_.notify_all();
+  return result;
+}
+
+std::optional<Result> Session::Impl::try_result(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  raise_errors(lock);
+  if (callback_) throw Error(ErrorKind::kInput, "try_result() with a result callback set: results go to the callback");
+  if (!changed_.wait_for(lock, timeout, [&] { return completed_ > handed_ || (stream_error_ && stream_done_); })) {
+    return std::nullopt;
+  }
+  raise_errors(lock);
+  Result result = take(handed_++);
+  lock.unlock();
+  changed_.notify_all();
+  return result;
+}
+
+void Session::Impl::drain() {
+  std::unique_lock lock(mutex_);
+  raise_errors(lock);
+  if (!streaming_) return;
+  changed_.wait(lock, [&] {
+    return (stream_error_ && stream_done_) || callback_error_ ||
+           (callback_ ? handed_ == submitted_ : completed_ == submitted_);
+  });
+  raise_errors(lock);
+  closed_.store(true, std::memory_order_release);
+  lock.unlock();
+  executor_->notify_stream();
+  driver_.join();
+  lock.lock();
+  streaming_ = false;
+  if (stream_error_) {
+    std::exception_ptr e = std::exchange(stream_error_, nullptr);
+    completed_ = handed_ = submitted_;
+    api::rethrow_as_error(e);
+  }
+}
+
+Profile Session::Impl::profile() const {
+  std::lock_guard lock(mutex_);
+  if (!last_profile_) throw Error(ErrorKind::kInput, "profile() before any run; run() a frame or drain() a stream first");
+  return to_public(*last_profile_);
+}
+
+// ---- Session ------------------------------------------------------------------------------------
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+Session::Session(Session&& other) noexcept = default;
+Session& Session::operator=(Session&& other) noexcept = default;
+
+namespace {
+
+NetworkSpec network_spec(const SessionOptions::Values& v) {
+  NetworkSpec spec;
+  spec.units = v.units;
+  spec.image_size = v.image_size;
+  spec.seed = v.seed;
+  spec.data_dir = v.data_dir;
+  spec.input_shape = v.input_shape;
+  spec.split = v.split;
+  return spec;
+}
+
+}  // namespace
+
+Session Session::open_model(const std::string& onnx_path, const SessionOptions& options) {
+  return api::translate_errors([&] {
+    if (onnx_path.empty()) throw InputError("no model given: name an .onnx file");
+    NetworkSpec spec = network_spec(options.values());
+    spec.model = onnx_path;
+    return Session(std::make_unique<Impl>(std::move(spec), options.values()));
+  });
+}
+
+Session Session::open_zoo(const std::string& name, const SessionOptions& options) {
+  return api::translate_errors([&] {
+    if (name.empty()) throw InputError("no network given: name a zoo network such as alexnet");
+    NetworkSpec spec = network_spec(options.values());
+    spec.name = name;
+    return Session(std::make_unique<Impl>(std::move(spec), options.values()));
+  });
+}
+
+namespace {
+Session::Impl& checked(const std::unique_ptr<Session::Impl>& impl) {
+  if (!impl) throw Error(ErrorKind::kInput, "use of a moved-from co_up::Session");
+  return *impl;
+}
+}  // namespace
+
+std::vector<TensorInfo> Session::inputs() const { return checked(impl_).inputs_; }
+std::vector<TensorInfo> Session::outputs() const { return checked(impl_).outputs_; }
+const std::string& Session::order() const { return checked(impl_).order_; }
+
+std::vector<Tensor> Session::run(const Tensor& input) {
+  return checked(impl_).run(std::vector<Tensor>{input});
+}
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) { return checked(impl_).run(inputs); }
+
+void Session::set_result_callback(ResultCallback callback) { checked(impl_).set_callback(std::move(callback)); }
+
+void Session::submit(Tensor frame, void* user_data) {
+  std::vector<Tensor> inputs;
+  inputs.push_back(std::move(frame));
+  checked(impl_).submit(inputs, user_data, true);
+}
+
+void Session::submit(std::vector<Tensor> inputs, void* user_data) {
+  checked(impl_).submit(inputs, user_data, true);
+}
+
+SubmitStatus Session::try_submit(Tensor&& frame, void* user_data) {
+  Impl& impl = checked(impl_);
+  std::vector<Tensor> inputs;
+  inputs.push_back(std::move(frame));
+  bool accepted = false;
+  try {
+    accepted = impl.submit(inputs, user_data, false);
+  } catch (...) {
+    frame = std::move(inputs.front());  // refused: the caller keeps it
+    throw;
+  }
+  if (accepted) return SubmitStatus::kAccepted;
+  frame = std::move(inputs.front());  // not taken: the caller keeps it
+  return SubmitStatus::kFull;
+}
+
+Result Session::wait_result() { return checked(impl_).wait_result(); }
+std::optional<Result> Session::try_result(std::chrono::milliseconds timeout) {
+  return checked(impl_).try_result(timeout);
+}
+void Session::drain() { checked(impl_).drain(); }
+size_t Session::in_flight() const { return checked(impl_).in_flight(); }
+size_t Session::queue_capacity() const { return checked(impl_).capacity(); }
+Profile Session::profile() const { return checked(impl_).profile(); }
+
+}  // namespace co_up

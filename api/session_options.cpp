@@ -1,0 +1,184 @@
+#include <charconv>
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "api/session_internal.h"
+#include "core/error.h"
+#include "graph/onnx/onnx_importer.h"
+
+namespace co_up {
+namespace {
+
+// Messages as the command line words them (core/cli/options.cpp), so a value refused here reads
+// the same as on the command line.
+int64_t parse_int(const std::string& name, const std::string& value, int64_t min, int64_t max) {
+  int64_t result = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, result);
+  if (ec != std::errc() || ptr != end || value.empty()) {
+    throw InputError("--" + name + "='" + value + "' is not an integer");
+  }
+  if (result < min || result > max) {
+    throw InputError("--" + name + "=" + value + " is out of range (" + std::to_string(min) +
+                     ".." + std::to_string(max) + ")");
+  }
+  return result;
+}
+
+void check_not_empty(const std::string& name, const std::string& value) {
+  if (value.empty()) throw InputError("--" + name + " needs a value");
+}
+
+}  // namespace
+
+SessionOptions::SessionOptions() : values_(std::make_unique<Values>()) {}
+SessionOptions::~SessionOptions() = default;
+SessionOptions::SessionOptions(const SessionOptions& other)
+    : values_(std::make_unique<Values>(*other.values_)) {}
+SessionOptions& SessionOptions::operator=(const SessionOptions& other) {
+  if (this != &other) values_ = std::make_unique<Values>(*other.values_);
+  return *this;
+}
+// A moved-from SessionOptions holds the defaults again, so it stays usable.
+SessionOptions::SessionOptions(SessionOptions&& other) noexcept
+    : values_(std::exchange(other.values_, nullptr)) {
+  try {
+    other.values_ = std::make_unique<Values>();
+  } catch (...) {
+  }
+}
+SessionOptions& SessionOptions::operator=(SessionOptions&& other) noexcept {
+  if (this != &other) std::swap(values_, other.values_);
+  return *this;
+}
+
+SessionOptions& SessionOptions::set_order(std::string order) {
+  values_->order = std::move(order);
+  return *this;
+}
+SessionOptions& SessionOptions::set_mode(Mode mode) {
+  values_->mode = mode;
+  return *this;
+}
+SessionOptions& SessionOptions::set_split(std::string split) {
+  values_->split = std::move(split);
+  return *this;
+}
+SessionOptions& SessionOptions::set_platform_file(std::string path) {
+  values_->platform_file = std::move(path);
+  return *this;
+}
+SessionOptions& SessionOptions::set_plugins_dir(std::string path) {
+  values_->plugins_dir = std::move(path);
+  return *this;
+}
+SessionOptions& SessionOptions::set_sysfs_root(std::string path) {
+  values_->sysfs_root = std::move(path);
+  return *this;
+}
+SessionOptions& SessionOptions::set_frequency(std::string levels) {
+  values_->frequency = std::move(levels);
+  return *this;
+}
+SessionOptions& SessionOptions::set_dvfs_policy(std::string policy) {
+  values_->dvfs = std::move(policy);
+  return *this;
+}
+SessionOptions& SessionOptions::set_profile_level(int level) {
+  values_->profile_level = level;
+  return *this;
+}
+SessionOptions& SessionOptions::set_buffers(uint32_t buffers) {
+  values_->buffers = buffers;
+  return *this;
+}
+SessionOptions& SessionOptions::set_threads(int big, int little) {
+  values_->threads = big > 0 ? std::optional<int>(big) : std::nullopt;
+  values_->threads_little = little > 0 ? std::optional<int>(little) : std::nullopt;
+  return *this;
+}
+SessionOptions& SessionOptions::set_cores(int big, int little) {
+  values_->cores = big > 0 ? std::optional<int>(big) : std::nullopt;
+  values_->cores_little = little > 0 ? std::optional<int>(little) : std::nullopt;
+  return *this;
+}
+SessionOptions& SessionOptions::set_image_size(int64_t size) {
+  values_->image_size = size;
+  return *this;
+}
+SessionOptions& SessionOptions::set_seed(uint64_t seed) {
+  values_->seed = seed;
+  return *this;
+}
+SessionOptions& SessionOptions::set_data_dir(std::string path) {
+  values_->data_dir = std::move(path);
+  return *this;
+}
+SessionOptions& SessionOptions::set_units(std::string units) {
+  values_->units = std::move(units);
+  return *this;
+}
+SessionOptions& SessionOptions::set_input_shape(std::vector<int64_t> shape) {
+  values_->input_shape = std::move(shape);
+  return *this;
+}
+SessionOptions& SessionOptions::set_queue_capacity(uint32_t frames) {
+  values_->queue_capacity = frames;
+  return *this;
+}
+
+SessionOptions& SessionOptions::set(const std::string& key, const std::string& value) {
+  api::translate_errors([&] {
+    Values& v = *values_;
+    using Setter = std::function<void(const std::string&)>;
+    auto to_int = [](int64_t x) { return static_cast<int>(x); };
+    const std::map<std::string, Setter> setters = {
+        {"order", [&](const std::string& s) { check_not_empty("order", s); v.order = s; }},
+        {"mode", [&](const std::string& s) {
+           if (s != "pipeline" && s != "switch") {
+             throw InputError("unknown mode '" + s + "' (use --mode=pipeline or --mode=switch)");
+           }
+           v.mode = s == "pipeline" ? Mode::kPipeline : Mode::kSwitch;
+         }},
+        {"split", [&](const std::string& s) { check_not_empty("split", s); v.split = s; }},
+        {"platform", [&](const std::string& s) { check_not_empty("platform", s); v.platform_file = s; }},
+        {"plugins", [&](const std::string& s) { check_not_empty("plugins", s); v.plugins_dir = s; }},
+        {"sysfs-root", [&](const std::string& s) { check_not_empty("sysfs-root", s); v.sysfs_root = s; }},
+        {"frequency", [&](const std::string& s) { check_not_empty("frequency", s); v.frequency = s; }},
+        {"dvfs", [&](const std::string& s) {
+           if (s != "strict" && s != "best-effort") {
+             throw InputError("--dvfs='" + s + "' must be 'strict' or 'best-effort'");
+           }
+           v.dvfs = s;
+         }},
+        {"profile", [&](const std::string& s) { v.profile_level = to_int(parse_int("profile", s, 0, 2)); }},
+        {"buffers", [&](const std::string& s) { v.buffers = static_cast<uint32_t>(parse_int("buffers", s, 1, 64)); }},
+        {"threads", [&](const std::string& s) { v.threads = to_int(parse_int("threads", s, 1, 1024)); }},
+        {"cores", [&](const std::string& s) { v.cores = to_int(parse_int("cores", s, 1, 1024)); }},
+        {"threads_little", [&](const std::string& s) { v.threads_little = to_int(parse_int("threads_little", s, 1, 1024)); }},
+        {"cores_little", [&](const std::string& s) { v.cores_little = to_int(parse_int("cores_little", s, 1, 1024)); }},
+        {"image-size", [&](const std::string& s) { v.image_size = parse_int("image-size", s, 1, 4096); }},
+        {"seed", [&](const std::string& s) { v.seed = static_cast<uint64_t>(parse_int("seed", s, 0, INT64_MAX)); }},
+        {"data", [&](const std::string& s) { check_not_empty("data", s); v.data_dir = s; }},
+        {"units", [&](const std::string& s) {
+           if (s != "layers" && s != "ops") throw InputError("--units='" + s + "' must be 'layers' or 'ops'");
+           v.units = s;
+         }},
+        {"input-shape", [&](const std::string& s) { v.input_shape = graph::parse_input_shape(s); }},
+        {"queue-capacity", [&](const std::string& s) {
+           v.queue_capacity = static_cast<uint32_t>(parse_int("queue-capacity", s, 1, 1 << 20));
+         }},
+    };
+    const auto it = setters.find(key);
+    if (it == setters.end()) {
+      std::string known;
+      for (const auto& [name, setter] : setters) known += (known.empty() ? "" : ", ") + name;
+      throw InputError("unknown session option '" + key + "' (known: " + known + ")");
+    }
+    it->second(value);
+  });
+  return *this;
+}
+
+}  // namespace co_up
