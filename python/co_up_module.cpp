@@ -82,7 +82,9 @@ py::list to_arrays(std::vector<co_up::Tensor>&& tensors) {
 const co_up::Tensor* viewed_tensor(py::handle object) {
   if (!py::isinstance<py::array>(object)) return nullptr;
   py::array array = py::reinterpret_borrow<py::array>(object);
+  // numpy chains a view of a view to the array over the capsule, not to the capsule.
   py::object base = array.base();
+  while (base && py::isinstance<py::array>(base)) base = py::reinterpret_borrow<py::array>(base).base();
   if (!base || !PyCapsule_IsValid(base.ptr(), kTensorCapsuleName)) return nullptr;
   const auto* tensor = static_cast<const co_up::Tensor*>(PyCapsule_GetPointer(base.ptr(), kTensorCapsuleName));
   if (!array.dtype().is(py::dtype::of<float>())) return nullptr;

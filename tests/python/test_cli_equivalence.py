@@ -9,15 +9,15 @@ from tiny_model import INPUT_SHAPE
 
 @pytest.mark.parametrize("mode", ["pipeline", "switch"])
 def test_zoo_network_equals_the_cli_output(mode, platform_file, scratch, run_cli):
-    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 64, 64)).astype(np.float32)
     np.save(scratch / f"zoo-in-{mode}.npy", x)
     out = scratch / f"zoo-out-{mode}.npy"
-    e = run_cli("--graph=alexnet", "--image-size=32", "--order=BBBLLLLL", f"--mode={mode}", "--n=1",
+    e = run_cli("--graph=alexnet", "--image-size=64", "--order=BBBLLLLL", f"--mode={mode}", "--n=1",
                 f"--platform={platform_file}", f"--input={scratch / f'zoo-in-{mode}.npy'}", f"--output={out}")
     assert e.code == 0, e
     expected = np.load(out)
 
-    with co_up.Session.zoo("alexnet", image_size=32, order="BBBLLLLL", mode=mode,
+    with co_up.Session.zoo("alexnet", image_size=64, order="BBBLLLLL", mode=mode,
                            platform_file=platform_file) as s:
         y = s.run(x)
     assert y.dtype == np.float32

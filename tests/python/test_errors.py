@@ -26,18 +26,18 @@ def test_hierarchy():
 
 
 def test_bad_order_has_the_cli_message(run_cli, platform_file):
-    expected = cli_message(run_cli("--graph=alexnet", "--image-size=32", "--order=BBX", f"--platform={platform_file}"))
+    expected = cli_message(run_cli("--graph=alexnet", "--image-size=64", "--order=BBX", f"--platform={platform_file}"))
     with pytest.raises(co_up.InputError) as error:
-        co_up.Session.zoo("alexnet", image_size=32, order="BBX", platform_file=platform_file)
+        co_up.Session.zoo("alexnet", image_size=64, order="BBX", platform_file=platform_file)
     assert str(error.value) == expected
     assert "BBX" in expected
 
 
 def test_unknown_letter_has_the_cli_message(run_cli, platform_file):
-    expected = cli_message(run_cli("--graph=alexnet", "--image-size=32", "--order=BBBBBBBX",
+    expected = cli_message(run_cli("--graph=alexnet", "--image-size=64", "--order=BBBBBBBX",
                                    f"--platform={platform_file}"))
     with pytest.raises(co_up.InputError) as error:
-        co_up.Session.zoo("alexnet", image_size=32, order="BBBBBBBX", platform_file=platform_file)
+        co_up.Session.zoo("alexnet", image_size=64, order="BBBBBBBX", platform_file=platform_file)
     assert str(error.value) == expected
 
 
