@@ -61,3 +61,15 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/co_up-plugin.pc.in
                ${PROJECT_BINARY_DIR}/cmake/co_up-plugin.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/co_up-plugin.pc
         DESTINATION ${CO_UP_INSTALL_PKGCONFIGDIR} COMPONENT sdk)
+
+# --- library ---------------------------------------------------------------------------------------
+# libco_up.so.<API major> (runtime) with its headers co_up/co_up.h (C) and co_up/co_up.hpp (C++20),
+# the namelink, co_up::co_up in the same CMake package, and co_up.pc (sdk). The library finds the
+# plugins in co_up/plugins/ beside itself, which is where the runtime component puts them.
+install(TARGETS co_up_lib EXPORT co_upTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT sdk)
+install(FILES ${PROJECT_SOURCE_DIR}/include/co_up/co_up.h ${PROJECT_SOURCE_DIR}/include/co_up/co_up.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/co_up COMPONENT sdk)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/co_up.pc.in ${PROJECT_BINARY_DIR}/cmake/co_up.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/co_up.pc
+        DESTINATION ${CO_UP_INSTALL_PKGCONFIGDIR} COMPONENT sdk)
