@@ -3,10 +3,11 @@
 // iterator on top of this; docs/python.md is the user's description.
 //
 // Memory: an output Tensor is moved into a capsule that becomes the base of the numpy array viewing
-// it, so outputs reach Python without a copy and live as long as any view of them. An input is
-// passed to the API without a copy when it is such an array (an output, or co_up.zeros()) in the
+// it, so outputs reach Python without a copy and live as long as any view of them. run() passes an
+// input to the API without a copy when it is such an array (an output, or co_up.zeros()) in the
 // exact layout of its Tensor; any other array is copied once into a Tensor (converted to C-contiguous
-// float32 on the way when it is not already). Every call that can block or compute releases the GIL.
+// float32 on the way when it is not already), as is every streamed frame (the pipeline keeps it).
+// Every call that can block or compute releases the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -79,14 +80,14 @@ py::list to_arrays(std::vector<co_up::Tensor>&& tensors) {
 
 // The Tensor whose values `object` views exactly (same address, shape, C-contiguous float32), or
 // nullptr: only then may the API read the Tensor in place of the array.
-const co_up::Tensor* viewed_tensor(py::handle object) {
+co_up::Tensor* viewed_tensor(py::handle object) {
   if (!py::isinstance<py::array>(object)) return nullptr;
   py::array array = py::reinterpret_borrow<py::array>(object);
   // numpy chains a view of a view to the array over the capsule, not to the capsule.
   py::object base = array.base();
   while (base && py::isinstance<py::array>(base)) base = py::reinterpret_borrow<py::array>(base).base();
   if (!base || !PyCapsule_IsValid(base.ptr(), kTensorCapsuleName)) return nullptr;
-  const auto* tensor = static_cast<const co_up::Tensor*>(PyCapsule_GetPointer(base.ptr(), kTensorCapsuleName));
+  auto* tensor = static_cast<co_up::Tensor*>(PyCapsule_GetPointer(base.ptr(), kTensorCapsuleName));
   if (!array.dtype().is(py::dtype::of<float>())) return nullptr;
   if (!(array.flags() & py::array::c_style)) return nullptr;
   if (array.data() != static_cast<const void*>(tensor->data())) return nullptr;
@@ -116,6 +117,25 @@ co_up::Tensor copy_to_tensor(py::handle object, size_t index) {
 // One frame's inputs, converted once; try_submit leaves it as it was when the queue is full.
 struct Frame {
   std::vector<co_up::Tensor> tensors;
+};
+
+// Inputs for one call: copies, and Tensors lent by their capsules, given back on destruction.
+class LentInputs {
+ public:
+  LentInputs() = default;
+  LentInputs(const LentInputs&) = delete;
+  LentInputs& operator=(const LentInputs&) = delete;
+  ~LentInputs() {
+    for (const auto& [index, owner] : lent_) *owner = std::move(tensors[index]);
+  }
+  void lend(co_up::Tensor& owner) {
+    lent_.emplace_back(tensors.size(), &owner);
+    tensors.push_back(std::move(owner));
+  }
+  std::vector<co_up::Tensor> tensors;
+
+ private:
+  std::vector<std::pair<size_t, co_up::Tensor*>> lent_;
 };
 
 // ---- the session -------------------------------------------------------------------------------------
@@ -150,25 +170,26 @@ class PySession {
   }
   bool closed() const { return !session_; }
 
+  // Session::run(const std::vector<Tensor>&) reads the inputs where they lie. An array over a
+  // co_up Tensor lends that Tensor for the call: moved into the vector and back, which keeps its
+  // values at the same address, so the array (held by `inputs` meanwhile) stays valid throughout.
   py::list run(const py::sequence& inputs) {
     co_up::Session& s = open();
-    std::vector<co_up::Tensor> results;
-    if (inputs.size() == 1) {
-      const co_up::Tensor* in_place = viewed_tensor(inputs[0]);
-      std::optional<co_up::Tensor> copy;
-      if (in_place == nullptr) {
-        copy = copy_to_tensor(inputs[0], 0);
+    LentInputs lent;
+    lent.tensors.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (co_up::Tensor* tensor = viewed_tensor(inputs[i])) {
+        lent.lend(*tensor);
+      } else {
+        lent.tensors.push_back(copy_to_tensor(inputs[i], i));
         ++input_copies_;
       }
-      const co_up::Tensor& input = in_place != nullptr ? *in_place : *copy;
+    }
+    std::vector<co_up::Tensor> results;
+    {
       Busy busy(busy_);
       py::gil_scoped_release release;
-      results = s.run(input);
-    } else {
-      Frame frame = prepare(inputs);
-      Busy busy(busy_);
-      py::gil_scoped_release release;
-      results = s.run(frame.tensors);
+      results = s.run(lent.tensors);
     }
     return to_arrays(std::move(results));
   }

@@ -1,6 +1,7 @@
 """Outputs reach Python without a copy; inputs that view a co_up tensor are read in place."""
 
 import numpy as np
+import pytest
 
 import co_up
 from co_up import _co_up
@@ -38,9 +39,14 @@ def test_an_input_viewing_a_tensor_is_not_copied(tiny_model, platform_file):
         assert x.shape == INPUT_SHAPE and is_tensor_capsule(x.base)
         x[...] = np.random.default_rng(5).uniform(-1, 1, INPUT_SHAPE)
         assert _co_up._input_data_address(x) == x.ctypes.data
+        values = np.array(x)
         copies = s.input_copies
         y = s.run(x)
         assert s.input_copies == copies
+        # The tensor was lent to the call and given back: x still views it, unchanged.
+        assert _co_up._input_data_address(x) == x.ctypes.data
+        assert np.array_equal(x, values)
+        assert np.array_equal(s.run(x), y) and s.input_copies == copies
         # The same values in an ordinary array: one copy, the same result.
         plain = np.array(x)
         assert _co_up._input_data_address(plain) != plain.ctypes.data
@@ -69,3 +75,13 @@ def test_other_layouts_are_copied_and_converted(tiny_model, platform_file):
         assert _co_up._input_data_address(part) != part.ctypes.data
         assert np.array_equal(s.run(part), y)
         assert s.input_copies == 5
+
+
+def test_a_refused_input_tensor_is_given_back(tiny_model, platform_file):
+    with co_up.Session(tiny_model, order="BLG", platform_file=platform_file) as s:
+        wrong = co_up.zeros([1, 4, 4, 4])
+        wrong[...] = 1.5
+        with pytest.raises(co_up.InputError):
+            s.run(wrong)
+        assert _co_up._input_data_address(wrong) == wrong.ctypes.data
+        assert wrong.shape == (1, 4, 4, 4) and np.all(wrong == 1.5)
