@@ -1,6 +1,9 @@
 """co_up errors reach Python as co_up.InputError / co_up.RuntimeFailure with the command line's
 message."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -88,3 +91,35 @@ def test_a_closed_session_refuses_calls(tiny_model, platform_file):
         s.run(np.zeros(INPUT_SHAPE, np.float32))
     assert str(error.value) == "the session is closed"
     s.close()  # twice is fine
+
+
+def test_a_failing_plugin_is_a_runtime_failure_with_the_cli_message(tiny_model, scratch, run_cli):
+    # tests/plugins' failing-npu: an accelerator whose compiler rejects the partition at setup.
+    plugins = os.environ["CO_UP_TEST_PLUGIN_DIR"]
+    platform = scratch / "failing-npu.json"
+    platform.write_text(json.dumps({"name": "failing", "processors": [
+        {"letter": "B", "kind": "cpu", "backend": "cpu-reference", "cores": [0]},
+        {"letter": "N", "kind": "npu", "backend": "failing-npu", "host": "B"}]}))
+    e = run_cli(f"--model={tiny_model}", "--order=BBN", f"--platform={platform}", f"--plugins={plugins}")
+    assert e.code == 1, e
+    lines = e.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("co_up: failed: "), e
+    with pytest.raises(co_up.RuntimeFailure) as error:
+        co_up.Session(tiny_model, order="BBN", platform_file=platform, plugins_dir=plugins)
+    assert str(error.value) == lines[0][len("co_up: failed: "):]
+    assert "compile failed" in str(error.value)
+    assert isinstance(error.value, RuntimeError) and not isinstance(error.value, ValueError)
+
+
+def test_a_wrong_frame_in_a_stream_raises_there_and_leaves_the_session_usable(tiny_model, platform_file):
+    good = np.ones(INPUT_SHAPE, np.float32)
+    frames = [good] * 5 + [np.ones((1, 4, 8, 9), np.float32)] + [good] * 5
+    with co_up.Session(tiny_model, order="BLG", platform_file=platform_file) as s:
+        received = []
+        with pytest.raises(co_up.InputError) as error:
+            for frame, _ in s.stream(frames):
+                received.append(frame)
+        assert "[1,4,8,9]" in str(error.value)
+        assert received == list(range(len(received))) and len(received) <= 5
+        assert s.in_flight == 0
+        assert np.array_equal(s.run(good), s.run(good))
