@@ -13,6 +13,7 @@ co_up.RuntimeFailure (also a RuntimeError) for failures doing valid work; str(er
 message the co_up command line prints. docs/python.md has the details.
 """
 
+import numbers as _numbers
 import os as _os
 
 from ._co_up import Error, InputError, RuntimeFailure, api_version, zeros
@@ -52,12 +53,14 @@ def _option_text(name, value):
     """A keyword option's value as the command line would spell it."""
     if isinstance(value, bool):
         raise InputError(f"option {name}={value!r}: give a number or a string, not a bool")
-    if isinstance(value, (str, int)):
-        return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _numbers.Integral):  # int, numpy integers
+        return str(int(value))
     if isinstance(value, _os.PathLike):
         return _os.fspath(value)
     if name == "input_shape" and isinstance(value, (list, tuple)):
-        return ",".join(str(int(d)) for d in value)
+        return ",".join(_option_text(name, d) for d in value)
     raise InputError(f"option {name}={value!r}: give a number, a string or a path")
 
 

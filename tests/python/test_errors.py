@@ -123,3 +123,19 @@ def test_a_wrong_frame_in_a_stream_raises_there_and_leaves_the_session_usable(ti
         assert received == list(range(len(received))) and len(received) <= 5
         assert s.in_flight == 0
         assert np.array_equal(s.run(good), s.run(good))
+
+
+def test_option_values_are_checked_as_on_the_command_line(run_cli, tiny_model, platform_file):
+    expected = cli_message(run_cli(f"--model={tiny_model}", "--buffers=0"))
+    with pytest.raises(co_up.InputError) as error:
+        co_up.Session(tiny_model, buffers=0)
+    assert str(error.value) == expected
+    with pytest.raises(co_up.InputError) as error:
+        co_up.Session(tiny_model, buffers=2.5)
+    assert "buffers=2.5" in str(error.value)
+    with pytest.raises(co_up.InputError):
+        co_up.Session(tiny_model, threads=(1, 2, 3))
+    # numpy integers and path-likes are numbers and paths; a shape is a sequence of numbers.
+    s = co_up.Session(tiny_model, order="BLG", platform_file=platform_file, buffers=np.int64(3),
+                      input_shape=tuple(np.array(INPUT_SHAPE)))
+    assert s.inputs[0][1] == INPUT_SHAPE
