@@ -4,6 +4,7 @@ import faulthandler
 import threading
 
 import numpy as np
+import pytest
 
 import co_up
 from tiny_model import INPUT_SHAPE
@@ -86,5 +87,19 @@ def test_blocking_calls_release_the_gil(tiny_model, platform_file):
             thread.join()
             assert submitted.is_set()
             assert s.wait_result()[0] == 1
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def test_closing_with_frames_in_flight_stops_them(tiny_model, platform_file):
+    faulthandler.dump_traceback_later(60, exit=True)
+    try:
+        s = co_up.Session(tiny_model, order="BLG", platform_file=platform_file, queue_capacity=4)
+        for x in frames(4):
+            s.submit(x)
+        s.close()
+        assert s.closed
+        with pytest.raises(co_up.InputError):
+            s.wait_result()
     finally:
         faulthandler.cancel_dump_traceback_later()
