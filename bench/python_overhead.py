@@ -12,8 +12,9 @@ arrays, the generator. Inputs:
   run, copied     an ordinary numpy array: one copy into a Tensor (what the target excludes)
   stream          every frame is copied into the pipeline in both loops (the API keeps it)
 The network is tests/python's tiny one (three 3x3 convolutions on 4x8x8), so that per-frame
-compute is a few microseconds and the overhead is not lost in its noise. Medians and minimums
-over --repeats (the minimum: the cost without preemption on a shared host).
+compute is a few microseconds and the overhead is not lost in its noise. Wall time: medians and
+minimums over --repeats (the minimum: the cost without preemption on a shared host); CPU time of
+the calling thread: Python's own work per frame, the least disturbed by other load.
 """
 
 import argparse
@@ -40,10 +41,12 @@ def per_frame_us(seconds, frames):
     return seconds / frames * 1e6
 
 
-def time_python(loop):
-    start = time.perf_counter()
+def timed(loop):
+    """(wall seconds, CPU seconds of this thread) of loop(). The CPU time is the caller's own work
+    per frame, which the other processes on a shared host disturb much less than the wall time."""
+    wall, cpu = time.perf_counter(), time.thread_time()
     loop()
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.thread_time() - cpu
 
 
 def bench(session, frames, repeats):
@@ -64,24 +67,30 @@ def bench(session, frames, repeats):
             pass
 
     cases = {
-        "run, in place": (lambda: inner.time_run_loop(x, frames), lambda: time_python(lambda: run_loop(in_place))),
-        "run, copied": (lambda: inner.time_run_loop(x, frames), lambda: time_python(lambda: run_loop(x))),
-        "stream": (lambda: inner.time_stream_loop(x, frames), lambda: time_python(stream_loop)),
+        "run, in place": (lambda: inner.time_run_loop(x, frames), lambda: run_loop(in_place)),
+        "run, copied": (lambda: inner.time_run_loop(x, frames), lambda: run_loop(x)),
+        "stream": (lambda: inner.time_stream_loop(x, frames), stream_loop),
     }
     for name, (cpp, python) in cases.items():
-        cpp(), python()  # warm up
-        cpp_us, python_us = [], []
+        timed(cpp), timed(python)  # warm up
+        cpp_wall, cpp_cpu, py_wall, py_cpu = [], [], [], []
         for _ in range(repeats):  # interleaved, so that load on the machine hits both alike
-            cpp_us.append(per_frame_us(cpp(), frames))
-            python_us.append(per_frame_us(python(), frames))
+            wall, cpu = timed(cpp)
+            cpp_wall.append(per_frame_us(wall, frames))
+            cpp_cpu.append(per_frame_us(cpu, frames))
+            wall, cpu = timed(python)
+            py_wall.append(per_frame_us(wall, frames))
+            py_cpu.append(per_frame_us(cpu, frames))
         results[name] = {
-            "cpp_us": statistics.median(cpp_us),
-            "python_us": statistics.median(python_us),
-            "overhead_us": statistics.median(p - c for p, c in zip(python_us, cpp_us)),
+            "cpp_us": statistics.median(cpp_wall),
+            "python_us": statistics.median(py_wall),
+            "overhead_us": statistics.median(p - c for p, c in zip(py_wall, cpp_wall)),
             # On a shared host the minimum is the cost without preemption (bench/README.md).
-            "cpp_min_us": min(cpp_us),
-            "python_min_us": min(python_us),
-            "overhead_min_us": min(python_us) - min(cpp_us),
+            "overhead_min_us": min(py_wall) - min(cpp_wall),
+            # The calling thread's CPU time per frame: Python's own work over the C++ loop's.
+            "cpp_cpu_us": statistics.median(cpp_cpu),
+            "python_cpu_us": statistics.median(py_cpu),
+            "overhead_cpu_us": statistics.median(py_cpu) - statistics.median(cpp_cpu),
         }
     return results
 
@@ -104,11 +113,14 @@ def main(argv):
                 for name, r in bench(s, args.frames, args.repeats).items():
                     rows[f"{name} ({order} {mode})"] = r
 
-    print(f"per frame over {args.repeats} x {args.frames} frames (microseconds): median, and minimum")
-    print(f"  {'case':<34} {'C++ API':>9} {'Python':>9} {'overhead':>9} | {'min C++':>8} {'min Py':>8} {'overhead':>9}")
+    print(f"per frame over {args.repeats} x {args.frames} frames, microseconds: wall time (median, the "
+          f"overhead's median and from the minimums) and the calling thread's CPU time (medians)")
+    print(f"  {'case':<34} {'C++ API':>8} {'Python':>8} {'overhead':>8} {'(min)':>7} |"
+          f" {'CPU C++':>8} {'CPU Py':>8} {'overhead':>8}")
     for name, r in rows.items():
-        print(f"  {name:<34} {r['cpp_us']:>9.1f} {r['python_us']:>9.1f} {r['overhead_us']:>9.1f} | "
-              f"{r['cpp_min_us']:>8.1f} {r['python_min_us']:>8.1f} {r['overhead_min_us']:>9.1f}")
+        print(f"  {name:<34} {r['cpp_us']:>8.1f} {r['python_us']:>8.1f} {r['overhead_us']:>8.1f}"
+              f" {r['overhead_min_us']:>7.1f} | {r['cpp_cpu_us']:>8.1f} {r['python_cpu_us']:>8.1f}"
+              f" {r['overhead_cpu_us']:>8.1f}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
