@@ -8,8 +8,6 @@
 //
 // Locks: the Executor calls frames_completed() under its scheduling lock, and that takes `mutex_`;
 // so nothing here calls into the Executor while holding `mutex_` (executor lock, then ours).
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -22,6 +20,8 @@
 #include <utility>
 
 #include "api/session_internal.h"
+#include "api/session_setup.h"
+#include "profiler/events.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/message_text.h"
@@ -63,35 +63,6 @@ namespace api {
 }  // namespace api
 
 namespace {
-
-// The directory libco_up (or the program it is linked into) lies in.
-std::filesystem::path library_directory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&library_directory), &info) == 0 || info.dli_fname == nullptr) {
-    return {};
-  }
-  std::error_code ec;
-  const std::filesystem::path file = std::filesystem::canonical(info.dli_fname, ec);
-  return ec ? std::filesystem::path() : file.parent_path();
-}
-
-// --plugins, else $CO_UP_PLUGIN_PATH, else plugins/ next to libco_up (the build tree), else
-// co_up/plugins/ next to it (an installed libdir), else where the co_up binary would look.
-std::filesystem::path plugin_directory(const std::string& option) {
-  if (!option.empty()) {
-    if (!std::filesystem::is_directory(option)) {
-      throw InputError("--plugins='" + option + "' is not a directory");
-    }
-    return option;
-  }
-  if (const char* env = std::getenv("CO_UP_PLUGIN_PATH"); env != nullptr && *env != '\0') return env;
-  const std::filesystem::path lib = library_directory();
-  std::error_code ec;
-  for (const char* relative : {"plugins", "co_up/plugins"}) {
-    if (!lib.empty() && std::filesystem::is_directory(lib / relative, ec)) return lib / relative;
-  }
-  return PluginRegistry::default_directory();
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) { return Tensor::shape_text(shape); }
 
@@ -180,6 +151,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   Result take(uint64_t frame);  // under mutex_
   void deliver_loop();
   void check_dvfs_after_run();
+  void add_dvfs_events(profiler::RunProfile& profile) const;
 
   SessionOptions::Values values_;
   graph::Graph graph_;
@@ -188,6 +160,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   // Declaration order is destruction order reversed: the executor goes first, then the DVFS
   // observer it calls, the worker, and last the SysfsDvfs that restores the levels.
   std::unique_ptr<power::SysfsDvfs> dvfs_;
+  std::vector<profiler::DvfsEvent> setup_dvfs_;  // levels set at open, for every run's profile
   std::unique_ptr<power::DvfsWorker> dvfs_worker_;
   std::unique_ptr<power::DvfsObserver> dvfs_observer_;
   std::unique_ptr<Executor> executor_;
@@ -214,11 +187,10 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
 
 Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
     : values_(values), graph_(build_network(spec)) {
-  const std::filesystem::path plugin_dir = plugin_directory(values_.plugins_dir);
-  platform_ = values_.platform_file.empty() ? detect_host_platform(values_.sysfs_root)
-                                            : load_platform(values_.platform_file);
-  apply_overrides(platform_, {values_.threads, values_.cores, values_.threads_little,
-                              values_.cores_little, std::nullopt, std::nullopt});
+  const std::filesystem::path plugin_dir = api::plugin_directory(values_.plugins_dir);
+  platform_ = api::open_platform(values_.platform_file, values_.sysfs_root,
+                                 {values_.threads, values_.cores, values_.threads_little,
+                                  values_.cores_little, std::nullopt, std::nullopt});
   registry_ = PluginRegistry::load_directory(plugin_dir);
   order_ = values_.order.empty() ? std::string(graph_.layer_count(), 'B') : values_.order;
   Partition partition = Partition::create(graph_, order_);
@@ -241,14 +213,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
                                 options.mode == ExecutionMode::kPipeline, policy, warn);
     dvfs_ = std::make_unique<power::SysfsDvfs>(platform_, values_.sysfs_root,
                                                power::resolve_state_dir(""));
-    for (const power::DvfsSetting& s : schedule.at_setup) {
-      const std::string error = dvfs_->set_level(s.domain, s.level);
-      if (error.empty()) continue;
-      if (policy == power::DvfsPolicy::kStrict) {
-        throw RuntimeError(error + " (run as root or use --dvfs=best-effort)");
-      }
-      warn(error + "; continuing without it (--dvfs=best-effort)");
-    }
+    setup_dvfs_ = api::apply_setup_levels(*dvfs_, platform_, schedule, policy, warn);
     if (!schedule.per_layer.empty()) {
       const bool strict = policy == power::DvfsPolicy::kStrict;
       dvfs_worker_ = std::make_unique<power::DvfsWorker>(*dvfs_, [this, strict, warn](const std::string& e) {
@@ -262,9 +227,8 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
       options.observers.push_back(dvfs_observer_.get());
     }
   }
-  check_cores_exist(platform_);
   const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
-  executor_ = std::make_unique<Executor>(graph_, std::move(partition), platform_, registry_, options);
+  executor_ = api::open_executor(graph_, std::move(partition), platform_, registry_, options);
 
   for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
   for (graph::TensorId t : graph_.outputs()) outputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
@@ -309,6 +273,13 @@ void Session::Impl::check_dvfs_after_run() {
   }
 }
 
+void Session::Impl::add_dvfs_events(profiler::RunProfile& profile) const {
+  profile.dvfs = setup_dvfs_;
+  if (dvfs_worker_) {
+    for (profiler::DvfsEvent& e : dvfs_worker_->records()) profile.dvfs.push_back(std::move(e));
+  }
+}
+
 std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
   check_inputs(inputs);
   {
@@ -341,6 +312,7 @@ std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
   OneFrame stream(inputs, outputs);
   RunResult result = api::translate_errors([&] { return executor_->run_stream(stream); });
   api::translate_errors([&] { check_dvfs_after_run(); });
+  add_dvfs_events(result.profile);
   const bool completed = result.profile.frames_completed == 1;
   {
     std::lock_guard lock(mutex_);
@@ -390,7 +362,10 @@ void Session::Impl::start_stream() {
     {
       std::lock_guard lock(mutex_);
       if (error) stream_error_ = error;
-      if (result) last_profile_ = std::move(result->profile);
+      if (result) {
+        add_dvfs_events(result->profile);
+        last_profile_ = std::move(result->profile);
+      }
       stream_done_ = true;
     }
     changed_.notify_all();

@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
     const std::filesystem::path scratch =
         std::filesystem::temp_directory_path() / ("co_up_bench_api_" + std::to_string(::getpid()));
     std::filesystem::create_directories(scratch / "plugins");
-    const std::string plugin_file = a.backend == "cpu-xnnpack" ? "libco_up_backend_xnnpack.so"
-                                                                : "libco_up_backend_reference.so";
+    const std::string plugin_file = a.backend == "cpu-xnnpack" ? "libco_up_cpu_xnnpack.so"
+                                                                : "libco_up_cpu_reference.so";
     std::filesystem::copy_file(std::filesystem::path(a.plugins) / plugin_file, scratch / "plugins" / plugin_file);
     const std::filesystem::path platform_file = scratch / "platform.json";
     std::ofstream(platform_file) << "{\"name\": \"bench\", \"processors\": [\n"

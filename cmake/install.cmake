@@ -1,6 +1,7 @@
 # `cmake --install`: the co_up runtime and the plugin SDK, in two components.
 #
-#   runtime  bin/co_up and the shipped plugins in lib/co_up/plugins/ (every co_up_add_plugin target)
+#   runtime  bin/co_up, the shipped plugins in lib/co_up/plugins/ (every co_up_add_plugin target),
+#            and the library lib/libco_up.so.<API major> (end of this file)
 #   sdk      include/co_up/plugin_abi.h and plugin_helpers.h (C99), the CMake package
 #            (find_package(co_up CONFIG) -> co_up::plugin_sdk) and the pkg-config file co_up-plugin.pc
 #
@@ -66,8 +67,12 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/co_up-plugin.pc
 # libco_up.so.<API major> (runtime) with its headers co_up/co_up.h (C) and co_up/co_up.hpp (C++20),
 # the namelink, co_up::co_up in the same CMake package, and co_up.pc (sdk). The library finds the
 # plugins in co_up/plugins/ beside itself, which is where the runtime component puts them.
-install(TARGETS co_up_lib EXPORT co_upTargets
+# Its own export set, installed with the library (runtime): an sdk-only install (a plugin vendor's)
+# then still gives a package whose targets all exist; co_upConfig.cmake includes it when present.
+install(TARGETS co_up_lib EXPORT co_upLibraryTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT sdk)
+install(EXPORT co_upLibraryTargets NAMESPACE co_up:: DESTINATION ${CO_UP_INSTALL_CMAKEDIR}
+        COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/include/co_up/co_up.h ${PROJECT_SOURCE_DIR}/include/co_up/co_up.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/co_up COMPONENT sdk)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/co_up.pc.in ${PROJECT_BINARY_DIR}/cmake/co_up.pc @ONLY)

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 
+#include "api/session_setup.h"
 #include "core/cli/accuracy_report.h"
 #include "core/cli/crash_handler.h"
 #include "core/cli/export_partitions.h"
@@ -364,15 +365,13 @@ int run(const Options& o, StopSignal& stop) {
   }
   const RunOutputs outputs = check_outputs(o);
 
-  const std::filesystem::path plugin_dir =
-      o.plugins.empty() ? PluginRegistry::default_directory() : std::filesystem::path(o.plugins);
-  if (!o.plugins.empty() && !std::filesystem::is_directory(plugin_dir)) {
-    throw InputError("--plugins='" + o.plugins + "' is not a directory");
-  }
-  Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root)
-                                         : load_platform(o.platform);
-  apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu,
-                             o.host_npu});
+  // Plugins, platform, setup DVFS and the Executor are opened as the library's Session opens
+  // them (api/session_setup.h); the command line adds what only it has (listings, fallback,
+  // power and GPIO observers, the int8 report, output files).
+  const std::filesystem::path plugin_dir = api::plugin_directory(o.plugins);
+  Platform platform = api::open_platform(
+      o.platform, o.sysfs_root,
+      {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu, o.host_npu});
 
   if (o.list_plugins || o.list_devices) {
     const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
@@ -448,20 +447,8 @@ int run(const Options& o, StopSignal& stop) {
   // first, then the observers it calls, the DVFS worker, and last the SysfsDvfs that restores the
   // governors — on every path out of this function, exceptions included.
   power::SysfsDvfs dvfs(platform, o.sysfs_root, journal_dir(o));
-  std::vector<profiler::DvfsEvent> setup_dvfs;
-  for (const power::DvfsSetting& s : schedule.at_setup) {
-    profiler::DvfsEvent e{s.domain, s.level, platform.find(s.domain)->dvfs.frequencies_khz.at(static_cast<size_t>(s.level)),
-                          UINT32_MAX, 0, profiler::now_ns(), 0, false, {}};
-    e.error = dvfs.set_level(s.domain, s.level);
-    e.apply_ns = e.error.empty() ? profiler::now_ns() : 0;
-    if (!e.error.empty()) {
-      if (dvfs_policy == power::DvfsPolicy::kStrict) {
-        throw RuntimeError(e.error + " (run as root or use --dvfs=best-effort)");
-      }
-      warn_dvfs(e.error + "; continuing without it (--dvfs=best-effort)");
-    }
-    setup_dvfs.push_back(std::move(e));
-  }
+  const std::vector<profiler::DvfsEvent> setup_dvfs =
+      api::apply_setup_levels(dvfs, platform, schedule, dvfs_policy, warn_dvfs);
   std::function<void()> stop_run;  // set once the executor exists
   std::mutex stop_run_mutex;
   std::unique_ptr<power::DvfsWorker> dvfs_worker;
@@ -495,19 +482,20 @@ int run(const Options& o, StopSignal& stop) {
     sampler = std::make_unique<power::PowerSampler>(platform.sensors, o.sysfs_root, o.power_rate);
   }
 
-  Executor executor(g, std::move(partition), platform, registry, exec_options);
+  const std::unique_ptr<Executor> executor =
+      api::open_executor(g, std::move(partition), platform, registry, exec_options);
   {
     std::lock_guard lock(stop_run_mutex);
-    stop_run = [&executor] { executor.request_stop(); };
+    stop_run = [&executor] { executor->request_stop(); };
   }
   if (sampler) sampler->start();
   if (meter) meter->start();
   // A signal during setup was recorded; on_stop then requests the stop at once and run()
   // returns without frames, so the report and the profile still say what happened.
-  stop.on_stop([&executor] { executor.request_stop(); });
+  stop.on_stop([&executor] { executor->request_stop(); });
   RunResult result;
   try {
-    result = executor.run(request);
+    result = executor->run(request);
   } catch (...) {
     stop.on_stop(nullptr);
     throw;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "co_up/co_up.hpp"
@@ -98,6 +99,32 @@ TEST(ApiStream, ThousandFramesInOrderThroughWaitResultOnAnotherThread) {
   EXPECT_EQ(session.profile().frames_completed, kFrames);
   // After a drained stream, run() works again and still gives the same bits.
   EXPECT_TRUE(bitwise_equal(session.run(s.inputs[0]).at(0), s.expected[0]));
+}
+
+TEST(ApiStream, StreamsAfterDrainContinueTheNumberingAndStayCorrect) {
+  const ApiWorld world;
+  const StreamSetup s = prepare(world);
+  SessionOptions options = world.options(s.order);
+  options.set_queue_capacity(3);  // 7 frames per stream: each stream starts at another slot
+  Session session = Session::open_zoo(kNetwork, options);
+  std::mutex mutex;
+  std::vector<uint64_t> frames;
+  uint64_t wrong = 0;
+  session.set_result_callback([&](Result r) {
+    std::lock_guard lock(mutex);
+    if (!bitwise_equal(r.outputs.at(0), s.expected[r.frame % kDistinctInputs])) ++wrong;
+    frames.push_back(r.frame);
+  });
+  uint64_t submitted = 0;
+  for (int stream = 0; stream < 3; ++stream) {
+    for (int f = 0; f < 7; ++f, ++submitted) session.submit(Tensor(s.inputs[submitted % kDistinctInputs]));
+    session.drain();
+    EXPECT_EQ(session.profile().frames_completed, 7u);
+  }
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(frames.size(), 21u);
+  for (uint64_t i = 0; i < frames.size(); ++i) EXPECT_EQ(frames[i], i);
+  EXPECT_EQ(wrong, 0u);
 }
 
 TEST(ApiStream, TrySubmitReportsFullAndSubmitBlocksUntilAResultIsTaken) {
