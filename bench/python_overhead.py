@@ -29,6 +29,7 @@ import numpy as np
 
 import co_up
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "python"))
 from tiny_model import INPUT_SHAPE, write_tiny_model  # noqa: E402
 
