@@ -27,6 +27,8 @@ readonly kPackages=(
   python3
   python3-matplotlib  # scripts/co_up-report plots
   python3-onnx  # onnx_export_test runs the ONNX checker on exported files
+  # the Python package co_up (python/) and its tests
+  python3-dev pybind11-dev python3-numpy python3-pytest
 )
 
 die() {
