@@ -3,7 +3,7 @@
 
   bench/check_smoke.py KIND -- COMMAND...
 
-KIND names what to expect (pipeline, planning, planner, npu_overhead). Beyond the exit status, the
+KIND names what to expect (pipeline, planning, planner, npu_overhead, power). Beyond the exit status, the
 output must hold the rows that bench prints, with numbers that are finite and in a sane range:
 the bench ran what it says, not only ran. Exit status: the bench's when it failed (77 = skipped
 passes through), 1 when the output does not look right, 0 otherwise.
@@ -127,6 +127,23 @@ def check_planner(out):
         check(re.fullmatch(r"`[BL]{10}`", best[0][2]), f"planner mapping {best[0][2]!r}")
 
 
+def check_power(out):
+    # Both paces, each with how many requests the worker applied.
+    for pace in ("back to back", "one per ~50 us layer"):
+        m = re.search(rf"DVFS request on the inference thread, {re.escape(pace)}: (\d+) requests, (\d+) issued, "
+                      r"(\d+) applied \(([0-9.]+) %\)\n  median ([0-9.]+) us   p90 ([0-9.]+) us   p99 ([0-9.]+) us", out)
+        if not check(m, f"no DVFS request block for '{pace}'"):
+            continue
+        requests, issued, applied = (int(m.group(i)) for i in (1, 2, 3))
+        check(requests > 0 and issued == requests, f"{pace}: {issued} issued of {requests} requests")
+        check(1 <= applied <= requests, f"{pace}: {applied} applied of {requests}")
+        median, p90, p99 = (float(m.group(i)) for i in (5, 6, 7))
+        check(0 < median <= p90 <= p99 and median < 1000, f"{pace}: median/p90/p99 {median}/{p90}/{p99} us")
+    m = re.search(r"layers/s without: ([0-9]+)   with sampling \+ tags \+ spans: ([0-9]+)   overhead (-?[0-9.]+)%", out)
+    if check(m, "no sampling overhead line"):
+        check(int(m.group(1)) > 0 and int(m.group(2)) > 0, f"layers/s {m.group(1)} / {m.group(2)}")
+
+
 def check_npu_overhead(out):
     layouts = ["f32 NCHW in/out (no conversion)", "f32 NCHW in/out (no conversion)",
                "int8 NHWC in, f32 NHWC out", "int8 NHWC in, f32 NHWC out",
@@ -172,6 +189,8 @@ def main():
             check_planner(out)
         elif kind == "npu_overhead":
             check_npu_overhead(out)
+        elif kind == "power":
+            check_power(out)
         else:
             sys.exit(f"check_smoke: unknown kind {kind!r}")
     for p in problems:
