@@ -278,13 +278,15 @@ PY
   [[ -f ${input} ]] || die "${input} missing (tests/fixtures/make_fixtures.py --full writes it)"
   # Latency candidates (one frame at a time, both cores): all-B on a two-core cluster with two
   # worker threads (intra-op parallelism), and, with a split op U in P slices, branch parallelism
-  # on B and L: B runs units before U, then L the first half of the slices while B runs the
-  # second half (two sub-graphs with the same producer), L the rest.
+  # on B and L: B runs the units before U, then L the first half of the slices while B runs the
+  # second half but the last (two sub-graphs fed by the same producer run at once; checked in
+  # the profile's sub-graph events), and L the last slice (which holds the slices' Concat) and
+  # the rest.
   lat_lines=("cluster2 layers $(repeat B "${n_layers}")")
   if [[ -n ${split_arg} ]]; then
     su=${split_arg%:*} sp=${split_arg#*:}
     half=$((sp / 2))
-    lat_lines+=("branch split $(repeat B "${su}")$(repeat L "${half}")$(repeat B $((sp - half)))$(repeat L $((n_split - su - sp)))")
+    lat_lines+=("branch split $(repeat B "${su}")$(repeat L "${half}")$(repeat B $((sp - half - 1)))$(repeat L $((n_split - su - sp + 1)))")
   fi
 
   # Selection run: every candidate once; the best pipeline (highest fps) and the best latency
