@@ -324,8 +324,9 @@ PY
           read -r fps lat_ms cpw < <(ort_fields "${out}/ort.json")
           record "${net}" "${cfg}" "" "" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"cpu_per_wall\":${cpw}${contention}" ;;
         ort-1x2)
-          # Two one-thread sessions side by side, one per core, timing the same stretch.
-          start_at=$(($(date +%s%3N) + 2500 + (warmup + 2) * ${total_ms%.*}))
+          # Two one-thread sessions side by side, one per core, timing the same stretch (each
+          # loads its model and warms up, then waits for start_at: 5 s plus twice the warm-up).
+          start_at=$(($(date +%s%3N) + 5000 + 2 * (warmup + 2) * ${total_ms%.*}))
           measured bash -c "taskset -c 0 node '${ort_dir}/ort_bench.js' '${model}' --threads=1 --warmup=${warmup} \
               --runs=${frames} --input='${input}' --start-at=${start_at} >'${out}/ort-a.json' &
             taskset -c 1 node '${ort_dir}/ort_bench.js' '${model}' --threads=1 --warmup=${warmup} \
