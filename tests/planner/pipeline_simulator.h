@@ -85,6 +85,7 @@ inline double simulate_period(const Machine& machine, const std::string& order, 
   }
   const int half = frames / 2;
   const double period = (done[frames - 1][n - 1] - done[half][n - 1]) / (frames - 1 - half);
+  if (machine.noise <= 0) return period;  // normal_distribution needs a positive deviation
   std::normal_distribution<double> jitter(1.0, machine.noise);
   return period * jitter(rng);
 }
