@@ -435,10 +435,11 @@ MeterClockFit align_meter_clock(const MeterLog& log, const std::vector<Recording
     for (size_t i = 0; i < s.size(); ++i) {
       if (!distrusted[i]) continue;
       ++fit.samples_distrusted;
+      const double stamp = s[i].m - fit.quantum_ms / 2;  // the log's own time stamp
       if (i > 0 && distrusted[i - 1]) {
-        fit.distrusted_ms.back().second = s[i].m;
+        fit.distrusted_ms.back().second = stamp;
       } else {
-        fit.distrusted_ms.emplace_back(s[i].m, s[i].m);
+        fit.distrusted_ms.emplace_back(stamp, stamp);
       }
     }
   }
