@@ -3,7 +3,7 @@
 
   bench/check_smoke.py KIND -- COMMAND...
 
-KIND names what to expect (pipeline, planning, planner, npu_overhead). Beyond the exit status, the
+KIND names what to expect (pipeline, planning, planner, npu_overhead, power). Beyond the exit status, the
 output must hold the rows that bench prints, with numbers that are finite and in a sane range:
 the bench ran what it says, not only ran. Exit status: the bench's when it failed (77 = skipped
 passes through), 1 when the output does not look right, 0 otherwise.
@@ -90,23 +90,58 @@ def check_planning(out):
 
 
 def check_planner(out):
-    summary = table_rows(out, "squeezenet")
-    errors = [r for r in summary if len(r) >= 4 and "%" in r[2] and "(" in r[2]]
+    rows = table_rows(out, "squeezenet")
+    # Summary (a): profile seconds, then "x% (n)" for pipeline and switch.
+    errors = [r for r in rows if len(r) == 6 and number(r[1]) is not None and "(" in r[2]]
+    pipe = switch = None
     if check(len(errors) == 1, "no summary row (a) for squeezenet"):
         pipe = re.fullmatch(r"([0-9.]+)% \((\d+)\)", errors[0][2])
         switch = re.fullmatch(r"([0-9.]+)% \((\d+)\)", errors[0][3])
-        check(pipe and int(pipe.group(2)) == 20, f"pipeline mappings {errors[0][2]!r}, want 20")
-        # 4 switch mappings, plus the planner's best when it is none of them.
-        check(switch and int(switch.group(2)) in (4, 5), f"switch mappings {errors[0][3]!r}, want 4 or 5")
+        # 18 two-stage splits, B and L only, the planner's best, the hand-off fit set (3 orders, one
+        # of them a split) and held-out random orders: 20 to 26 distinct pipeline mappings.
+        check(pipe and 20 <= int(pipe.group(2)) <= 26, f"pipeline mappings {errors[0][2]!r}, want 20-26")
+        # 4 switch mappings, the planner's best when it is none of them, 2 random orders.
+        check(switch and 4 <= int(switch.group(2)) <= 7, f"switch mappings {errors[0][3]!r}, want 4-7")
         total = re.search(r"median \|error\| over all (\d+) mappings: [0-9.]+%", out)
         if check(total, "no median error over all mappings") and pipe and switch:
             check(int(total.group(1)) == int(pipe.group(2)) + int(switch.group(2)),
                   f"median over {total.group(1)} mappings, not the {pipe.group(2)} + {switch.group(2)} measured")
-    best = [r for r in summary if len(r) == 8]
+    # Held out vs fit: the fit set is the 2-3 hand-off orders, everything else is held out, and
+    # the held-out rows include mappings of 3 or more sub-graphs.
+    held = [r for r in rows if len(r) == 6 and number(r[1]) is None and "(" in r[1]]
+    if check(len(held) == 1, "no held-out vs fit row for squeezenet") and pipe and switch:
+        cells = [re.fullmatch(r"([0-9.]+)% \((\d+)\)", c) for c in held[0][1:4]]
+        if check(all(cells), f"held-out row {held[0]}"):
+            fit_n, held_n = int(cells[0].group(2)), int(cells[1].group(2))
+            check(2 <= fit_n <= 3, f"fit set of {fit_n} mappings, want 2-3")
+            check(fit_n + held_n == int(pipe.group(2)) + int(switch.group(2)),
+                  f"fit {fit_n} + held out {held_n} is not every mapping measured")
+            check(re.fullmatch(r"[0-9.]+% \((\d+)\)", held[0][4]) and int(re.search(r"\((\d+)\)", held[0][4]).group(1)) >= 1,
+                  f"no held-out mapping of 3+ sub-graphs: {held[0][4]!r}")
+    bound = re.search(r"held-out median \|error\| ([0-9.]+)% over (\d+) mappings: within the bound ([0-9]+)%", out)
+    check(bound, "no 'held-out median |error| ... within the bound' line")
+    best = [r for r in rows if len(r) == 8 and r[2].startswith("`")]
     if check(len(best) == 1, "no row (b) for squeezenet"):
         ratio = number(best[0][7])
         check(ratio is not None and 0 < ratio <= 2, f"planner / best {best[0][7]!r}")
         check(re.fullmatch(r"`[BL]{10}`", best[0][2]), f"planner mapping {best[0][2]!r}")
+
+
+def check_power(out):
+    # Both paces, each with how many requests the worker applied.
+    for pace in ("back to back", "one per ~50 us layer"):
+        m = re.search(rf"DVFS request on the inference thread, {re.escape(pace)}: (\d+) requests, (\d+) issued, "
+                      r"(\d+) applied \(([0-9.]+) %\)\n  median ([0-9.]+) us   p90 ([0-9.]+) us   p99 ([0-9.]+) us", out)
+        if not check(m, f"no DVFS request block for '{pace}'"):
+            continue
+        requests, issued, applied = (int(m.group(i)) for i in (1, 2, 3))
+        check(requests > 0 and issued == requests, f"{pace}: {issued} issued of {requests} requests")
+        check(1 <= applied <= requests, f"{pace}: {applied} applied of {requests}")
+        median, p90, p99 = (float(m.group(i)) for i in (5, 6, 7))
+        check(0 < median <= p90 <= p99 and median < 1000, f"{pace}: median/p90/p99 {median}/{p90}/{p99} us")
+    m = re.search(r"layers/s without: ([0-9]+)   with sampling \+ tags \+ spans: ([0-9]+)   overhead (-?[0-9.]+)%", out)
+    if check(m, "no sampling overhead line"):
+        check(int(m.group(1)) > 0 and int(m.group(2)) > 0, f"layers/s {m.group(1)} / {m.group(2)}")
 
 
 def check_npu_overhead(out):
@@ -154,6 +189,8 @@ def main():
             check_planner(out)
         elif kind == "npu_overhead":
             check_npu_overhead(out)
+        elif kind == "power":
+            check_power(out)
         else:
             sys.exit(f"check_smoke: unknown kind {kind!r}")
     for p in problems:

@@ -22,16 +22,25 @@
 #      B^k L^(n-k) is scored as the slower of its two stages (boundary copies are under 1 % of a
 #      stage here, see bench/README.md; L is as fast as B on this host); the best CANDIDATES
 #      splits of each granularity are measured.
-#   3. REPS repetitions; in each, back to back: ORT intraOpNumThreads=1 on core 0 (taskset -c 0),
-#      co_up all-B (B = core 0, one thread), ORT intraOpNumThreads=2 on cores 0-1, and every
-#      pipeline candidate (B = core 0, L = core 1). co_up fps is 1e9 / the median interval
-#      between consecutive frame completions (profile JSON frames.end_ns), ORT fps 1000 / the
-#      median ms of its timed runs after warm-up: the same statistic (a sequential run's interval
-#      is its run time), robust to the host's stalls alike. (The mean rate, summary.throughput_fps,
-#      goes to results.json as fps_mean: a single stalled frame moves it.) The fps columns are medians over reps;
-#      the pipeline column is the candidate with the best median. Each ratio is the median over
-#      reps of the ratio of two runs of the same rep: this VM's speed drifts by tens of percent
-#      over minutes, and runs seconds apart see the same speed.
+#   3. Selection run: every pipeline candidate (B = core 0, L = core 1, two frames in flight) and
+#      every latency candidate (one frame at a time on both cores: all-B on a two-core cluster with
+#      two worker threads, and with a split op a branch-parallel B/L mapping whose two halves of the
+#      op run at once) once; the best of each is chosen here and measured only in the timed reps,
+#      so the choice does not pick a lucky run.
+#   4. REPS timed repetitions of six runs, forward on odd reps and reversed on even ones:
+#      ORT-1 (one session, intraOpNumThreads=1, core 0), co_up-1 (all-B, core 0), ORT-2 (one
+#      session, two intra-op threads, cores 0-1, fed back to back), ORT 2x1 (two one-thread
+#      sessions in two processes, pinned to core 0 and core 1, timing the same stretch: their fps
+#      summed), the chosen pipeline, the chosen latency mapping. Every run: WARMUP frames (3), then
+#      FRAMES (50) timed frames, the fixture's NAME_input.npy as input on both sides.
+#   Throughput is compared with throughput (pipeline vs ORT 2x1 and vs ORT-2), latency with
+#   latency (co_up's chosen mapping vs ORT-2's median run), one core with one core. co_up's fps is
+#   1e9 / the median interval between frame completions after warm-up (profile JSON
+#   frames.end_ns), its latency the median start-to-end of a frame; ORT's fps is 1000 / the median
+#   session.run() ms. Each ratio is taken within a rep (runs seconds apart: this VM's speed drifts
+#   by tens of percent over minutes), then its median and [min-max] over reps are reported.
+#   The Node binding's per-call cost is measured on an Identity model of the input's shape and
+#   printed: it is in every ORT time (about 0.1 ms against frames of 5-60 ms).
 # Fraction of peak: 2 x MACs x fps / peak, where the peak is one core's f32 peak as
 # co_up_bench_xnnpack prints it (an AVX-512 FMA loop in registers where the CPU has AVX-512, else
 # XNNPACK's f32 GEMM 1024^3; median of 3 invocations); the pipeline and ORT-2 columns are
@@ -40,10 +49,10 @@
 # Contention: for every run, other processes' CPU use (cores, from /proc/stat minus the run's own
 # CPU time) is recorded as others_cores and shown in [brackets] per rep; ORT's own CPU/wall too.
 #
-# Environment: NETS=a,b (subset), REPS (default 3), CANDIDATES (per granularity, default 2),
+# Environment: NETS=a,b (subset), REPS (default 5), CANDIDATES (per granularity, default 2),
 # SPLIT_PARTS (at most this many slices of the split op, default 8: with 4, AlexNet's boundary
 # inside fc6 could only fall at quarters, a 0.87 balance and 1.82x; eighths measured 2.08x),
-# SECONDS_PER_RUN (target length of one timed run, default 2), OUT_DIR (kept results; default a
+# FRAMES (timed frames per run, default 50), WARMUP (default 3), OUT_DIR (kept results; default a
 # new directory under /tmp). Everything measured goes to OUT_DIR/results.json.
 set -euo pipefail
 
@@ -53,10 +62,11 @@ fixtures=${2:-${build}/onnx-fixtures}
 co_up=${build}/co_up
 python=/usr/bin/python3
 ort_dir=${root}/bench/ort
-reps=${REPS:-3}
+reps=${REPS:-5}
 candidates=${CANDIDATES:-2}
 split_parts=${SPLIT_PARTS:-8}
-seconds_per_run=${SECONDS_PER_RUN:-2}
+frames=${FRAMES:-50}
+warmup=${WARMUP:-3}
 nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base)
 transformers=(vit_b_16 bert_base)  # exported by bench/export_transformers.py
 if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
@@ -113,6 +123,36 @@ else
   echo "peak: ${build}/co_up_bench_xnnpack not built, fraction of peak not reported"
 fi
 
+# Both cores as one cluster (B = cores 0 and 1, two worker threads): co_up's single-frame latency
+# with intra-op parallelism, the counterpart of ORT with two intra-op threads.
+cat >"${out}/cluster2.json" <<'JSON'
+{
+  "name": "host-2core-cluster",
+  "description": "both cores as one cluster: B = cores 0 and 1, two worker threads",
+  "processors": [
+    {"letter": "B", "name": "CPU cores 0-1", "kind": "cpu", "backend": ["cpu-xnnpack", "cpu-reference"],
+     "cores": [0, 1], "threads": 2}
+  ]
+}
+JSON
+
+# The Node binding's per-call cost: an Identity model with the networks' input shape, one thread
+# on core 0, run as the networks are (same input file, tensor wrapping, output copy, promise).
+# ORT's own work for an Identity is a copy of 0.6 MB, so this is an upper bound of what the binding
+# adds to every ORT time below.
+"${python}" - "${out}/identity.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+g = helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "identity",
+                      [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+                      [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 224, 224])])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+taskset -c 0 node "${ort_dir}/ort_bench.js" "${out}/identity.onnx" --threads=1 --warmup=20 --runs=500 \
+  --input="${fixtures}/${nets[0]}_input.npy" >"${out}/identity.json"
+node_overhead_ms=$("${python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["median_ms"])' "${out}/identity.json")
+echo "Node binding per call (Identity [1,3,224,224], median of 500): ${node_overhead_ms} ms"
+
 # Runs "$@" and sets ${contention}: other processes' CPU use during the run, in cores (system-wide
 # busy time from /proc/stat minus this command's own user+sys, over wall time), and hypervisor
 # steal in cores. A quiet host reads ~0; 1.0 means a whole core went to someone else.
@@ -141,19 +181,31 @@ unit_args() {
   esac
 }
 
-# co_up run: sets ${fps} (median completion interval) and ${fps_mean} from the profile JSON.
-# Args: model units order frames json cores.
+# co_up run: sets ${fps} (1e9 / median interval between frame completions), ${fps_mean} (the
+# profile's mean rate) and ${lat_ms} (median frame latency, start to end), all over the frames
+# after the first ${warmup} (warm-up, as ORT's). Args: model units order mode cores input
+# [platform name: cluster2 = both cores as one two-thread cluster; default the detected host,
+# B = core 0, L = core 1].
 run_co_up() {
-  local model=$1 units=$2 order=$3 frames=$4 json=$5 taskset_cores=$6
+  local model=$1 units=$2 order=$3 mode=$4 taskset_cores=$5 input=$6 platform=${7:-}
   local args; mapfile -t args < <(unit_args "${units}")
+  [[ ${platform} == cluster2 ]] && args+=("--platform=${out}/cluster2.json")
   measured taskset -c "${taskset_cores}" "${co_up}" --model="${model}" "${args[@]}" --order="${order}" \
-    --mode=pipeline --n="${frames}" --profile=1 --profile-out="${json}" >/dev/null
-  read -r fps fps_mean < <("${python}" -c '
+    --mode="${mode}" --n=$((warmup + frames)) --input="${input}" --profile=1 \
+    --profile-out="${out}/run.json" >/dev/null
+  read -r fps fps_mean lat_ms < <("${python}" -c '
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
-end = d["frames"]["end_ns"]
-gaps = [b - a for a, b in zip(end, end[1:])]
-print(1e9 / statistics.median(gaps), d["summary"]["throughput_fps"])' "${json}")
+w = int(sys.argv[2])
+start, end = d["frames"]["start_ns"], d["frames"]["end_ns"]
+gaps = [b - a for a, b in zip(end[w:], end[w + 1:])]
+lat = [(b - a) / 1e6 for a, b in zip(start[w:], end[w:])]
+print(1e9 / statistics.median(gaps), d["summary"]["throughput_fps"], statistics.median(lat))' "${out}/run.json" "${warmup}")
+}
+
+# ORT's JSON line: fps, median ms, cpu/wall.
+ort_fields() {
+  "${python}" -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["fps"], d["median_ms"], d["cpu_per_wall"])' "$1"
 }
 
 record() {  # net config units order rep fps [extra json]
@@ -230,103 +282,173 @@ for units, path in zip(("layers", "ops", "split"), sys.argv[2:]):
 PY
   cat "${out}/${net}.candidates.txt" | awk '{printf "  candidate %-6s %-60s predicted %s ms of %s (balance %s)\n", $1, $2, $3, $5, $4}'
   total_ms=$(head -1 "${out}/${net}.candidates.txt" | awk '{print $5}')
-  # Frames per run: about SECONDS_PER_RUN of all-B work, 8..40.
-  frames=$(awk -v t="${total_ms}" -v s="${seconds_per_run}" 'BEGIN {f = int(s * 1000 / t) + 1; if (f < 8) f = 8; if (f > 40) f = 40; print f}')
-  echo "  ${n_layers} layers / ${n_ops} ops, ${gmacs} GMACs, all-B ${total_ms} ms/frame (profile), ${frames} frames per run" \
+  echo "  ${n_layers} layers / ${n_ops} ops, ${gmacs} GMACs, all-B ${total_ms} ms/frame (profile), ${warmup} + ${frames} frames per run" \
        "${split_arg:+, split: op ${split_arg%:*} in ${split_arg#*:}}"
 
   mapfile -t cand_lines <"${out}/${net}.candidates.txt"
+  input=${fixtures}/${net}_input.npy
+  [[ -f ${input} ]] || die "${input} missing (tests/fixtures/make_fixtures.py --full writes it)"
+  # Latency candidates (one frame at a time, both cores): all-B on a two-core cluster with two
+  # worker threads (intra-op parallelism), and, with a split op U in P slices, branch parallelism
+  # on B and L: B runs the units before U, then L the first half of the slices while B runs the
+  # second half but the last (two sub-graphs fed by the same producer run at once; checked in
+  # the profile's sub-graph events), and L the last slice (which holds the slices' Concat) and
+  # the rest.
+  lat_lines=("cluster2 layers $(repeat B "${n_layers}")")
+  if [[ -n ${split_arg} ]]; then
+    su=${split_arg%:*} sp=${split_arg#*:}
+    half=$((sp / 2))
+    lat_lines+=("branch split $(repeat B "${su}")$(repeat L "${half}")$(repeat B $((sp - half - 1)))$(repeat L $((n_split - su - sp + 1)))")
+  fi
+
+  # Selection run: every candidate once; the best pipeline (highest fps) and the best latency
+  # mapping (lowest ms) are then measured in the REPS timed repetitions, not in this run.
+  best_pipe="" best_pipe_fps=0 best_lat="" best_lat_ms=1e30
+  for c in "${cand_lines[@]}"; do
+    read -r units order _ <<<"${c}"
+    run_co_up "${model}" "${units}" "${order}" pipeline 0-1 "${input}"
+    record "${net}" "select-pipeline" "${units}" "${order}" 0 "${fps}" ",\"latency_ms\":${lat_ms}${contention}"
+    if awk -v a="${fps}" -v b="${best_pipe_fps}" 'BEGIN {exit !(a > b)}'; then best_pipe_fps=${fps}; best_pipe="${units} ${order}"; fi
+  done
+  for c in "${lat_lines[@]}"; do
+    read -r name units order <<<"${c}"
+    run_co_up "${model}" "${units}" "${order}" switch 0-1 "${input}" "${name}"
+    record "${net}" "select-latency" "${units}" "${name}:${order}" 0 "${fps}" ",\"latency_ms\":${lat_ms}${contention}"
+    if awk -v a="${lat_ms}" -v b="${best_lat_ms}" 'BEGIN {exit !(a < b)}'; then best_lat_ms=${lat_ms}; best_lat="${name} ${units} ${order}"; fi
+  done
+  echo "  selected (selection run): pipeline ${best_pipe%% *} B×$(tr -cd B <<<"${best_pipe#* }" | wc -c)" \
+       "L×$(tr -cd L <<<"${best_pipe#* }" | wc -c) ${best_pipe_fps} fps; latency ${best_lat%% *} ${best_lat_ms} ms"
+
+  # Timed repetitions: six runs each, in forward order on odd reps and reversed on even ones, so
+  # that a drift of the host's speed over a rep does not always favour the same side.
+  configs=(ort-1 co_up-1 ort-2 ort-1x2 pipeline latency)
   for ((rep = 1; rep <= reps; ++rep)); do
-    # ORT-1 and co_up-1 back to back, then ORT-2 and the pipelines: each ratio pairs runs
-    # seconds apart (this VM's speed drifts by tens of percent over minutes).
-    for threads in 1 2; do
-      cores=0; [[ ${threads} == 2 ]] && cores=0-1
-      measured taskset -c "${cores}" node "${ort_dir}/ort_bench.js" "${model}" --threads="${threads}" \
-               --warmup=3 --runs="${frames}" >"${out}/ort.json"
-      line=$(cat "${out}/ort.json")
-      fps=$(echo "${line}" | "${python}" -c 'import json,sys; print(json.load(sys.stdin)["fps"])')
-      cpw=$(echo "${line}" | "${python}" -c 'import json,sys; print(json.load(sys.stdin)["cpu_per_wall"])')
-      record "${net}" "ort-${threads}" "" "" "${rep}" "${fps}" ",\"cpu_per_wall\":${cpw}${contention}"
-      if [[ ${threads} == 1 ]]; then
-        run_co_up "${model}" layers "$(repeat B "${n_layers}")" "${frames}" "${out}/${net}.run.json" 0
-        record "${net}" "co_up-1" layers "all-B" "${rep}" "${fps}" ",\"fps_mean\":${fps_mean}${contention}"
-      fi
-    done
-    for c in "${cand_lines[@]}"; do
-      read -r units order _ <<<"${c}"
-      run_co_up "${model}" "${units}" "${order}" "${frames}" "${out}/${net}.run.json" 0-1
-      record "${net}" "pipeline" "${units}" "${order}" "${rep}" "${fps}" ",\"fps_mean\":${fps_mean}${contention}"
+    seq_configs=("${configs[@]}")
+    if ((rep % 2 == 0)); then
+      seq_configs=(); for ((i = ${#configs[@]} - 1; i >= 0; --i)); do seq_configs+=("${configs[i]}"); done
+    fi
+    for cfg in "${seq_configs[@]}"; do
+      case ${cfg} in
+        ort-1 | ort-2)
+          threads=${cfg#ort-}; cores=0; [[ ${threads} == 2 ]] && cores=0-1
+          measured taskset -c "${cores}" node "${ort_dir}/ort_bench.js" "${model}" --threads="${threads}" \
+                   --warmup="${warmup}" --runs="${frames}" --input="${input}" >"${out}/ort.json"
+          read -r fps lat_ms cpw < <(ort_fields "${out}/ort.json")
+          record "${net}" "${cfg}" "" "" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"cpu_per_wall\":${cpw}${contention}" ;;
+        ort-1x2)
+          # Two one-thread sessions side by side, one per core, timing the same stretch (each
+          # loads its model and warms up, then waits for start_at: 5 s plus twice the warm-up).
+          start_at=$(($(date +%s%3N) + 5000 + 2 * (warmup + 2) * ${total_ms%.*}))
+          measured bash -c "taskset -c 0 node '${ort_dir}/ort_bench.js' '${model}' --threads=1 --warmup=${warmup} \
+              --runs=${frames} --input='${input}' --start-at=${start_at} >'${out}/ort-a.json' &
+            taskset -c 1 node '${ort_dir}/ort_bench.js' '${model}' --threads=1 --warmup=${warmup} \
+              --runs=${frames} --input='${input}' --start-at=${start_at} >'${out}/ort-b.json' & wait"
+          read -r fps overlap < <("${python}" -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+overlap = (min(a["timed_end_ms"], b["timed_end_ms"]) - max(a["timed_start_ms"], b["timed_start_ms"])) / \
+          (max(a["timed_end_ms"], b["timed_end_ms"]) - min(a["timed_start_ms"], b["timed_start_ms"]))
+print(a["fps"] + b["fps"], round(overlap, 3))' "${out}/ort-a.json" "${out}/ort-b.json")
+          record "${net}" "${cfg}" "" "" "${rep}" "${fps}" ",\"overlap\":${overlap}${contention}" ;;
+        co_up-1)
+          run_co_up "${model}" layers "$(repeat B "${n_layers}")" pipeline 0 "${input}"
+          record "${net}" "${cfg}" layers "all-B" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"fps_mean\":${fps_mean}${contention}" ;;
+        pipeline)
+          read -r units order <<<"${best_pipe}"
+          run_co_up "${model}" "${units}" "${order}" pipeline 0-1 "${input}"
+          record "${net}" "${cfg}" "${units}" "${order}" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"fps_mean\":${fps_mean}${contention}" ;;
+        latency)
+          read -r name units order <<<"${best_lat}"
+          run_co_up "${model}" "${units}" "${order}" switch 0-1 "${input}" "${name}"
+          record "${net}" "${cfg}" "${units}" "${name}:${order}" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms}${contention}" ;;
+      esac
     done
     echo "  rep ${rep}: $(grep "\"net\":\"${net}\"" "${results}" | grep "\"rep\":${rep}," |
       "${python}" -c 'import json,sys
 for l in sys.stdin:
-    r = json.loads(l); print(r["config"] + ("/" + r["units"] if r["config"] == "pipeline" else ""), "%.2f [%.1f]" % (r["fps"], r["others_cores"]), end="  ")')"
+    r = json.loads(l)
+    v = "%.2f ms" % r["latency_ms"] if r["config"] == "latency" else "%.2f fps" % r["fps"]
+    print(r["config"], v, "[%.1f]" % r["others_cores"], end="  ")')"
   done
-  printf '{"net":"%s","config":"meta","layers":%s,"ops":%s,"gmacs":%s,"frames":%s,"profile_ms":%s}\n' \
-    "${net}" "${n_layers}" "${n_ops}" "${gmacs}" "${frames}" "${total_ms}" >>"${results}"
+  printf '{"net":"%s","config":"meta","layers":%s,"ops":%s,"gmacs":%s,"frames":%s,"warmup":%s,"profile_ms":%s}\n' \
+    "${net}" "${n_layers}" "${n_ops}" "${gmacs}" "${frames}" "${warmup}" "${total_ms}" >>"${results}"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-"${python}" - "${results}" "${peak}" "${load_before}" "${load_after}" "${out}/results.json" <<'PY'
+"${python}" - "${results}" "${peak}" "${load_before}" "${load_after}" "${out}/results.json" "${node_overhead_ms}" <<'PY'
 import json, math, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 peak = float(sys.argv[2])
+node_ms = float(sys.argv[6])
 nets = list(dict.fromkeys(r["net"] for r in runs))
 med = statistics.median
 table = []
+def spread(v):
+    return {"median": med(v), "min": min(v), "max": max(v), "n": len(v)}
 for net in nets:
     meta = next(r for r in runs if r["net"] == net and r["config"] == "meta")
-    fps = lambda cfg: med([r["fps"] for r in runs if r["net"] == net and r["config"] == cfg])
-    ort1, ort2, one = fps("ort-1"), fps("ort-2"), fps("co_up-1")
-    cands = {}
-    for r in runs:
-        if r["net"] == net and r["config"] == "pipeline":
-            cands.setdefault((r["units"], r["order"]), []).append(r["fps"])
-    (units, order), best = max(((k, med(v)) for k, v in cands.items()), key=lambda kv: kv[1])
-    # Ratios of runs in the same rep (seconds apart), then their median over reps.
-    def per_rep(config, units_=None, order_=None):
-        return {r["rep"]: r["fps"] for r in runs if r["net"] == net and r["config"] == config
-                and (units_ is None or (r["units"], r["order"]) == (units_, order_))}
-    o1, o2, c1, pb = per_rep("ort-1"), per_rep("ort-2"), per_rep("co_up-1"), per_rep("pipeline", units, order)
-    paired = lambda a, b: med([a[k] / b[k] for k in a if k in b])
-    flop = 2e9 * meta["gmacs"]  # FLOP per frame
-    frac = lambda f, cores: (flop * f / (peak * 1e9 * cores)) if peak > 0 else None
+    rows = [r for r in runs if r["net"] == net and r.get("rep", 0) > 0 and r["config"] != "meta"]
+    by = lambda cfg, key="fps": {r["rep"]: r[key] for r in rows if r["config"] == cfg}
+    o1, o2, o1x2, c1, pb = by("ort-1"), by("ort-2"), by("ort-1x2"), by("co_up-1"), by("pipeline")
+    o2_ms, lat_ms, c1_ms, o1_ms = by("ort-2", "latency_ms"), by("latency", "latency_ms"), by("co_up-1", "latency_ms"), by("ort-1", "latency_ms")
+    paired = lambda a, b: spread([a[k] / b[k] for k in a if k in b])
+    pipe = next(r for r in rows if r["config"] == "pipeline")
+    lat = next(r for r in rows if r["config"] == "latency")
+    best_ort_tp = {k: max(o2[k], o1x2[k]) for k in o2 if k in o1x2}
     table.append({
-        "net": net, "gmacs": meta["gmacs"], "layers": meta["layers"], "ops": meta["ops"],
-        "frames_per_run": meta["frames"], "ort1_fps": ort1, "ort2_fps": ort2, "co_up1_fps": one,
-        "pipeline_fps": best, "pipeline_units": units, "pipeline_order": order,
-        "k": order.count("B"), "n": len(order),
-        "candidates": {f"{u}:{o}": med(v) for (u, o), v in cands.items()},
-        "co_up1_vs_ort1": paired(c1, o1), "pipeline_vs_co_up1": paired(pb, c1), "pipeline_vs_ort2": paired(pb, o2),
-        "peak_frac_ort1": frac(ort1, 1), "peak_frac_co_up1": frac(one, 1),
-        "peak_frac_ort2": frac(ort2, 2), "peak_frac_pipeline": frac(best, 2),
-        "others_cores_median": {c: med([r["others_cores"] for r in runs if r["net"] == net and r["config"] == c])
-                                 for c in ("ort-1", "ort-2", "co_up-1", "pipeline")},
-        "ort_cpu_per_wall": {c: med([r["cpu_per_wall"] for r in runs if r["net"] == net and r["config"] == c])
-                             for c in ("ort-1", "ort-2")},
+        "net": net, "gmacs": meta["gmacs"], "frames": meta["frames"], "warmup": meta["warmup"],
+        "ort1_fps": spread(list(o1.values())), "co_up1_fps": spread(list(c1.values())),
+        "ort2_fps": spread(list(o2.values())), "ort1x2_fps": spread(list(o1x2.values())),
+        "pipeline_fps": spread(list(pb.values())), "pipeline_units": pipe["units"], "pipeline_order": pipe["order"],
+        "ort2_ms": spread(list(o2_ms.values())), "latency_ms": spread(list(lat_ms.values())),
+        "latency_mapping": lat["order"], "latency_units": lat["units"],
+        "co_up1_vs_ort1": paired(c1, o1),
+        "pipeline_vs_ort1x2": paired(pb, o1x2), "pipeline_vs_ort2": paired(pb, o2),
+        "pipeline_vs_best_ort": paired(pb, best_ort_tp),
+        "ort2_ms_vs_latency_ms": paired(o2_ms, lat_ms),
+        "ort1x2_overlap": spread([r["overlap"] for r in rows if r["config"] == "ort-1x2"]),
+        "others_cores_median": {c: med([r["others_cores"] for r in rows if r["config"] == c])
+                                for c in ("ort-1", "ort-2", "ort-1x2", "co_up-1", "pipeline", "latency")},
+        "selection": {r["order"] if r["config"] == "select-latency" else r["units"] + ":" + r["order"]:
+                      (r["latency_ms"] if r["config"] == "select-latency" else r["fps"])
+                      for r in runs if r["net"] == net and r["config"].startswith("select-")},
     })
 json.dump({"peak_gflops": peak, "load_before": sys.argv[3], "load_after": sys.argv[4],
-           "rows": table, "runs": runs}, open(sys.argv[5], "w"), indent=1)
+           "node_overhead_ms": node_ms, "rows": table, "runs": runs}, open(sys.argv[5], "w"), indent=1)
 
-pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"
-mark = lambda x, t: f"{math.floor(x * 100) / 100:.2f}x" + ("" if x >= t else " (miss)")  # floor: 0.998 is not 1.00
+def r(s, fmt="{:.2f}"):
+    return fmt.format(s["median"]) + " [" + fmt.format(s["min"]) + "-" + fmt.format(s["max"]) + "]"
+def x(s):
+    return f"{s['median']:.2f}x [{s['min']:.2f}-{s['max']:.2f}]"
+reps_n = table[0]["ort1_fps"]["n"] if table else 0
 print()
-print(f"fps: per run 1e9 / median frame-completion interval (co_up) or 1000 / median run ms (ORT), then medians over reps; ratios: medians over reps of the ratio within each rep; peak {peak} GFLOP/s per core; load average before {sys.argv[3]}, after {sys.argv[4]}")
-print("| network | GMACs | ORT-1 | ORT-2 | co_up-1 | co_up pipeline (order) | co_up-1/ORT-1 (>=1.0) "
-      "| pipe/co_up-1 (>=1.9) | pipe/ORT-2 (>=1.0) | %peak ORT-1 / co_up-1 / ORT-2 / pipe |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print(f"Medians over {reps_n} timed reps [min-max]; ratios are per rep (runs seconds apart) then median [min-max]. "
+      f"{table[0]['frames'] if table else 0} timed frames after {table[0]['warmup'] if table else 0} warm-up frames per run, "
+      f"the fixture's _input.npy on both sides; load average before {sys.argv[3]}, after {sys.argv[4]}; "
+      f"Node binding per-call cost (Identity of the input's shape): {node_ms:.3f} ms, included in every ORT time.")
+print()
+print("Throughput, two cores (frames/s):")
+print("| network | ORT 2 x 1 thread (pinned, side by side) | ORT 1 session, 2 threads | co_up pipeline (units, B/L) | pipeline / ORT 2x1 | pipeline / ORT 2-thread | pipeline / better ORT |")
+print("|---|---|---|---|---|---|---|")
 for t in table:
-    order = f"{t['pipeline_units']} B×{t['k']} L×{t['n'] - t['k']}"
-    print(f"| {t['net']} | {t['gmacs']:.3f} | {t['ort1_fps']:.2f} | {t['ort2_fps']:.2f} | {t['co_up1_fps']:.2f} "
-          f"| {t['pipeline_fps']:.2f} ({order}) | {mark(t['co_up1_vs_ort1'], 1.0)} "
-          f"| {mark(t['pipeline_vs_co_up1'], 1.9)} | {mark(t['pipeline_vs_ort2'], 1.0)} "
-          f"| {pct(t['peak_frac_ort1'])} / {pct(t['peak_frac_co_up1'])} / {pct(t['peak_frac_ort2'])} / {pct(t['peak_frac_pipeline'])} |")
+    order = t["pipeline_order"]
+    print(f"| {t['net']} | {r(t['ort1x2_fps'])} | {r(t['ort2_fps'])} | {r(t['pipeline_fps'])} ({t['pipeline_units']}, {order.count('B')}/{order.count('L')}) "
+          f"| {x(t['pipeline_vs_ort1x2'])} | {x(t['pipeline_vs_ort2'])} | {x(t['pipeline_vs_best_ort'])} |")
+print()
+print("Latency, one frame at a time, two cores (ms):")
+print("| network | ORT 2 intra-op threads | co_up best (mapping) | ORT ms / co_up ms |")
+print("|---|---|---|---|")
+for t in table:
+    print(f"| {t['net']} | {r(t['ort2_ms'])} | {r(t['latency_ms'])} ({t['latency_mapping'].split(':')[0]}) | {x(t['ort2_ms_vs_latency_ms'])} |")
+print()
+print("One core, one thread (frames/s):")
+print("| network | ORT | co_up | co_up / ORT |")
+print("|---|---|---|---|")
+for t in table:
+    print(f"| {t['net']} | {r(t['ort1_fps'])} | {r(t['co_up1_fps'])} | {x(t['co_up1_vs_ort1'])} |")
 print()
 for t in table:
-    print(f"{t['net']}: candidates " + ", ".join(
-        f"{k.split(':')[0]} B×{k.split(':')[1].count('B')}/L×{k.split(':')[1].count('L')} {v:.2f}"
-        for k, v in t["candidates"].items()) +
-        f"; ORT cpu/wall 1t {t['ort_cpu_per_wall']['ort-1']:.2f}, 2t {t['ort_cpu_per_wall']['ort-2']:.2f}"
-        "; other tenants' cores during ORT-1/ORT-2/co_up-1/pipeline runs " +
-        "/".join(f"{t['others_cores_median'][c]:.2f}" for c in ("ort-1", "ort-2", "co_up-1", "pipeline")))
+    print(f"{t['net']}: selection run " + ", ".join(f"{k.split(':')[0]}={v:.2f}" for k, v in t["selection"].items()) +
+          f"; ORT 2x1 timed-window overlap {t['ort1x2_overlap']['median']:.2f}; other tenants' cores (median) " +
+          " ".join(f"{c} {v:.2f}" for c, v in t["others_cores_median"].items()))
 PY

@@ -1,15 +1,23 @@
 // co_up_bench_planner: how well the planner's cost model (planner/cost_model.h) predicts runs on
 // this machine, and how good its best pipeline mapping is.
 //
-// Per zoo network, B and L (this host's two halves, cpu-xnnpack when it is built):
+// Per zoo network, B and L (this host's two halves, cpu-xnnpack when it is built), with
+// --processors=BLGN also G (opencl; PoCL here) and N (npu-int8, simulated on the CPU):
 //   1. profile: `co_up profile`'s own code (core/cli/profile_command.h), --repetitions frames,
-//      including the B<->L hand-off per sub-graph boundary (planner/handoff_fit.h).
+//      including the hand-off per sub-graph boundary of every pair (planner/handoff_fit.h), fitted
+//      on the pipeline runs of handoff_orders (2, 3 and 4 sub-graphs per pair): the *fit set*.
+//      Every other mapping is *held out*: the hand-off never saw it. The tables give the error of
+//      both sets apart, and of the held-out mappings by kind (2-stage splits; 3 or more
+//      sub-graphs, non-contiguous; mappings using G or N).
 //   2. (a) prediction error: every 2-stage split B^k L^(n-k) and L^k B^(n-k), B-only, L-only and
 //      the planner's best pipeline mapping run in pipeline mode (throughput); B-only, L-only,
 //      the planner's minimum-latency mapping and the two middle splits in switch mode (latency).
 //      Each mapping: its own Executor, 2 warm-up frames, --frames measured
 //      (core/cli/verify_mappings.h, as `co_up plan --verify`). Error = (predicted - measured) /
 //      measured.
+//      Held-out mappings beyond the splits: --random seeded random orders of 3-6 sub-graphs over
+//      the profiled processors (pipeline), and two of them in switch mode.
+//      The bench exits 1 when the held-out median |error| exceeds --max-heldout-error (0.25).
 //   3. (b) the planner's best pipeline mapping against the best 2-stage split found by measuring
 //      all of them: both re-measured --reps times, interleaved (machine noise hits both alike),
 //      medians compared.
@@ -21,7 +29,8 @@
 // the tables flag what was accepted contended.
 // Prints markdown tables; --json=FILE writes every number.
 //
-// Options: --networks=a,b --frames=N --min-seconds=S --repetitions=N --reps=R --image-size=S
+// Options: --networks=a,b --processors=BL|BLG|BLN|BLGN --random=N --max-heldout-error=F
+//          --frames=N --min-seconds=S --repetitions=N --reps=R --image-size=S
 //          --max-foreign=F --attempts=N --plugins=DIR --json=FILE --quick --help
 #include <algorithm>
 #include <chrono>
@@ -32,6 +41,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -46,6 +56,7 @@
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "planner/cost_model.h"
+#include "planner/handoff_fit.h"
 #include "planner/search.h"
 #include "profiler/report.h"
 
@@ -70,6 +81,9 @@ struct Options {
   int64_t image_size = 0;
   std::string plugins = CO_UP_PLUGIN_DIR;
   std::string json_out;
+  std::string processors = "BL";   // profiled and mapped; B and L always
+  int random_orders = 6;           // held-out random orders of 3-6 sub-graphs per network
+  double max_heldout_error = 0.25;  // exit 1 when the held-out median |error| is larger
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -90,6 +104,16 @@ Options parse_options(int argc, char** argv) {
     const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
     if (name == "--networks") {
       o.networks = split_list(value);
+    } else if (name == "--processors") {
+      o.processors = value;
+      if (o.processors.size() < 2 || o.processors.substr(0, 2) != "BL" ||
+          o.processors.find_first_not_of("BLGN") != std::string::npos) {
+        throw InputError("--processors=" + value + ": B and L first, then G and/or N (BL, BLG, BLN, BLGN)");
+      }
+    } else if (name == "--random") {
+      o.random_orders = std::max(0, std::stoi(value));
+    } else if (name == "--max-heldout-error") {
+      o.max_heldout_error = std::stod(value);
     } else if (name == "--frames") {
       o.frames = std::max(2, std::stoi(value));
     } else if (name == "--repetitions") {
@@ -117,8 +141,11 @@ Options parse_options(int argc, char** argv) {
       o.min_seconds = 0.2;
       o.attempts = 1;
       o.max_foreign = 1.0;  // a smoke run: no waiting for a quiet machine
+      o.random_orders = 2;
+      o.max_heldout_error = 10.0;  // 4 frames at 64x64, no quiet guard (a loaded host: 3x off): gross errors only
     } else if (name == "--help" || name == "-h") {
-      std::cout << "co_up_bench_planner [--networks=a,b] [--frames=N] [--min-seconds=S] [--repetitions=N]\n"
+      std::cout << "co_up_bench_planner [--networks=a,b] [--processors=BL|BLGN] [--random=N]\n"
+                   "                    [--max-heldout-error=F] [--frames=N] [--min-seconds=S] [--repetitions=N]\n"
                    "                    [--reps=R] [--image-size=S] [--max-foreign=F] [--attempts=N]\n"
                    "                    [--plugins=DIR] [--json=FILE] [--quick]\n";
       std::exit(0);
@@ -210,6 +237,7 @@ struct Row {
   double predicted = 0;  // fps (pipeline) or ms (switch)
   double measured = 0;
   bool contended = false;  // accepted although other processes used the machine
+  bool fit = false;        // one of the runs the hand-off was fitted on (in-sample)
   double error() const { return measured > 0 ? (predicted - measured) / measured : 0; }
 };
 
@@ -219,6 +247,59 @@ double median_abs(const std::vector<Row>& rows, planner::Mode mode) {
     if (r.mode == mode) errors.push_back(std::abs(r.error()));
   }
   return profiler::median(errors);
+}
+
+// Held-out classes of a mapping (a row can be in several): "2-stage" (a contiguous B/L split),
+// "3+ sub-graphs", "G/N" (uses G or N).
+bool in_class(const Row& r, const std::string& cls) {
+  if (cls == "all") return true;
+  if (cls == "2-stage") return planner::subgraph_count(r.order) == 2 && r.order.find_first_of("GN") == std::string::npos;
+  if (cls == "3+ sub-graphs") return planner::subgraph_count(r.order) >= 3;
+  if (cls == "G/N") return r.order.find_first_of("GN") != std::string::npos;
+  return false;
+}
+
+// Median |error| and count of the rows with fit == `fit` in class `cls` (NaN when none).
+std::pair<double, size_t> median_abs_of(const std::vector<Row>& rows, bool fit, const std::string& cls) {
+  std::vector<double> errors;
+  for (const Row& r : rows) {
+    if (r.fit == fit && in_class(r, cls)) errors.push_back(std::abs(r.error()));
+  }
+  return {errors.empty() ? std::nan("") : profiler::median(errors), errors.size()};
+}
+
+// `count` seeded random orders of 3-6 sub-graphs over `letters` (neighbours differ), each run
+// only where every layer runs (model.runs), none of them in `exclude`.
+std::vector<std::string> random_orders(const planner::CostModel& model, const std::string& letters, int count,
+                                       uint64_t seed, const std::vector<std::string>& exclude) {
+  std::vector<std::string> out;
+  const uint32_t n = model.layer_count();
+  if (n < 3) return out;
+  std::mt19937_64 rng(seed);
+  for (int tries = 0; static_cast<int>(out.size()) < count && tries < 1000 * count; ++tries) {
+    const uint32_t segments = std::min<uint32_t>(n, 3 + static_cast<uint32_t>(rng() % 4));
+    std::vector<uint32_t> cuts;  // distinct cut positions in 1..n-1
+    while (cuts.size() + 1 < segments) {
+      const uint32_t c = 1 + static_cast<uint32_t>(rng() % (n - 1));
+      if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.push_back(n);
+    std::string order;
+    char previous = 0;
+    for (const uint32_t end : cuts) {
+      char letter;
+      do letter = letters[rng() % letters.size()]; while (letter == previous);
+      order.append(end - order.size(), letter);
+      previous = letter;
+    }
+    if (!model.runs(order) || std::find(exclude.begin(), exclude.end(), order) != exclude.end() ||
+        std::find(out.begin(), out.end(), order) != out.end()) {
+      continue;
+    }
+    out.push_back(order);
+  }
+  return out;
 }
 
 struct NetworkResult {
@@ -247,7 +328,7 @@ NetworkResult run_network(const std::string& name, const Options& o, const Platf
   job.input = seeded_inputs(g, 1);
   job.graph_name = name;
   job.image_size = o.image_size;
-  job.processors = "BL";
+  job.processors = o.processors;
   job.repetitions = o.repetitions;
   job.out = out;
   job.restart = true;
@@ -276,6 +357,22 @@ NetworkResult run_network(const std::string& name, const Options& o, const Platf
               << (busy ? " busy" : "") << "\n";
     return pipe ? m.throughput_fps : m.latency_ms;
   };
+  // The fit set: the orders each pair's hand-off was fitted on (profile_network asks
+  // handoff_orders of the model it had then: layer times and transfers, no hand-offs).
+  std::vector<std::string> fit_orders;
+  {
+    planner::LayerProfile bare = profiled.profile;
+    bare.handoffs.clear();
+    const planner::CostModel bare_model(bare);
+    for (size_t i = 0; i < o.processors.size(); ++i) {
+      for (size_t j = i + 1; j < o.processors.size(); ++j) {
+        if (profiled.profile.find_handoff(o.processors[i], o.processors[j]) == nullptr) continue;
+        for (const std::string& f : planner::handoff_orders(bare_model, o.processors[i], o.processors[j])) {
+          fit_orders.push_back(f);
+        }
+      }
+    }
+  }
   auto add = [&](const std::string& order, planner::Mode mode, const std::string& what) {
     for (Row& r : result.rows) {
       if (r.order == order && r.mode == mode) {  // measured already
@@ -285,6 +382,8 @@ NetworkResult run_network(const std::string& name, const Options& o, const Platf
     }
     const planner::Prediction p = model.predict({order, mode, {}});
     Row r{order, mode, what, mode == planner::Mode::kPipeline ? p.throughput_fps : p.latency_ms};
+    r.fit = mode == planner::Mode::kPipeline &&
+            std::find(fit_orders.begin(), fit_orders.end(), order) != fit_orders.end();
     r.measured = measure(order, mode, &r.contended);
     result.rows.push_back(r);
     return r.measured;
@@ -304,12 +403,21 @@ NetworkResult run_network(const std::string& name, const Options& o, const Platf
       }
     }
   }
-  add(std::string(n, 'B'), planner::Mode::kPipeline, "B only");
-  add(std::string(n, 'L'), planner::Mode::kPipeline, "L only");
+  for (const char p : o.processors) {
+    if (model.runs(std::string(n, p))) add(std::string(n, p), planner::Mode::kPipeline, std::string(1, p) + " only");
+  }
   add(result.planner_order, planner::Mode::kPipeline, "planner best");
+  // The fit set itself (in-sample), then held-out random orders of 3-6 sub-graphs.
+  for (const std::string& f : fit_orders) add(f, planner::Mode::kPipeline, "hand-off fit");
+  const std::vector<std::string> randoms =
+      random_orders(model, o.processors, o.random_orders + 2, 0x5eed + n, fit_orders);
+  for (size_t i = 0; i < randoms.size(); ++i) {
+    add(randoms[i], i < 2 && randoms.size() > 2 ? planner::Mode::kSwitch : planner::Mode::kPipeline, "random");
+  }
   // (a) switch.
-  add(std::string(n, 'B'), planner::Mode::kSwitch, "B only");
-  add(std::string(n, 'L'), planner::Mode::kSwitch, "L only");
+  for (const char p : o.processors) {
+    if (model.runs(std::string(n, p))) add(std::string(n, p), planner::Mode::kSwitch, std::string(1, p) + " only");
+  }
   add(planner::shortest_path_latency(model).mapping.order, planner::Mode::kSwitch, "planner best");
   add(std::string(n / 2, 'B') + std::string(n - n / 2, 'L'), planner::Mode::kSwitch, "middle split");
   add(std::string(n / 2, 'L') + std::string(n - n / 2, 'B'), planner::Mode::kSwitch, "middle split");
@@ -334,7 +442,7 @@ int run(const Options& o) {
   const PluginRegistry plugins = PluginRegistry::load_directory(o.plugins);
   const std::shared_ptr<const Plugin> plugin = find_backend_plugin(*platform.find('B'), plugins);
   const std::string backend = plugin ? plugin->name() : std::string();
-  std::cout << "# planner accuracy: platform " << platform.name << " (B and L, " << backend
+  std::cout << "# planner accuracy: platform " << platform.name << " (" << o.processors << ", B and L on " << backend
             << "), profile " << o.repetitions << " frames per run, mappings " << o.frames
             << "+ frames (at least " << o.min_seconds << " s) after 2 warm-up, (b) " << o.reps
             << " interleaved reps; runs redone while others used > " << 100 * o.max_foreign
@@ -345,9 +453,9 @@ int run(const Options& o) {
     results.push_back(run_network(name, o, platform, plugins));
   }
 
-  std::cout << "## (a) prediction error per mapping\n\n"
-            << "| network | mapping | mode | what | predicted | measured | error |\n"
-            << "|---|---|---|---|---|---|---|\n";
+  std::cout << "## (a) prediction error per mapping (fit: a run the hand-off was fitted on)\n\n"
+            << "| network | mapping | mode | what | predicted | measured | error | set |\n"
+            << "|---|---|---|---|---|---|---|---|\n";
   std::vector<Row> all;
   for (const NetworkResult& r : results) {
     for (const Row& row : r.rows) {
@@ -355,7 +463,8 @@ int run(const Options& o) {
       std::cout << "| " << r.network << " | `" << row.order << "` | " << planner::mode_name(row.mode)
                 << " | " << row.what << " | " << fmt("%.2f", row.predicted) << (pipe ? " fps" : " ms")
                 << " | " << fmt("%.2f", row.measured) << (pipe ? " fps" : " ms") << " | "
-                << fmt("%+.1f%%", 100 * row.error()) << (row.contended ? " (busy)" : "") << " |\n";
+                << fmt("%+.1f%%", 100 * row.error()) << (row.contended ? " (busy)" : "") << " | "
+                << (row.fit ? "fit" : "held out") << " |\n";
       all.push_back(row);
     }
   }
@@ -380,6 +489,30 @@ int run(const Options& o) {
             << " | | |\n\nmedian |error| over all " << all.size() << " mappings: "
             << fmt("%.1f%%", 100 * profiler::median(every)) << "\n\n";
 
+  // Held out against fit: the hand-off's in-sample error says nothing about other mappings.
+  const std::vector<std::string> classes = {"all", "2-stage", "3+ sub-graphs", "G/N"};
+  std::cout << "## (a) held out vs fit: median |error| (n)\n\n| network | fit set |";
+  for (const std::string& c : classes) std::cout << " held out: " << c << " |";
+  std::cout << "\n|---|---|";
+  for (size_t i = 0; i < classes.size(); ++i) std::cout << "---|";
+  std::cout << "\n";
+  auto cell = [](std::pair<double, size_t> v) {
+    return v.second == 0 ? std::string("-") : fmt("%.1f%%", 100 * v.first) + " (" + std::to_string(v.second) + ")";
+  };
+  std::vector<std::pair<std::string, const std::vector<Row>*>> groups;
+  for (const NetworkResult& r : results) groups.emplace_back(r.network, &r.rows);
+  groups.emplace_back("**all**", &all);
+  for (const auto& [name, rows] : groups) {
+    std::cout << "| " << name << " | " << cell(median_abs_of(*rows, true, "all")) << " |";
+    for (const std::string& c : classes) std::cout << " " << cell(median_abs_of(*rows, false, c)) << " |";
+    std::cout << "\n";
+  }
+  const auto heldout = median_abs_of(all, false, "all");
+  const bool heldout_ok = heldout.second > 0 && heldout.first <= o.max_heldout_error;
+  std::cout << "\nheld-out median |error| " << fmt("%.1f%%", 100 * heldout.first) << " over " << heldout.second
+            << " mappings: " << (heldout_ok ? "within" : "OVER") << " the bound "
+            << fmt("%.0f%%", 100 * o.max_heldout_error) << "\n\n";
+
   std::cout << "## (b) planner's best pipeline mapping vs the best measured 2-stage split\n\n"
             << "| network | hand-off us | planner mapping | predicted fps | measured fps | best 2-stage split | measured fps | planner / best |\n"
             << "|---|---|---|---|---|---|---|---|\n";
@@ -398,7 +531,7 @@ int run(const Options& o) {
         rows.push_back({{"order", row.order}, {"mode", planner::mode_name(row.mode)},
                         {"what", row.what}, {"predicted", row.predicted},
                         {"measured", row.measured}, {"error", row.error()},
-                        {"contended", row.contended}});
+                        {"contended", row.contended}, {"fit", row.fit}});
       }
       j.push_back({{"network", r.network}, {"profile_s", r.profile_s}, {"rows", rows},
                    {"planner_order", r.planner_order}, {"planner_fps", r.planner_fps},
@@ -406,6 +539,11 @@ int run(const Options& o) {
                    {"best_split_order", r.best_split_order}, {"best_split_fps", r.best_split_fps}});
     }
     std::ofstream(o.json_out) << j.dump(1) << "\n";
+  }
+  if (!heldout_ok) {
+    std::cerr << "co_up_bench_planner: held-out median |error| " << fmt("%.1f%%", 100 * heldout.first)
+              << " exceeds --max-heldout-error=" << o.max_heldout_error << "\n";
+    return 1;
   }
   return 0;
 }

@@ -400,6 +400,49 @@ MeterClockFit align_meter_clock(const MeterLog& log, const std::vector<Recording
     agree += host.held(h, x.pin, tol);
   }
   fit.pin_agreement = inside > 0 ? static_cast<double>(agree) / static_cast<double>(inside) : 0;
+  // Local agreement: a stretch where most samples disagree with the fit was stamped by a clock
+  // that jumped (or a meter that restarted); the fit is right elsewhere, those samples are not.
+  {
+    constexpr size_t kHalf = 25;
+    constexpr double kMinLocal = 0.8;
+    std::vector<int> agrees(s.size(), -1);  // -1: outside the run
+    for (size_t i = 0; i < s.size(); ++i) {
+      const double h = line.host(s[i].m);
+      if (h >= run_begin && h <= run_end) agrees[i] = host.held(h, s[i].pin, tol) ? 1 : 0;
+    }
+    std::vector<bool> low(s.size(), false);  // local agreement under kMinLocal
+    size_t in_window = 0, agreeing = 0, lo = 0, hi = 0;  // window [lo, hi)
+    for (size_t i = 0; i < s.size(); ++i) {
+      const size_t want_lo = i >= kHalf ? i - kHalf : 0, want_hi = std::min(s.size(), i + kHalf + 1);
+      for (; hi < want_hi; ++hi) {
+        if (agrees[hi] >= 0) ++in_window, agreeing += static_cast<size_t>(agrees[hi]);
+      }
+      for (; lo < want_lo; ++lo) {
+        if (agrees[lo] >= 0) --in_window, agreeing -= static_cast<size_t>(agrees[lo]);
+      }
+      if (agrees[i] >= 0 && in_window >= kHalf &&
+          static_cast<double>(agreeing) < kMinLocal * static_cast<double>(in_window)) {
+        low[i] = true;
+      }
+    }
+    // Widened by the window on both sides: next to a jump, the window still holds enough good
+    // samples to pass misplaced ones.
+    std::vector<bool> distrusted(s.size(), false);
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!low[i]) continue;
+      for (size_t k = i >= kHalf ? i - kHalf : 0; k < std::min(s.size(), i + kHalf + 1); ++k) distrusted[k] = true;
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!distrusted[i]) continue;
+      ++fit.samples_distrusted;
+      const double stamp = s[i].m - fit.quantum_ms / 2;  // the log's own time stamp
+      if (i > 0 && distrusted[i - 1]) {
+        fit.distrusted_ms.back().second = stamp;
+      } else {
+        fit.distrusted_ms.emplace_back(stamp, stamp);
+      }
+    }
+  }
   double sum_sq = 0;
   size_t single = 0;
   for (const size_t k : edges) {
@@ -422,6 +465,14 @@ MeterClockFit align_meter_clock(const MeterLog& log, const std::vector<Recording
 
 MeterPower attribute_meter_power(const MeterLog& log, const MeterClockFit& fit,
                                  const std::vector<profiler::LayerSpan>& spans, double window_ms) {
+  return attribute_meter_power(log, fit, spans, MeterSensor{window_ms, 0, 0});
+}
+
+MeterPower attribute_meter_power(const MeterLog& log, const MeterClockFit& fit,
+                                 const std::vector<profiler::LayerSpan>& spans, const MeterSensor& sensor) {
+  const double window_ms = sensor.window_ms;
+  const int64_t lag_ns = static_cast<int64_t>(sensor.lag_ms * 1e6);
+  const double tau_ns = sensor.time_constant_ms * 1e6;
   MeterPower out;
   out.summary.source = "meter";
   out.summary.meter_clock = fit.summary();
@@ -452,6 +503,22 @@ MeterPower attribute_meter_power(const MeterLog& log, const MeterClockFit& fit,
   std::vector<std::pair<size_t, double>> row;
   // Adds the fraction of [end - width, end] that each layer span covers (width 0: the span at end).
   auto add_window = [&](int64_t end, int64_t width, double weight) {
+    end -= lag_ns;
+    if (tau_ns > 0) {
+      // First-order low-pass filter: the reading is the power weighted by exp(-(end - u) / tau) /
+      // tau over u <= end; span [a, b] gets exp(-(end - min(b, end)) / tau) - exp(-(end - a) / tau).
+      for (const auto& [p, v] : by_processor) {
+        auto it = std::upper_bound(v.begin(), v.end(), end, [](int64_t time, const auto& sp) { return time < sp.begin_ns; });
+        while (it != v.begin()) {
+          --it;
+          const double near = static_cast<double>(end - std::min(it->end_ns, end)) / tau_ns;
+          if (near > 12) break;  // exp(-12): nothing earlier counts
+          const double far = static_cast<double>(end - it->begin_ns) / tau_ns;
+          row.emplace_back(column[it->layer], weight * (std::exp(-near) - std::exp(-far)));
+        }
+      }
+      return;
+    }
     for (const auto& [p, v] : by_processor) {
       auto it = std::upper_bound(v.begin(), v.end(), end, [](int64_t time, const auto& sp) { return time < sp.begin_ns; });
       while (it != v.begin()) {
@@ -479,9 +546,14 @@ MeterPower attribute_meter_power(const MeterLog& log, const MeterClockFit& fit,
       constexpr int kSteps = 8;
       for (int j = 0; j < kSteps; ++j) positions.emplace_back(x.t_ms + quantum * (j + 0.5) / kSteps, window_ns);
     }
-    const int64_t first_begin = fit.to_host_ns(positions.front().first) - positions.front().second;
-    const int64_t last_end = fit.to_host_ns(positions.back().first);
+    const int64_t reach = tau_ns > 0 ? static_cast<int64_t>(5 * tau_ns) : positions.front().second;
+    const int64_t first_begin = fit.to_host_ns(positions.front().first) - lag_ns - reach;
+    const int64_t last_end = fit.to_host_ns(positions.back().first) - lag_ns;
     if (first_begin < run_begin || last_end > run_end) continue;
+    // distrusted_ms is in meter time order: the last stretch starting at or before the sample.
+    const auto stretch = std::upper_bound(fit.distrusted_ms.begin(), fit.distrusted_ms.end(), x.t_ms,
+                                          [](double t, const auto& r) { return t < r.first; });
+    if (stretch != fit.distrusted_ms.begin() && x.t_ms <= std::prev(stretch)->second) continue;
     row.clear();
     const double weight = 1.0 / static_cast<double>(positions.size());
     for (const auto& [meter_ms, width] : positions) add_window(fit.to_host_ns(meter_ms), width, weight);

@@ -2,13 +2,19 @@
 // ONNX Runtime (CPU execution provider, MLAS kernels) timing for bench/ort_compare.sh.
 //
 //   node ort_bench.js MODEL.onnx [--threads=1[,2]] [--warmup=N] [--runs=M] [--shape=1,3,224,224]
+//                     [--input=FILE.npy] [--start-at=EPOCH_MS]
 //
 // For each thread count: one InferenceSession with intraOpNumThreads=T, interOpNumThreads=1,
 // executionMode 'sequential', graphOptimizationLevel 'all'; N warm-up runs, then M timed runs of
-// session.run() on one seeded random input (the same tensor every run). Prints one JSON object per
-// line: {"threads", "median_ms", "fps" (= 1000 / median_ms), "min_ms", "max_ms", "cpu_per_wall",
-// "load_ms", ...}. Pinning is the caller's job (taskset -c 0 for 1 thread, -c 0-1 for 2);
-// cpu_per_wall (process CPU time / wall time over the timed runs) shows how many cores it got.
+// session.run() on one input (the same tensor every run): --input's float32 .npy (the tensor co_up
+// gets with --input=), else a seeded random one. --start-at: after warm-up, wait until this
+// wall-clock time (ms since the epoch) before the timed runs, so that two processes started side by
+// side time the same stretch. Prints one JSON object per line: {"threads", "median_ms", "fps"
+// (= 1000 / median_ms), "min_ms", "max_ms", "times_ms", "timed_start_ms", "timed_end_ms" (epoch),
+// "cpu_per_wall", "load_ms", ...}. Pinning is the caller's job (taskset -c 0 for 1 thread, -c 0-1
+// for 2); cpu_per_wall (process CPU time / wall time over the timed runs) shows how many cores it
+// got. The times include the Node binding's per-call cost (tensor wrapping, output copy, the
+// promise); bench/ort_compare.sh measures it on an Identity model of the same shape.
 'use strict';
 
 const fs = require('fs');
@@ -23,9 +29,9 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const opts = {model: null, threads: [1], warmup: 5, runs: 20, shape: null};
+  const opts = {model: null, threads: [1], warmup: 5, runs: 20, shape: null, input: null, startAt: 0};
   for (const a of argv) {
-    const m = /^--([a-z]+)=(.*)$/.exec(a);
+    const m = /^--([a-z-]+)=(.*)$/.exec(a);
     if (!m) {
       if (a.startsWith('--')) usage(`unknown option ${a}`);
       if (opts.model) usage('one model only');
@@ -42,6 +48,8 @@ function parseArgs(argv) {
     else if (key === 'warmup') opts.warmup = ints()[0];
     else if (key === 'runs') opts.runs = ints()[0];
     else if (key === 'shape') opts.shape = ints();
+    else if (key === 'input') opts.input = value;
+    else if (key === 'start-at') opts.startAt = Number(value);
     else usage(`unknown option --${key}`);
   }
   if (!opts.model) usage('no model');
@@ -61,6 +69,25 @@ function seededInput(n, seed) {
     data[i] = (x / 4294967296) * 2 - 1;
   }
   return data;
+}
+
+// A float32 little-endian C-order .npy file (version 1 or 2 header): {shape, data}.
+function readNpy(file) {
+  const buf = fs.readFileSync(file);
+  if (buf.toString('latin1', 1, 6) !== 'NUMPY') usage(`${file}: not a .npy file`);
+  const major = buf[6];
+  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const start = (major === 1 ? 10 : 12);
+  const header = buf.toString('latin1', start, start + headerLen);
+  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header)) {
+    usage(`${file}: only float32 little-endian C-order arrays are read`);
+  }
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').filter((x) => x.trim()).map(Number);
+  const count = shape.reduce((a, b) => a * b, 1);
+  const offset = start + headerLen;
+  const data = new Float32Array(count);
+  for (let i = 0; i < count; ++i) data[i] = buf.readFloatLE(offset + 4 * i);
+  return {shape, data};
 }
 
 function median(sorted) {
@@ -89,12 +116,19 @@ async function benchOne(opts, threads) {
     graphOptimizationLevel: 'all',
   });
   const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
-  const shape = inputShape(session, opts);
-  const count = shape.reduce((a, b) => a * b, 1);
-  const feeds = {[session.inputNames[0]]: new ort.Tensor('float32', seededInput(count, 12345), shape)};
+  let shape, data;
+  if (opts.input) {
+    ({shape, data} = readNpy(opts.input));
+  } else {
+    shape = inputShape(session, opts);
+    data = seededInput(shape.reduce((a, b) => a * b, 1), 12345);
+  }
+  const feeds = {[session.inputNames[0]]: new ort.Tensor('float32', data, shape)};
 
   let checksum = 0;
   for (let i = 0; i < opts.warmup; ++i) await session.run(feeds);
+  while (opts.startAt > Date.now()) await new Promise((r) => setTimeout(r, Math.min(50, opts.startAt - Date.now())));
+  const timedStart = Date.now();
   const times = [];
   const cpu0 = process.cpuUsage();
   const wall0 = process.hrtime.bigint();
@@ -108,6 +142,7 @@ async function benchOne(opts, threads) {
     }
   }
   const wallUs = Number(process.hrtime.bigint() - wall0) / 1e3;
+  const timedEnd = Date.now();
   const cpu = process.cpuUsage(cpu0);
   if (typeof session.release === 'function') await session.release();
 
@@ -125,6 +160,10 @@ async function benchOne(opts, threads) {
     fps: +(1000 / med).toFixed(3),
     min_ms: +sorted[0].toFixed(3),
     max_ms: +sorted[sorted.length - 1].toFixed(3),
+    times_ms: times.map((t) => +t.toFixed(3)),
+    timed_start_ms: timedStart,
+    timed_end_ms: timedEnd,
+    input: opts.input ? path.basename(opts.input) : 'seeded',
     cpu_per_wall: +((cpu.user + cpu.system) / wallUs).toFixed(3),
     load_ms: +loadMs.toFixed(1),
     checksum: +checksum.toFixed(4),

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <string>
 
 #include "core/error.h"
 #include "planner/handoff_fit.h"
 #include "planner/search.h"
 #include "planner/synthetic_profile.h"
+#include "tests/planner/pipeline_simulator.h"
 
 namespace co_up::planner {
 namespace {
@@ -41,28 +43,12 @@ TEST(HandoffFit, OrdersHaveTwoThreeAndFourSubgraphsOnThePair) {
   EXPECT_EQ(handoff_orders(CostModel(two_processor_profile(200, 3)), 'B', 'L').size(), 3u);
 }
 
-// The pipeline period of a B/L order with hand-off `handoff_us`, written out from the profile's
-// numbers without CostModel, so that "measured" periods do not come from the model being fitted:
-// each processor is busy with its layers (level 0), the send of each boundary it sends, the
-// receive of each it receives, the network input if it runs layer 0, and one hand-off per
-// boundary it takes part in; B and L are on different cores, so the period is the larger.
-double period_from_profile(const LayerProfile& p, const std::string& order, double handoff_us) {
-  std::map<char, double> busy;
-  for (size_t i = 0; i < order.size(); ++i) {
-    busy[order[i]] += p.find_layer_times(order[i], 0)->median_us.at(i);
-    if (i + 1 < order.size() && order[i] != order[i + 1]) {
-      const TransferTimes* t = p.find_transfer(order[i], order[i + 1]);
-      busy[order[i]] += t->send_us.at(i) + handoff_us;
-      busy[order[i + 1]] += t->receive_us.at(i) + handoff_us;
-    }
-  }
-  if (const auto it = p.input_transfer_us.find(order[0]); it != p.input_transfer_us.end()) {
-    busy[order[0]] += it->second;
-  }
-  return std::max(busy['B'], busy['L']);
-}
-
-TEST(HandoffFit, RecoversTheHandoffBehindMeasuredPeriods) {
+// "Measured" periods come from the pipeline simulator (tests/planner/pipeline_simulator.h), not
+// from the model being fitted nor from its formula written out again: a simulated processor that
+// alternates between stages of different frames idles where the cost model does not charge it,
+// and every stage of a multi-processor order is 7 % slower than its profile (stages slowing each
+// other), which the fit's period ratios must cancel. So the fit is only near the truth, not equal.
+TEST(HandoffFit, RecoversTheHandoffBehindSimulatedPeriods) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const LayerProfile base = two_processor_profile(10, seed);
     ASSERT_NE(base.find_processor('B')->host_cores, base.find_processor('L')->host_cores);
@@ -70,23 +56,35 @@ TEST(HandoffFit, RecoversTheHandoffBehindMeasuredPeriods) {
       const CostModel model(base);  // what co_up profile knows before the step: no hand-off
       const std::vector<std::string> orders = handoff_orders(model, 'B', 'L');
       ASSERT_EQ(orders.size(), 3u);
-      // "Measured": the periods the hand-off `truth` gives (computed from the profile by hand,
-      // above), all 7 % slower (pipeline stages slowing each other), which the ratios cancel.
+      Machine machine;
+      machine.profile = &base;
+      machine.handoff_us[{'B', 'L'}] = truth;
+      machine.slowdown = 1.07;
+      machine.noise = 0;
+      std::mt19937_64 rng(seed);
       std::vector<double> periods;
-      for (const std::string& o : orders) periods.push_back(1.07 * period_from_profile(base, o, truth));
+      for (const std::string& o : orders) periods.push_back(simulate_period(machine, o, rng));
       const HandoffFit fit = fit_handoff(model, 'B', 'L', orders, periods);
-      EXPECT_NEAR(fit.us, truth, 1.0 + 0.01 * truth) << "seed " << seed << ", hand-off " << truth;
-      EXPECT_LT(fit.residual, 1e-3);
+      // Within 25 us plus 10 %: the simulated idle gaps of the 3- and 4-sub-graph orders are
+      // charged to the hand-off, which is what the fitted number is for.
+      EXPECT_NEAR(fit.us, truth, 25.0 + 0.10 * truth) << "seed " << seed << ", hand-off " << truth;
+      EXPECT_LT(fit.residual, 0.02);
+      if (truth > 100) EXPECT_GT(fit.us, 0.5 * truth);  // a large hand-off is not fitted away
     }
   }
 }
 
 TEST(HandoffFit, FasterThanPredictedGivesZeroAndBadInputThrows) {
-  const CostModel model(two_processor_profile(8, 5));
+  const LayerProfile base = two_processor_profile(8, 5);
+  const CostModel model(base);
   const std::vector<std::string> orders = handoff_orders(model, 'B', 'L');
+  Machine machine;
+  machine.profile = &base;
+  machine.noise = 0;
+  std::mt19937_64 rng(5);
   std::vector<double> periods;
-  for (const std::string& o : orders) periods.push_back(model.predict({o, Mode::kPipeline, {}}).period_us);
-  periods[1] *= 0.8;  // more sub-graphs measured faster than predicted: no negative hand-off
+  for (const std::string& o : orders) periods.push_back(simulate_period(machine, o, rng));
+  periods[1] *= 0.8;  // more sub-graphs measured faster than the 2-stage run: no negative hand-off
   periods[2] *= 0.8;
   EXPECT_EQ(fit_handoff(model, 'B', 'L', orders, periods).us, 0.0);
   EXPECT_EQ(fit_handoff(model, 'B', 'L', {orders[0]}, {periods[0]}).us, 0.0);
