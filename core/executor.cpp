@@ -667,10 +667,14 @@ RunResult Executor::run_stream(FrameStream& stream) {
 
   std::lock_guard lock(m.mutex);
   m.stream = nullptr;
+  // What the stream admitted in all, also when a stop before run() let no thread look (a signal
+  // during setup): the profile then says 0 of N, interrupted.
+  m.frames = std::max(m.frames, stream.admitted());
+  const bool interrupted = m.completed < m.frames;
   m.stop = false;  // the request is used up; the next run() starts afresh
   if (m.error) std::rethrow_exception(m.error);
   RunResult result;
-  result.profile = m.make_profile(m.completed < m.frames);
+  result.profile = m.make_profile(interrupted);
   result.last_outputs = m.last_outputs;
   return result;
 }

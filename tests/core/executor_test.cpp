@@ -297,6 +297,26 @@ TEST(ExecutorTest, StopRequestEndsRunEarlyWithConsistentProfile) {
   EXPECT_EQ(executor.run(request).profile.frames_completed, 3u);
 }
 
+// A stop requested before run() (a signal during setup) ends the run at once, and the profile says
+// so: interrupted, 0 of the frames requested (the command line then exits 128 + signal).
+TEST(ExecutorTest, StopBeforeRunIsAnInterruptedRunOfNoFrames) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  Executor executor(g, Partition::create(g, "BBBBLLLL"), host_platform(), build_plugins(), {});
+  RunRequest request;
+  request.frames = 1000;
+  request.input_sets = {seeded_inputs(g, 1)};
+  executor.request_stop();
+  const RunResult result = executor.run(request);
+  EXPECT_TRUE(result.profile.interrupted);
+  EXPECT_EQ(result.profile.frames_completed, 0u);
+  EXPECT_EQ(result.profile.frames_requested, 1000u);
+  // The request is used up: the next run runs.
+  request.frames = 2;
+  const RunResult again = executor.run(request);
+  EXPECT_FALSE(again.profile.interrupted);
+  EXPECT_EQ(again.profile.frames_completed, 2u);
+}
+
 // Between two backends that hold activations channels-last (cpu-xnnpack on B and L) 4-D edges
 // travel in NHWC, with the same results bit for bit as NCHW edges; an edge touching a backend
 // without NHWC (cpu-reference) stays NCHW. The profile's receivers say which.
