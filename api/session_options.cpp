@@ -10,7 +10,7 @@
 namespace co_up {
 namespace {
 
-// Messages as the command line words them (core/cli/options.cpp), so a value refused here reads
+// Messages as the command line words them (cli/options.cpp), so a value refused here reads
 // the same as on the command line.
 int64_t parse_int(const std::string& name, const std::string& value, int64_t min, int64_t max) {
   int64_t result = 0;

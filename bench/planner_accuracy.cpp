@@ -3,7 +3,7 @@
 //
 // Per zoo network, B and L (this host's two halves, cpu-xnnpack when it is built), with
 // --processors=BLGN also G (opencl; PoCL here) and N (npu-int8, simulated on the CPU):
-//   1. profile: `co_up profile`'s own code (core/cli/profile_command.h), --repetitions frames,
+//   1. profile: `co_up profile`'s own code (cli/profile_command.h), --repetitions frames,
 //      including the hand-off per sub-graph boundary of every pair (planner/handoff_fit.h), fitted
 //      on the pipeline runs of handoff_orders (2, 3 and 4 sub-graphs per pair): the *fit set*.
 //      Every other mapping is *held out*: the hand-off never saw it. The tables give the error of
@@ -13,7 +13,7 @@
 //      the planner's best pipeline mapping run in pipeline mode (throughput); B-only, L-only,
 //      the planner's minimum-latency mapping and the two middle splits in switch mode (latency).
 //      Each mapping: its own Executor, 2 warm-up frames, --frames measured
-//      (core/cli/verify_mappings.h, as `co_up plan --verify`). Error = (predicted - measured) /
+//      (cli/verify_mappings.h, as `co_up plan --verify`). Error = (predicted - measured) /
 //      measured.
 //      Held-out mappings beyond the splits: --random seeded random orders of 3-6 sub-graphs over
 //      the profiled processors (pipeline), and two of them in switch mode.
@@ -49,8 +49,8 @@
 
 #include "bench/bench_text.h"
 #include "core/bound_processor.h"
-#include "core/cli/profile_command.h"
-#include "core/cli/verify_mappings.h"
+#include "cli/profile_command.h"
+#include "cli/verify_mappings.h"
 #include "core/error.h"
 #include "core/network.h"
 #include "core/platform.h"

@@ -79,7 +79,7 @@ struct TransferTimes {
 // frame, beyond the measured transfers: what a pipeline loses per extra stage to handing frames
 // over (publish, wake-up, claim) and to a processor switching between stages (cold caches, idle
 // gaps). Charged to both processors of each such boundary (planner/cost_model.h). Fitted by
-// `co_up profile` from pipeline runs with 2, 3 and 4 sub-graphs (core/cli/layer_profiler.h).
+// `co_up profile` from pipeline runs with 2, 3 and 4 sub-graphs (cli/layer_profiler.h).
 // Absent (v1 profiles, or not measured yet) = 0 us.
 struct HandoffTime {
   char a = 0;

@@ -1,7 +1,7 @@
 // End-to-end tests of the co_up binary: the real executable, run with fork/exec, its stdout,
 // stderr and exit status captured.
 //
-// The CLI's contract (core/cli/main.cpp): a bad input ends with exit status 2 and exactly one line
+// The CLI's contract (cli/main.cpp): a bad input ends with exit status 2 and exactly one line
 // on stderr naming the problem; a runtime failure with 1; SIGINT/SIGTERM with 128+signal after
 // writing the profile. Runs are tiny (--image-size=64, --n=2) so the file also runs quickly under
 // ASan and TSan.
@@ -501,7 +501,7 @@ TEST_F(CliTest, UnwritableProfileOutFailsBeforeRunning) {
 }
 
 // Disabled until co_up checks these files before the run, as it does --profile-out: today a bad
-// --labels or --output path is reported only after every frame has run (core/cli/main.cpp).
+// --labels or --output path is reported only after every frame has run (cli/main.cpp).
 TEST_F(CliTest, UnreadableLabelsFailBeforeRunning) {
   const Exit e = run(alexnet({"--labels=" + path("missing-labels.txt")}));
   ASSERT_TRUE(e.exited) << e;

@@ -1,5 +1,5 @@
 // co_up --model end to end: the real binary on the committed fixtures. Bad input ends with exit
-// status 2 and exactly one line on stderr (the CLI's contract, core/cli/main.cpp); a good model
+// status 2 and exactly one line on stderr (the CLI's contract, cli/main.cpp); a good model
 // runs, lists its layers and writes its output.
 #include <gtest/gtest.h>
 #include <sys/wait.h>

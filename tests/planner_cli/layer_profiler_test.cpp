@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "core/cli/layer_profiler.h"
-#include "core/cli/profile_command.h"
+#include "cli/layer_profiler.h"
+#include "cli/profile_command.h"
 #include "core/error.h"
 
 namespace co_up::cli {

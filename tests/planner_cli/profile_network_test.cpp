@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/cli/profile_command.h"
-#include "core/cli/verify_mappings.h"
+#include "cli/profile_command.h"
+#include "cli/verify_mappings.h"
 #include "core/error.h"
 #include "core/network.h"
 #include "planner/cost_model.h"

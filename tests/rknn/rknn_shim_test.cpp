@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cli/export_partitions.h"
+#include "cli/export_partitions.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/network.h"

@@ -1,4 +1,4 @@
-#include "core/cli/crash_handler.h"
+#include "cli/crash_handler.h"
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "core/cli/options.h"
+#include "cli/options.h"
 
 #include <charconv>
 #include <functional>

@@ -1,11 +1,11 @@
-#include "core/cli/verify_mappings.h"
+#include "cli/verify_mappings.h"
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "core/error.h"
-#include "core/cli/layer_profiler.h"
+#include "cli/layer_profiler.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"

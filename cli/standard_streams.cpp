@@ -1,4 +1,4 @@
-#include "core/cli/standard_streams.h"
+#include "cli/standard_streams.h"
 
 #include "core/message_text.h"
 

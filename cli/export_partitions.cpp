@@ -1,4 +1,4 @@
-#include "core/cli/export_partitions.h"
+#include "cli/export_partitions.h"
 
 #include <cerrno>
 #include <cstring>

@@ -9,11 +9,11 @@
 // given, must name the profiled network (same name, units and layer count), else exit 2.
 // throughput, energy and pareto plan pipeline mode; latency plans switch mode. --seed seeds
 // NSGA-II (the plan is deterministic for a seed). --verify runs the planned mappings and prints
-// predicted vs measured (core/cli/verify_mappings.h).
+// predicted vs measured (cli/verify_mappings.h).
 // Exit status: 0, 2 for bad input (unreadable or mismatched profile, bad objective), 1 otherwise.
 #pragma once
 
-#include "core/cli/options.h"
+#include "cli/options.h"
 
 namespace co_up::cli {
 

@@ -1,4 +1,4 @@
-#include "core/cli/plan_command.h"
+#include "cli/plan_command.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/cli/verify_mappings.h"
+#include "cli/verify_mappings.h"
 #include "core/error.h"
 #include "core/network.h"
 #include "graph/zoo/zoo.h"

@@ -60,13 +60,13 @@ struct Options {
   std::string output;
   std::string export_partitions;  // --export-partitions=DIR: write accelerator partitions as ONNX
 
-  // `co_up profile` and `co_up plan --verify` (core/cli/profile_command.h, verify_mappings.h).
+  // `co_up profile` and `co_up plan --verify` (cli/profile_command.h, verify_mappings.h).
   int repetitions = 0;     // --repetitions=N frames per measurement (0: the command's default)
   std::string processors;  // --processors=BL: profile only these (default: every available one)
   bool restart = false;    // --restart: ignore an existing --profile-out instead of resuming
   bool verify = false;     // --verify: run the planned mappings and print predicted vs measured
 
-  // `co_up plan` (core/cli/plan_command.h). There --profile=FILE is the layer profile to plan
+  // `co_up plan` (cli/plan_command.h). There --profile=FILE is the layer profile to plan
   // from (profile_file); for runs --profile stays the profiling level above.
   std::string profile_file;
   std::string objective = "throughput";  // --objective=throughput|latency|energy|pareto

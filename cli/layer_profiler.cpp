@@ -1,4 +1,4 @@
-#include "core/cli/layer_profiler.h"
+#include "cli/layer_profiler.h"
 
 #include <algorithm>
 #include <cmath>

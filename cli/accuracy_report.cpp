@@ -1,4 +1,4 @@
-#include "core/cli/accuracy_report.h"
+#include "cli/accuracy_report.h"
 
 #include <algorithm>
 #include <cmath>

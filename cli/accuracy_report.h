@@ -20,7 +20,7 @@
 #include <ostream>
 #include <string>
 
-#include "core/cli/options.h"
+#include "cli/options.h"
 #include "core/executor.h"
 #include "core/placement.h"
 #include "core/platform.h"

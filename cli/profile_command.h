@@ -5,7 +5,7 @@
 //
 // Steps, in this order, each named as in the profile's "completed" list:
 //   layers:BL:0    every layer on each processor (order "XXXX", switch mode), DVFS as found, the
-//                  processors interleaved in rounds (core/cli/layer_profiler.h says why); an
+//                  processors interleaved in rounds (cli/layer_profiler.h says why); an
 //                  accelerator's layers each compiled and run alone; layers it declines are
 //                  recorded as such (one note) instead of failing the profile
 //   transfers:X:Y  every boundary X->Y and Y->X (two alternating orders, interleaved)
@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "core/cli/layer_profiler.h"
-#include "core/cli/options.h"
-#include "core/cli/stop_signal.h"
+#include "cli/layer_profiler.h"
+#include "cli/options.h"
+#include "cli/stop_signal.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -87,7 +87,7 @@ struct ProfileJob {
   bool terminal = false;                 // log is a terminal: rewrite one status line
   std::string no_dvfs_reason;            // why the platform has no DVFS tables, for the note
   // Processors whose backend calibrates on its first frames (npu-int8) and how many: runs that
-  // use them warm up that many frames more (core/cli/layer_profiler.h).
+  // use them warm up that many frames more (cli/layer_profiler.h).
   std::string calibrating;
   int calibration_frames = 0;
 };

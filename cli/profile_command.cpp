@@ -1,4 +1,4 @@
-#include "core/cli/profile_command.h"
+#include "cli/profile_command.h"
 
 #include <unistd.h>
 

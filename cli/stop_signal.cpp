@@ -1,4 +1,4 @@
-#include "core/cli/stop_signal.h"
+#include "cli/stop_signal.h"
 
 #include <pthread.h>
 

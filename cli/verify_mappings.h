@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cli/options.h"
+#include "cli/options.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -27,7 +27,7 @@ struct VerifySettings {
   int frames = 10;
   int warmup_frames = 2;
   // Letters whose backend calibrates on its first frames (npu-int8, prepare_calibration in
-  // core/cli/layer_profiler.h): a mapping using one warms up that many frames more.
+  // cli/layer_profiler.h): a mapping using one warms up that many frames more.
   std::string calibrating;
   int calibration_frames = 0;
 };
