@@ -14,16 +14,14 @@
 #include <vector>
 
 #include "graph/npy.h"
+#include "tests/plugins/run_command.h"
 
 namespace co_up {
 namespace {
 
 const std::filesystem::path kFixtures = CO_UP_ONNX_FIXTURES;
 
-struct Exit {
-  int code = -1;
-  std::string out, err;
-};
+using Exit = test::CommandResult;
 
 class OnnxCli : public ::testing::Test {
  protected:
@@ -42,22 +40,12 @@ class OnnxCli : public ::testing::Test {
     return s.str();
   }
 
-  Exit run(const std::vector<std::string>& args) {
-    std::string command = std::string("'") + CO_UP_BINARY + "'";
-    for (const std::string& a : args) command += " '" + a + "'";
-    command += " >'" + (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
-    const int status = std::system(command.c_str());
-    Exit e;
-    e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    e.out = slurp(dir_ / "out");
-    e.err = slurp(dir_ / "err");
-    return e;
-  }
+  Exit run(const std::vector<std::string>& args) { return test::run_program(CO_UP_BINARY, args, dir_); }
 
   // Exit 2, one line on stderr containing `needle`.
   void expect_input_error(const std::vector<std::string>& args, const std::string& needle) {
     const Exit e = run(args);
-    EXPECT_EQ(e.code, 2) << e.err;
+    EXPECT_EQ(e.exit_code, 2) << e.err;
     EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
     EXPECT_NE(e.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << e.err;
   }
@@ -71,7 +59,7 @@ TEST_F(OnnxCli, RunsAModelAndWritesItsOutput) {
   const std::string out = (dir_ / "y.npy").string();
   const Exit e = run({"--model=" + model("op_fan_in"), "--order=BLB", "--mode=switch", "--n=2",
                       "--input=" + (kFixtures / "op_fan_in_input.npy").string(), "--output=" + out});
-  ASSERT_EQ(e.code, 0) << e.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
   const graph::NpyArray got = graph::read_npy(out);
   const graph::NpyArray want = graph::read_npy(kFixtures / "op_fan_in_output.npy");
   ASSERT_EQ(got.shape, want.shape);
@@ -80,7 +68,7 @@ TEST_F(OnnxCli, RunsAModelAndWritesItsOutput) {
 
 TEST_F(OnnxCli, ListsLayers) {
   const Exit e = run({"--model=" + model("squeezenet1_0_small"), "--list-layers"});
-  ASSERT_EQ(e.code, 0) << e.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.out.find("18 layers"), std::string::npos) << e.out;
   const Exit ops = run({"--model=" + model("squeezenet1_0_small"), "--units=ops", "--list-layers"});
   EXPECT_NE(ops.out.find("26 layers"), std::string::npos) << ops.out;
@@ -96,7 +84,7 @@ TEST_F(OnnxCli, BadFilesAreOneLineErrors) {
   std::ofstream(dir_ / "empty.onnx");
   expect_input_error({"--model=" + (dir_ / "truncated.onnx").string(), "--list-layers"}, "truncated");
   const Exit c = run({"--model=" + (dir_ / "corrupt.onnx").string(), "--list-layers"});
-  EXPECT_EQ(c.code, 2) << c.err;
+  EXPECT_EQ(c.exit_code, 2) << c.err;
   EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
   expect_input_error({"--model=" + (dir_ / "text.onnx").string()}, "not");
   expect_input_error({"--model=" + (dir_ / "empty.onnx").string()}, "empty");
@@ -109,7 +97,7 @@ TEST_F(OnnxCli, UnsupportedModelsAreOneLineErrors) {
   expect_input_error({"--model=" + model("err_opset9")}, "opset 9 is not supported");
   expect_input_error({"--model=" + model("err_dynamic_batch")}, "--input-shape");
   const Exit fixed = run({"--model=" + model("err_dynamic_batch"), "--input-shape=1,3,8,8", "--n=1"});
-  EXPECT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.err;
   expect_input_error({"--model=" + model("err_dynamic_batch"), "--input-shape=1,3,8"}, "rank");
   expect_input_error({"--model=" + model("op_lrn"), "--input-shape=1,3,x"}, "--input-shape");
 }
@@ -137,10 +125,10 @@ TEST_F(OnnxCli, ImageWithPreprocessingFromJson) {
   const std::string m = "--model=" + model("mobilenet_v2_small");
   const std::string image = "--image=" + (dir_ / "img.ppm").string();
   const Exit ok = run({m, image, "--preprocess=" + (dir_ / "pre.json").string(), "--n=1"});
-  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("top-5"), std::string::npos) << ok.out;
   const Exit defaults = run({m, image, "--n=1"});  // torchvision ImageNet preprocessing
-  EXPECT_EQ(defaults.code, 0) << defaults.err;
+  EXPECT_EQ(defaults.exit_code, 0) << defaults.err;
   expect_input_error({m, image, "--preprocess=" + (dir_ / "wrong_size.json").string()}, "differs");
   expect_input_error({m, image, "--preprocess=" + (dir_ / "bad.json").string()}, "non-zero");
   expect_input_error({m, image, "--preprocess=" + (dir_ / "broken.json").string()}, "not valid JSON");

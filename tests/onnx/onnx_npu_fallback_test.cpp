@@ -17,32 +17,17 @@
 
 #include "graph/npy.h"
 #include "tests/cli/scratch_dir.h"
+#include "tests/plugins/run_command.h"
 
 namespace co_up {
 namespace {
 
 const std::filesystem::path kFixtures = CO_UP_ONNX_FIXTURES;
 
-struct Exit {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using Exit = test::CommandResult;
 
 Exit run(const test::ScratchDir& dir, const std::vector<std::string>& args) {
-  std::string command = std::string("'") + CO_UP_BINARY + "'";
-  for (const std::string& a : args) command += " '" + a + "'";
-  command += " >'" + (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
-  const int status = std::system(command.c_str());
-  Exit e;
-  e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  e.out = slurp(dir / "out");
-  e.err = slurp(dir / "err");
-  return e;
+  return test::run_program(CO_UP_BINARY, args, dir.path());
 }
 
 // B on cpu-reference (the rank-N ops), N on npu-int8 hosted by B.
@@ -77,7 +62,7 @@ TEST_P(NpuTensorFallback, DeclinedLayersMoveToBAndTheOutputMatches) {
   const std::string model = "--model=" + (kFixtures / (c.fixture + ".onnx")).string();
 
   const Exit refused = run(dir, {model, npu_platform(dir), "--order=" + c.order, "--n=1", input});
-  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
   EXPECT_NE(refused.err.find(c.first_refusal), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("is not implemented by npu-int8"), std::string::npos) << refused.err;
@@ -87,7 +72,7 @@ TEST_P(NpuTensorFallback, DeclinedLayersMoveToBAndTheOutputMatches) {
   // 4 calibration frames, then 4 int8 frames; the output file holds the last one.
   const Exit e = run(dir, {model, npu_platform(dir), "--order=" + c.order, "--npu_fallback=B", "--n=8",
                            input, "--output=" + out});
-  ASSERT_EQ(e.code, 0) << e.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
   const std::vector<std::string> moved = lines_with(e.err, "left 'N'");
   ASSERT_EQ(moved.size(), c.moved.size()) << e.err;
   for (size_t i = 0; i < moved.size(); ++i) {

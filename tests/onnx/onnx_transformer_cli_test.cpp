@@ -16,34 +16,17 @@
 
 #include "graph/npy.h"
 #include "tests/cli/scratch_dir.h"
+#include "tests/plugins/run_command.h"
 
 namespace co_up {
 namespace {
 
 const std::filesystem::path kFixtures = CO_UP_ONNX_FIXTURES;
 
-struct Exit {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Exit = test::CommandResult;
 
 Exit run(const test::ScratchDir& dir, const std::vector<std::string>& args) {
-  std::string command = std::string("'") + CO_UP_BINARY + "'";
-  for (const std::string& a : args) command += " '" + a + "'";
-  command += " >'" + (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
-  const int status = std::system(command.c_str());
-  Exit e;
-  e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  e.out = slurp(dir / "out");
-  e.err = slurp(dir / "err");
-  return e;
+  return test::run_program(CO_UP_BINARY, args, dir.path());
 }
 
 std::string model(const std::string& name) { return "--model=" + (kFixtures / (name + ".onnx")).string(); }
@@ -58,14 +41,14 @@ std::string reference_platform(const test::ScratchDir& dir) {
 TEST(OnnxTransformerCli, ListsEncoderBlocksAsUnitsWithMatMulMacs) {
   const test::ScratchDir dir;
   const Exit e = run(dir, {model("vit_tiny"), "--list-layers"});
-  ASSERT_EQ(e.code, 0) << e.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.out.find("4 layers"), std::string::npos) << e.out;
   for (const char* unit : {"conv_proj", "encoder/layers/encoder_layer_0", "encoder/layers/encoder_layer_1", "heads/head"}) {
     EXPECT_NE(e.out.find(unit), std::string::npos) << e.out;
   }
   EXPECT_NE(e.out.find("MatMul+Softmax+MatMul"), std::string::npos) << e.out;
   const Exit ops = run(dir, {model("bert_tiny"), "--units=ops", "--list-layers"});
-  ASSERT_EQ(ops.code, 0) << ops.err;
+  ASSERT_EQ(ops.exit_code, 0) << ops.err;
   // Per block: in-projection, q k^T, attention x v, out-projection, two MLP layers; then the head.
   EXPECT_NE(ops.out.find("13 layers"), std::string::npos) << ops.out;
 }
@@ -75,7 +58,7 @@ TEST(OnnxTransformerCli, MixedOrderOnCpuReferenceWritesPyTorchsOutput) {
   const std::string out = (dir / "y.npy").string();
   const Exit e = run(dir, {model("bert_tiny"), reference_platform(dir), "--order=BLB", "--n=2",
                            "--input=" + (kFixtures / "bert_tiny_input.npy").string(), "--output=" + out});
-  ASSERT_EQ(e.code, 0) << e.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
   const graph::NpyArray got = graph::read_npy(out);
   const graph::NpyArray want = graph::read_npy(kFixtures / "bert_tiny_output.npy");
   ASSERT_EQ(got.shape, want.shape);
@@ -87,7 +70,7 @@ TEST(OnnxTransformerCli, UnsupportedModelsAreOneLineErrorsAndXnnpackOnlyPlatform
   const test::ScratchDir dir;
   auto expect_one_line = [&](const std::vector<std::string>& args, int code, const std::string& needle) {
     const Exit e = run(dir, args);
-    EXPECT_EQ(e.code, code) << e.err;
+    EXPECT_EQ(e.exit_code, code) << e.err;
     EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
     EXPECT_NE(e.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << e.err;
   };
@@ -97,7 +80,7 @@ TEST(OnnxTransformerCli, UnsupportedModelsAreOneLineErrorsAndXnnpackOnlyPlatform
   const std::string xnn = "--platform=" + dir.write("xnn.json", R"({"name": "xnnpack-only", "processors": [
     {"letter": "B", "name": "CPU core 0", "kind": "cpu", "backend": ["cpu-xnnpack"], "cores": [0], "threads": 1}]})").string();
   const Exit e = run(dir, {model("bert_tiny"), xnn, "--order=BBB", "--n=1"});
-  EXPECT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(e.exit_code, 0) << e.err;
 }
 
 }  // namespace

@@ -72,6 +72,14 @@ inline CommandResult run_command(const std::string& command_line,
   return result;
 }
 
+// Runs `program` with `args`, each passed as one word, as run_command runs a command line.
+inline CommandResult run_program(const std::string& program, const std::vector<std::string>& args,
+                                 const std::filesystem::path& scratch, int timeout_s = 300) {
+  std::vector<std::string> words{program};
+  words.insert(words.end(), args.begin(), args.end());
+  return run_command(join_quoted(words), scratch, timeout_s);
+}
+
 // Non-empty lines of `text`.
 inline std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
