@@ -16,6 +16,8 @@
 #      (Zoo/XnnpackNetwork.*): cpu-xnnpack (XNNPACK's NEON kernels) against cpu-reference, and
 #      bit-exact across a B|L split and 1 vs 2 threads. About 100 s under qemu on the 2-core host
 #      (SqueezeNet alone, Zoo/XnnpackNetwork.*/4, about 10 s);
+#    - xnnpack_tensor_ops_test, xnnpack_split_invariance_test: the rank-N (transformer) operators
+#      on their portable paths against cpu-reference, and bit-identical across sub-graph cuts;
 #    - reference_plugin_test: the reference plugin's ABI tests (its portable NEON-width GEMM);
 #    - int8_kernels_test, int8_plugin_test (Int8Ops.*, Int8Plugin.*): npu-int8 on XNNPACK's NEON
 #      int8 kernels, every operator int8 vs f32;
@@ -79,8 +81,8 @@ cmake -S . -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 # (The sysroot has no libonnx or OpenCL: those test folders are left out here on purpose; the
 # x86-64 suites run them.)
 ninja -C "${build}" -j"${jobs}" co_up co_up_backend_reference co_up_backend_xnnpack \
-  xnnpack_conformance_test reference_plugin_test co_up_backend_int8 int8_kernels_test int8_plugin_test \
-  co_up_backend_rknn executor_test
+  xnnpack_conformance_test xnnpack_tensor_ops_test xnnpack_split_invariance_test reference_plugin_test \
+  co_up_backend_int8 int8_kernels_test int8_plugin_test co_up_backend_rknn executor_test
 file "${build}/plugins/libco_up_cpu_xnnpack.so" | grep -q 'ARM aarch64' ||
   { echo "aarch64.sh: the plugin is not an aarch64 binary" >&2; exit 1; }
 [[ "${1:-}" == build ]] && { echo "=== aarch64: built in $((SECONDS - start)) s"; exit 0; }
@@ -122,6 +124,11 @@ run_co_up() {  # expected output, co_up arguments...
 }
 run_test xnnpack_conformance_test \
   'XnnpackConformance.*:XnnpackPool.*:XnnpackDevice.*:Zoo/XnnpackNetwork.*'
+# The rank-N (transformer) operators on their portable / NEON-width paths: batched GEMM with
+# folded Transposes, broadcast binaries, erf/tanh/exp/GELU, LayerNorm, Softmax, strided copies,
+# against cpu-reference; and the same bits whatever sub-graph cut (attention at batch 1).
+run_test xnnpack_tensor_ops_test '*'
+run_test xnnpack_split_invariance_test '*'
 run_test reference_plugin_test '*'
 # npu-int8 on XNNPACK's int8 NEON kernels (no VNNI here: those tests skip): quantisation, every
 # operator int8 vs f32 through the ABI, the accelerator contract. A few seconds under qemu.
