@@ -5,25 +5,15 @@
 
 #include "api/session_internal.h"
 #include "core/error.h"
+#include "core/option_value.h"
 #include "graph/onnx/onnx_importer.h"
 
 namespace co_up {
 namespace {
 
-// Messages as the command line words them (cli/options.cpp), so a value refused here reads
-// the same as on the command line.
+// core/option_value.h: the same words as the command line.
 int64_t parse_int(const std::string& name, const std::string& value, int64_t min, int64_t max) {
-  int64_t result = 0;
-  const char* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, result);
-  if (ec != std::errc() || ptr != end || value.empty()) {
-    throw InputError("--" + name + "='" + value + "' is not an integer");
-  }
-  if (result < min || result > max) {
-    throw InputError("--" + name + "=" + value + " is out of range (" + std::to_string(min) +
-                     ".." + std::to_string(max) + ")");
-  }
-  return result;
+  return parse_int_option(name, value, min, max);
 }
 
 void check_not_empty(const std::string& name, const std::string& value) {
