@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/partition.h"
 #include "graph/npy.h"
+#include "graph/onnx/onnx_importer.h"
 #include "tests/core/test_support.h"
 
 namespace co_up::onnx_fixtures {
@@ -79,6 +81,21 @@ inline void expect_matches_pytorch(const std::vector<float>& got, const graph::N
     return std::max_element(v.begin(), v.end()) - v.begin();
   };
   EXPECT_EQ(argmax(got), argmax(want.data)) << what;
+}
+
+// Each fixture `name` must fail to import with one line (InputError) holding every part listed.
+inline void expect_one_line_import_errors(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& cases) {
+  for (const auto& [name, parts] : cases) {
+    try {
+      graph::import_onnx_file(kFixtures / (name + ".onnx"));
+      ADD_FAILURE() << name << ": no error";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+    }
+  }
 }
 
 }  // namespace co_up::onnx_fixtures
