@@ -226,7 +226,7 @@ OnnxConstant fold_binary(const std::string& op, const OnnxConstant& a, const Onn
     const int64_t da = d + a.shape.size() >= rank ? a.shape[d + a.shape.size() - rank] : 1;
     const int64_t db = d + b.shape.size() >= rank ? b.shape[d + b.shape.size() - rank] : 1;
     if (da != db && da != 1 && db != 1) bad("shapes do not broadcast");
-    shape[d] = std::max(da, db);
+    shape[d] = da == 1 ? db : da;  // numpy: 1 broadcasts to any size, 0 included
     sa[d] = da;
     sb[d] = db;
   }
