@@ -1,0 +1,145 @@
+#include "core/workload_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+#include "profiler/events.h"
+
+namespace co_up {
+
+class WorkloadRunner::Stream final : public FrameStream {
+ public:
+  explicit Stream(const WorkloadStreamSpec& spec) : spec_(spec) {}
+
+  // Rate: request f arrives at start + f / rate; the arrivals thread admits it then.
+  int64_t arrival(uint64_t frame) const {
+    return start_ + static_cast<int64_t>(static_cast<double>(frame) * 1e9 / *spec_.rate);
+  }
+  void start(int64_t start_ns) {
+    start_ = start_ns;
+    if (!spec_.rate) {  // as fast as possible: everything admitted from the start
+      admitted_.store(spec_.frames, std::memory_order_release);
+      closed_.store(true, std::memory_order_release);
+    }
+  }
+  // Admits what has arrived by `now`; returns the next arrival, or INT64_MAX when all are in.
+  int64_t admit_until(int64_t now) {
+    uint64_t n = admitted_.load(std::memory_order_relaxed);
+    while (n < spec_.frames && arrival(n) <= now) ++n;
+    admitted_.store(n, std::memory_order_release);
+    if (n == spec_.frames) {
+      closed_.store(true, std::memory_order_release);  // after the last admission
+      return INT64_MAX;
+    }
+    return arrival(n);
+  }
+
+  uint64_t admitted() const override { return admitted_.load(std::memory_order_acquire); }
+  bool closed() const override { return closed_.load(std::memory_order_acquire); }
+  const float* input(uint64_t frame, uint32_t input) override {
+    return spec_.input_sets[frame % spec_.input_sets.size()][input].data();
+  }
+  void output(uint64_t frame, uint32_t output, std::span<const float> values) override {
+    if (spec_.on_output) spec_.on_output(frame, output, values);
+  }
+  void frames_completed(uint64_t) override {}
+
+ private:
+  const WorkloadStreamSpec& spec_;
+  int64_t start_ = 0;
+  std::atomic<uint64_t> admitted_{0};
+  std::atomic<bool> closed_{false};
+};
+
+WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy)
+    : specs_(std::move(streams)), policy_(policy) {
+  for (const WorkloadStreamSpec& s : specs_) {
+    if (s.executor == nullptr || s.input_sets.empty() || s.frames == 0) {
+      throw InputError("a workload stream needs an executor, an input and at least one request");
+    }
+    if (s.rate && !(*s.rate > 0)) throw InputError("a workload stream's rate must be > 0");
+    streams_.push_back(std::make_unique<Stream>(s));
+  }
+}
+
+WorkloadRunner::~WorkloadRunner() = default;
+
+void WorkloadRunner::request_stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (const WorkloadStreamSpec& s : specs_) s.executor->request_stop();
+}
+
+void WorkloadRunner::admit_arrivals(int64_t start) {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    const int64_t now = profiler::now_ns();
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (specs_[i].rate) next = std::min(next, streams_[i]->admit_until(std::max(now, start)));
+    }
+    specs_.front().executor->notify_stream();  // the group shares one wake-up
+    if (next == INT64_MAX) return;
+    wake_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(next - profiler::now_ns(), 0)),
+                   [this] { return stop_; });
+  }
+}
+
+WorkloadRunResult WorkloadRunner::run() {
+  std::vector<GroupMember> members;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    GroupMember g;
+    g.executor = specs_[i].executor;
+    g.stream = streams_[i].get();
+    g.priority = specs_[i].priority;
+    if (specs_[i].rate) {
+      Stream* s = streams_[i].get();
+      g.arrival_ns = [s](uint64_t frame) { return s->arrival(frame); };
+    }
+    g.plan_rank = specs_[i].plan_rank;
+    members.push_back(std::move(g));
+  }
+  const int64_t start = profiler::now_ns();
+  for (auto& s : streams_) s->start(start);
+  std::thread arrivals([this, start] { admit_arrivals(start); });
+  std::vector<RunResult> runs;
+  try {
+    runs = Executor::run_group(members, policy_);
+  } catch (...) {
+    request_stop();
+    arrivals.join();
+    throw;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;  // all done (or stopped): no arrival is waited for any more
+  }
+  wake_.notify_all();
+  arrivals.join();
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = false;
+  }
+
+  WorkloadRunResult result;
+  result.start_ns = start;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    WorkloadStreamResult r;
+    r.rate_limited = specs_[i].rate.has_value();
+    const profiler::RunProfile& p = runs[i].profile;
+    r.end_ns = p.frame_end_ns;
+    for (uint64_t f = 0; f < p.frame_end_ns.size(); ++f) {
+      r.arrival_ns.push_back(r.rate_limited ? streams_[i]->arrival(f) : p.frame_start_ns[f]);
+    }
+    r.run = std::move(runs[i]);
+    result.streams.push_back(std::move(r));
+  }
+  return result;
+}
+
+}  // namespace co_up
