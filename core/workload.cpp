@@ -293,6 +293,18 @@ void check_workload_network(const WorkloadNetwork& network, const graph::Graph& 
   }
 }
 
+Placement SharedDevices::place(const graph::Graph& graph, const std::string& order,
+                              const Platform& platform, const PluginRegistry& plugins) {
+  ResolvedOrder resolved;
+  resolved.fallback.order = order;
+  for (char letter : order) {
+    auto it = bound_.find(letter);
+    if (it == bound_.end()) it = bound_.emplace(letter, bind_processor(letter, order, platform, plugins)).first;
+    resolved.probe.devices[letter] = it->second;
+  }
+  return Placement::create(graph, std::move(resolved), platform, plugins);
+}
+
 PlanRanks::PlanRanks(const Workload& workload) {
   const auto& nets = workload.networks;
   slots_.resize(nets.size());

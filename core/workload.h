@@ -19,11 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/bound_processor.h"
 #include "core/executor.h"
+#include "core/placement.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -75,5 +78,17 @@ class PlanRanks {
 };
 
 std::string policy_name(GroupPolicy policy);
+
+// Places the networks of a workload with one device per processor letter, bound on first use
+// and shared by every network after (their sub-graphs run on the same processor thread).
+class SharedDevices {
+ public:
+  // Throws what Placement::create throws.
+  Placement place(const graph::Graph& graph, const std::string& order, const Platform& platform,
+                  const PluginRegistry& plugins);
+
+ private:
+  std::map<char, BoundProcessor> bound_;
+};
 
 }  // namespace co_up
