@@ -157,13 +157,14 @@ void print_workload_report(std::ostream& out, const WorkloadProfile& w) {
   out << "workload of " << w.networks.size() << " networks, mode " << w.mode << ", policy "
       << w.policy << ", platform " << w.platform << ": " << format("%.1f", s.wall_ms) << " ms, "
       << format("%.2f", s.aggregate_fps) << " requests/s in all\n";
-  out << "  network          order                frames     req/s   latency from arrival ms: p50      p90      p99      max\n";
+  out << "  network          order                frames         req/s   p50 ms   p90 ms   p99 ms   max ms"
+         "  (latency from arrival)\n";
   for (size_t i = 0; i < s.networks.size(); ++i) {
     const NetworkSummary& n = s.networks[i];
     std::string order = w.networks[i].profile.order;
     if (order.size() > 20) order = order.substr(0, 17) + "...";
     char line[256];
-    std::snprintf(line, sizeof line, "  %-16s %-20s %5llu/%-5llu %8.2f %33.2f %8.2f %8.2f %8.2f\n",
+    std::snprintf(line, sizeof line, "  %-16s %-20s %5llu/%-5llu %9.2f %8.2f %8.2f %8.2f %8.2f\n",
                   n.name.c_str(), order.c_str(), static_cast<unsigned long long>(n.frames_completed),
                   static_cast<unsigned long long>(n.frames_requested), n.throughput_fps,
                   n.latency_p50_ms, n.latency_p90_ms, n.latency_p99_ms, n.latency_max_ms);
