@@ -178,7 +178,10 @@ struct Executor::Impl {
   };
   // Whether lane a's frame fa goes before lane b's frame fb (different members).
   using Prefer = std::function<bool(size_t a, uint64_t fa, size_t b, uint64_t fb)>;
-  static void serve(const std::vector<Lane>& lanes, bool owns_cores, const Prefer& prefer);
+  // `group`: every executor of the run; a stop or error in any of them stops this thread (a
+  // stage of another network may wait on a processor that stopped).
+  static void serve(const std::vector<Lane>& lanes, const std::vector<Impl*>& group,
+                    bool owns_cores, const Prefer& prefer);
   void begin_run(FrameStream& stream);
   RunResult end_run(FrameStream& stream);
 
@@ -508,10 +511,11 @@ void Executor::Impl::fail(std::exception_ptr e) {
 }
 
 void Executor::Impl::processor_loop(Processor& p) {
-  serve({Lane{this, &p, 0}}, p.owns_its_cores, nullptr);
+  serve({Lane{this, &p, 0}}, {this}, p.owns_its_cores, nullptr);
 }
 
-void Executor::Impl::serve(const std::vector<Lane>& lanes, bool owns_cores, const Prefer& prefer) {
+void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Impl*>& group,
+                           bool owns_cores, const Prefer& prefer) {
   Impl& first = *lanes.front().impl;  // every lane's impl shares its lock and wake-up
   try {
     pin_current_thread(lanes.front().processor->host_cores);
@@ -520,7 +524,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, bool owns_cores, cons
     return;
   }
   const auto stopped = [&] {
-    return std::any_of(lanes.begin(), lanes.end(), [](const Lane& l) { return l.impl->stop; });
+    return std::any_of(group.begin(), group.end(), [](const Impl* m) { return m->stop; });
   };
   std::unique_lock lock(first.mutex);
   while (!stopped()) {
@@ -784,6 +788,8 @@ std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& membe
       lanes[p->letter].push_back(Impl::Lane{members[i].executor->impl_.get(), p.get(), i});
     }
   }
+  std::vector<Impl*> group;
+  for (const GroupMember& g : members) group.push_back(g.executor->impl_.get());
   std::vector<std::thread> threads;
   for (auto& [letter, served] : lanes) {
     bool owns_cores = true;  // no other letter's thread shares one of its host cores
@@ -795,7 +801,7 @@ std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& membe
       }
     }
     threads.emplace_back(
-        [&served, owns_cores, &prefer] { Impl::serve(served, owns_cores, prefer); });
+        [&served, &group, owns_cores, &prefer] { Impl::serve(served, group, owns_cores, prefer); });
   }
   for (std::thread& t : threads) t.join();
 

@@ -310,6 +310,35 @@ TEST(WorkloadTest, RateLimitedRequestsWaitForTheirArrivalAndLatencyCountsFromIt)
       << "latency was counted from when a processor took the request, not from its arrival";
 }
 
+TEST(WorkloadTest, AStopOfOneNetworkStopsTheWholeGroup) {
+  // "a" runs on B only; "b" on both, so its L stage waits on B: when B's thread stops for "a",
+  // L's thread (serving only "b") must stop too, or the run never ends.
+  if (host_platform().find('L') == nullptr) GTEST_SKIP() << "needs two CPU clusters (2+ cores)";
+  std::vector<Net> nets = {make_net("a", "squeezenet", "half", 9), make_net("b", "squeezenet", "half", 9)};
+  nets[0].order = std::string(nets[0].graph.layer_count(), 'B');
+  const Platform platform = host_platform();
+  SharedDevices devices;
+  auto share = make_executor_share();
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<WorkloadStreamSpec> specs;
+  for (const Net& n : nets) {
+    executors.push_back(std::make_unique<Executor>(devices.place(n.graph, n.order, platform, build_plugins()),
+                                                   ExecutorOptions{}, share));
+    WorkloadStreamSpec s;
+    s.executor = executors.back().get();
+    s.frames = 100000;
+    s.input_sets = n.inputs;
+    specs.push_back(std::move(s));
+  }
+  executors[0]->request_stop();  // before the run: it returns at once
+  WorkloadRunner runner(std::move(specs), GroupPolicy::kOldest);
+  const WorkloadRunResult r = runner.run();
+  for (const WorkloadStreamResult& s : r.streams) {
+    EXPECT_TRUE(s.run.profile.interrupted);
+    EXPECT_LT(s.run.profile.frames_completed, 100000u);
+  }
+}
+
 TEST(WorkloadTest, PercentilesAreNearestRank) {
   std::vector<double> v;
   for (int i = 1; i <= 100; ++i) v.push_back(i);
