@@ -19,6 +19,8 @@ class WorkloadRunner::Stream final : public FrameStream {
   }
   void start(int64_t start_ns) {
     start_ = start_ns;
+    admitted_.store(0, std::memory_order_relaxed);
+    closed_.store(false, std::memory_order_relaxed);
     if (!spec_.rate) {  // as fast as possible: everything admitted from the start
       admitted_.store(spec_.frames, std::memory_order_release);
       closed_.store(true, std::memory_order_release);
