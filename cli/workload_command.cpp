@@ -45,10 +45,24 @@ void refuse_single_network_options(const Options& o) {
   }
 }
 
-std::vector<std::vector<float>> network_input(const WorkloadNetwork& n, const graph::Graph& g,
-                                              uint64_t seed) {
-  if (n.input.empty()) return seeded_inputs(g, seed);
-  const graph::TensorDesc& desc = g.tensor(g.inputs().at(0)).desc;
+// One input set per request: the seeded input (a batched graph's: one set per batch slot), or the
+// file's, shaped as one request.
+std::vector<std::vector<std::vector<float>>> network_inputs(const WorkloadNetwork& n,
+                                                            const graph::Graph& g, uint64_t seed) {
+  if (n.input.empty()) {
+    const std::vector<std::vector<float>> batched = seeded_inputs(g, seed);
+    std::vector<std::vector<std::vector<float>>> sets(n.batch);
+    for (const std::vector<float>& values : batched) {
+      const size_t each = values.size() / n.batch;
+      for (uint32_t j = 0; j < n.batch; ++j) {
+        sets[j].emplace_back(values.begin() + static_cast<std::ptrdiff_t>(j * each),
+                             values.begin() + static_cast<std::ptrdiff_t>((j + 1) * each));
+      }
+    }
+    return sets;
+  }
+  graph::TensorDesc desc = g.tensor(g.inputs().at(0)).desc;
+  desc.shape.at(0) /= n.batch;  // one request
   graph::NpyArray array;
   try {
     array = graph::read_npy(n.input);
@@ -61,7 +75,7 @@ std::vector<std::vector<float>> network_input(const WorkloadNetwork& n, const gr
     throw InputError("workload network '" + n.name + "': input '" + n.input + "' has shape " +
                      got.shape_string() + " but " + g.name() + " needs " + desc.shape_string());
   }
-  return {std::move(array.data)};
+  return {{std::move(array.data)}};
 }
 
 }  // namespace
@@ -81,11 +95,12 @@ int run_workload_command(const Options& o, StopSignal& stop) {
 
   // Graphs first, all checked, before any device is bound: a bad network fails fast.
   std::vector<std::unique_ptr<graph::Graph>> graphs;  // outlive the executors (declared before)
-  std::vector<std::vector<std::vector<float>>> inputs;
+  std::vector<std::vector<std::vector<std::vector<float>>>> inputs;  // per network, per request set
   for (const WorkloadNetwork& n : workload.networks) {
     NetworkSpec spec{n.graph, o.units, n.image_size, o.seed, o.data};
     spec.split = n.split;
     spec.model = n.model;
+    spec.batch = n.batch;
     try {
       graphs.push_back(std::make_unique<graph::Graph>(build_network(spec)));
     } catch (const InputError& e) {
@@ -93,7 +108,7 @@ int run_workload_command(const Options& o, StopSignal& stop) {
                        ": " + e.what());
     }
     check_workload_network(n, *graphs.back(), platform, registry);
-    inputs.push_back(network_input(n, *graphs.back(), o.seed));
+    inputs.push_back(network_inputs(n, *graphs.back(), o.seed));
   }
 
   ExecutorOptions options;
@@ -114,7 +129,8 @@ int run_workload_command(const Options& o, StopSignal& stop) {
     s.frames = n.frames;
     s.rate = n.rate;
     s.priority = n.priority;
-    s.input_sets = {inputs[i]};
+    s.batch = n.batch;
+    s.input_sets = inputs[i];
     s.plan_rank = [&ranks, i](uint64_t frame) { return ranks.rank(i, frame); };
     specs.push_back(std::move(s));
   }
@@ -140,10 +156,11 @@ int run_workload_command(const Options& o, StopSignal& stop) {
     const WorkloadNetwork& n = workload.networks[i];
     WorkloadStreamResult& r = result.streams[i];
     interrupted = interrupted || r.run.profile.interrupted;
-    completed += r.run.profile.frames_completed;
+    completed += r.end_ns.size();
     requested += n.frames;
     profile.networks.push_back(
-        {n.name, std::move(r.run.profile), std::move(r.arrival_ns), std::move(r.end_ns), n.rate, n.priority});
+        {n.name, std::move(r.run.profile), std::move(r.arrival_ns), std::move(r.end_ns), n.rate,
+         n.priority, n.frames, n.batch});
   }
   profiler::print_workload_report(std::cout, profile);
   if (profile_out) profiler::write_workload_json(*profile_out, profile);

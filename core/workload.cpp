@@ -84,9 +84,9 @@ void check_fields(Workload& w, const std::vector<bool>& named) {
       refuse(n, "rate " + number_text(*n.rate) +
                     " must be > 0 requests per second (leave it out to run as fast as possible)");
     }
-    if (n.batch != 1) {
+    if (n.batch != 1 && !n.model.empty()) {
       refuse(n, "batch " + std::to_string(n.batch) +
-                    " is not supported yet (frames run one at a time); use batch 1");
+                    " applies to zoo graphs only (an ONNX model's batch is its input shape); use batch 1");
     }
   }
   for (const std::string& p : w.plan) {

@@ -44,7 +44,7 @@ struct WorkloadNetwork {
   uint64_t frames = 100;
   std::optional<double> rate;  // requests per second, evenly spaced; absent: as fast as possible
   int priority = 0;
-  uint32_t batch = 1;  // only 1 is supported yet
+  uint32_t batch = 1;  // requests per frame (zoo graphs only): the graph is built for this batch
 };
 
 struct Workload {

@@ -26,21 +26,29 @@ namespace co_up {
 
 struct WorkloadStreamSpec {
   Executor* executor = nullptr;  // made with the group's ExecutorShare; not owned
-  uint64_t frames = 1;
+  uint64_t frames = 1;  // requests
+  // Requests per executor frame: the executor's graph takes `batch` requests stacked along its
+  // inputs' first dimension (and gives its outputs so). A batch enters when its last request has
+  // arrived; a last, partial batch is filled with copies of its last request, whose outputs are
+  // dropped.
+  uint32_t batch = 1;
   std::optional<double> rate;  // requests per second (> 0); empty: as fast as possible
   int priority = 0;
-  // Request f reads input_sets[f % input_sets.size()]: one f32 tensor per graph input.
+  // Request f reads input_sets[f % input_sets.size()]: one f32 tensor per graph input, of one
+  // request (the graph input's element count / batch).
   std::vector<std::vector<std::vector<float>>> input_sets;
-  // Optional: each request's graph outputs, on the processor thread that produced them.
+  // Optional: each request's graph outputs (its slice of a batch), on the processor thread that
+  // produced them.
   std::function<void(uint64_t frame, uint32_t output, std::span<const float> values)> on_output;
-  // Optional (policy kPlan): the request's position in the plan's order.
+  // Optional (policy kPlan): the request's position in the plan's order (a batch goes by its
+  // first request).
   std::function<uint64_t(uint64_t frame)> plan_rank;
 };
 
 struct WorkloadStreamResult {
-  RunResult run;
+  RunResult run;  // its profile counts executor frames (batches)
   // Per completed request: when it arrived (rate: its scheduled time; as fast as possible: when
-  // its first sub-graph took it) and when its last output was delivered, ns.
+  // its first sub-graph took it (its batch's)) and when its last output was delivered, ns.
   std::vector<int64_t> arrival_ns;
   std::vector<int64_t> end_ns;
   bool rate_limited = false;

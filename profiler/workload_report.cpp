@@ -84,8 +84,8 @@ WorkloadSummary summarize_workload(const WorkloadProfile& w) {
   for (const NetworkRun& n : w.networks) {
     NetworkSummary ns;
     ns.name = n.name;
-    ns.frames_requested = n.profile.frames_requested;
-    ns.frames_completed = n.profile.frames_completed;
+    ns.frames_requested = n.requests != 0 ? n.requests : n.profile.frames_requested;
+    ns.frames_completed = std::min(n.arrival_ns.size(), n.end_ns.size());
     std::vector<double> latencies;
     const size_t count = std::min(n.arrival_ns.size(), n.end_ns.size());
     double sum = 0;
@@ -202,6 +202,7 @@ json workload_to_json(const WorkloadProfile& w) {
     e["order"] = n.profile.order;
     e["rate"] = n.rate ? json(*n.rate) : json(nullptr);
     e["priority"] = n.priority;
+    e["batch"] = n.batch;
     e["frames_requested"] = ns.frames_requested;
     e["frames_completed"] = ns.frames_completed;
     e["throughput_fps"] = ns.throughput_fps;
@@ -210,7 +211,7 @@ json workload_to_json(const WorkloadProfile& w) {
                                     {"max", ns.latency_max_ms}};
     json arrivals = json::array();
     for (size_t f = 0; f < n.arrival_ns.size(); ++f) {
-      arrivals.push_back({{"frame", f},
+      arrivals.push_back({{"request", f},
                           {"arrival_ms", static_cast<double>(n.arrival_ns[f] - w.start_ns) / kNsPerMs},
                           {"end_ms", static_cast<double>(n.end_ns[f] - w.start_ns) / kNsPerMs}});
     }

@@ -24,6 +24,8 @@ struct NetworkRun {
   std::vector<int64_t> end_ns;
   std::optional<double> rate;  // requests per second; empty: as fast as possible
   int priority = 0;
+  uint64_t requests = 0;  // requested; the profile counts executor frames, `batch` requests each
+  uint32_t batch = 1;
 };
 
 struct WorkloadProfile {

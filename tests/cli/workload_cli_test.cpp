@@ -106,9 +106,9 @@ TEST_F(WorkloadCliTest, GraphAndModelExactlyOne) {
 }
 
 TEST_F(WorkloadCliTest, OtherFieldErrorsNameNetworkAndField) {
-  expect_error({"--workload=squeezenet:BBBBBBBBBB:batch=4"},
-               "workload network 'squeezenet': batch 4 is not supported yet (frames run one at a "
-               "time); use batch 1");
+  expect_error({"--workload=m.onnx:BBBBBBBBBB:batch=4"},
+               "workload network 'm': batch 4 applies to zoo graphs only (an ONNX model's batch is "
+               "its input shape); use batch 1");
   expect_error({"--workload=" + file("w.json", R"({"networks": [
                   {"name": "x", "graph": "squeezenet", "order": "B", "colour": "red"}]})")},
                "workload network 'x': unknown field 'colour' (fields: name, graph, model, "

@@ -310,6 +310,66 @@ TEST(WorkloadTest, RateLimitedRequestsWaitForTheirArrivalAndLatencyCountsFromIt)
       << "latency was counted from when a processor took the request, not from its arrival";
 }
 
+// A network built for batch 4 beside an unbatched one: each request's slice of its batch equals
+// the request run alone, unbatched; 10 requests make two full batches and one padded.
+TEST(WorkloadTest, BatchedRequestsMatchTheirUnbatchedRunsAndEnterWhenTheBatchIsComplete) {
+  const uint32_t batch = 4;
+  Net single = make_net("one", "squeezenet", "half", 11);
+  Net batched = single;
+  batched.name = "batched";
+  NetworkSpec spec{"squeezenet", "layers", kSmallImage, 11, ""};
+  spec.batch = batch;
+  batched.graph = build_network(spec);
+  ASSERT_EQ(batched.graph.tensor(batched.graph.inputs()[0]).desc.shape[0], batch);
+  const auto alone = run_alone(single.graph, single.order, single.inputs);
+  const Net other = make_net("other", "mobilenet", "third", 12);
+
+  const Platform platform = host_platform();
+  SharedDevices devices;
+  auto share = make_executor_share();
+  ExecutorOptions options;
+  options.profile_level = 1;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<Delivered> delivered(2);
+  std::vector<WorkloadStreamSpec> specs;
+  for (const Net* n : std::vector<const Net*>{&batched, &other}) {
+    executors.push_back(std::make_unique<Executor>(devices.place(n->graph, n->order, platform, build_plugins()),
+                                                   options, share));
+    WorkloadStreamSpec s;
+    s.executor = executors.back().get();
+    s.frames = 10;
+    s.batch = n == &batched ? batch : 1;
+    s.rate = 100.0;  // a request every 10 ms
+    s.input_sets = n->inputs;
+    Delivered* d = &delivered[specs.size()];
+    s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
+    specs.push_back(std::move(s));
+  }
+  WorkloadRunner runner(std::move(specs), GroupPolicy::kOldest);
+  const WorkloadRunResult r = runner.run();
+  ASSERT_EQ(delivered[0].order.size(), 10u) << "a padded request was delivered, or one was lost";
+  for (uint64_t f = 0; f < 10; ++f) {
+    EXPECT_EQ(delivered[0].order[f], f);
+    const std::vector<float>& expected = alone.at(f % single.inputs.size());
+    const std::vector<float>& actual = delivered[0].by_frame.at(f);
+    ASSERT_EQ(expected.size(), actual.size());
+    ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
+        << "request " << f << " differs from its unbatched run";
+  }
+  const WorkloadStreamResult& s = r.streams[0];
+  EXPECT_EQ(s.run.profile.frames_completed, 3u);  // batches
+  ASSERT_EQ(s.arrival_ns.size(), 10u);
+  for (uint64_t f = 0; f < 10; ++f) {
+    EXPECT_EQ(s.arrival_ns[f], r.start_ns + static_cast<int64_t>(f) * 10000000);
+    EXPECT_EQ(s.end_ns[f], s.run.profile.frame_end_ns[f / batch]);
+  }
+  // A batch enters when its last request has arrived (requests 3, 7, and the last, 9).
+  for (uint64_t k = 0; k < 3; ++k) {
+    const uint64_t last = std::min<uint64_t>((k + 1) * batch, 10) - 1;
+    EXPECT_GE(s.run.profile.frame_start_ns[k], s.arrival_ns[last]) << "batch " << k;
+  }
+}
+
 TEST(WorkloadTest, AStopOfOneNetworkStopsTheWholeGroup) {
   // "a" runs on B only; "b" on both, so its L stage waits on B: when B's thread stops for "a",
   // L's thread (serving only "b") must stop too, or the run never ends.
