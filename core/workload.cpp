@@ -51,7 +51,7 @@ std::string default_name(const WorkloadNetwork& n, size_t index) {
 }
 
 // Rules that hold whatever the source (JSON or short form).
-void check_fields(Workload& w, const std::vector<bool>& named) {
+void check_fields(Workload& w, const std::vector<bool>& named, Orders orders) {
   if (w.networks.empty()) throw InputError("workload has no networks; give at least one");
   std::map<std::string, size_t> first;
   for (size_t i = 0; i < w.networks.size(); ++i) {
@@ -74,11 +74,15 @@ void check_fields(Workload& w, const std::vector<bool>& named) {
     if (n.image_size != 0 && !n.model.empty()) {
       refuse(n, "image_size applies to zoo graphs only, not to model '" + n.model + "'");
     }
-    if (n.order.empty()) refuse(n, "order is missing; give one letter per layer (see --list-layers)");
-    try {
-      check_order_letters(n.order);
-    } catch (const InputError& e) {
-      refuse(n, std::string("order: ") + e.what());
+    if (n.order.empty() && orders == Orders::kRequired) {
+      refuse(n, "order is missing; give one letter per layer (see --list-layers)");
+    }
+    if (!n.order.empty()) {
+      try {
+        check_order_letters(n.order);
+      } catch (const InputError& e) {
+        refuse(n, std::string("order: ") + e.what());
+      }
     }
     if (n.rate && !(*n.rate > 0)) {
       refuse(n, "rate " + number_text(*n.rate) +
@@ -154,7 +158,7 @@ std::string policy_name(GroupPolicy policy) {
   return "?";
 }
 
-Workload parse_workload_json(const std::string& text, const std::string& origin) {
+Workload parse_workload_json(const std::string& text, const std::string& origin, Orders orders) {
   const nlohmann::json j = parse_json(text, origin);
   if (!j.is_object()) throw InputError(origin + " must be a JSON object with \"networks\"");
   Workload w;
@@ -192,11 +196,11 @@ Workload parse_workload_json(const std::string& text, const std::string& origin)
     named.push_back(e.contains("name"));
     w.networks.push_back(std::move(n));
   }
-  check_fields(w, named);
+  check_fields(w, named, orders);
   return w;
 }
 
-Workload parse_workload_short(const std::string& text) {
+Workload parse_workload_short(const std::string& text, Orders orders) {
   Workload w;
   std::vector<bool> named;
   std::stringstream groups(text);
@@ -260,16 +264,16 @@ Workload parse_workload_short(const std::string& text) {
     named.push_back(has_name);
     w.networks.push_back(std::move(n));
   }
-  check_fields(w, named);
+  check_fields(w, named, orders);
   return w;
 }
 
-Workload read_workload(const std::string& value) {
+Workload read_workload(const std::string& value, Orders orders) {
   if (value.empty()) throw InputError("--workload is empty; give a workload file (.json) or groups");
   if (value.size() > 5 && value.ends_with(".json")) {
-    return parse_workload_json(read_text(value), "workload '" + value + "'");
+    return parse_workload_json(read_text(value), "workload '" + value + "'", orders);
   }
-  return parse_workload_short(value);
+  return parse_workload_short(value, orders);
 }
 
 void check_workload_network(const WorkloadNetwork& network, const graph::Graph& graph,

@@ -54,11 +54,16 @@ struct Workload {
   std::vector<WorkloadNetwork> networks;
 };
 
+// Whether every network must give its order: a run needs them; the planner reads workloads
+// whose orders it is to choose.
+enum class Orders { kRequired, kOptional };
+
 // `origin` names the text in messages ("workload 'x.json'"). Throws InputError.
-Workload parse_workload_json(const std::string& text, const std::string& origin);
-Workload parse_workload_short(const std::string& text);
+Workload parse_workload_json(const std::string& text, const std::string& origin,
+                             Orders orders = Orders::kRequired);
+Workload parse_workload_short(const std::string& text, Orders orders = Orders::kRequired);
 // --workload=VALUE: a file when VALUE ends in ".json", else the short form.
-Workload read_workload(const std::string& value);
+Workload read_workload(const std::string& value, Orders orders = Orders::kRequired);
 
 // Checks a network against its built graph and the machine: order length, letters the platform
 // has and a plugin serves. Throws InputError naming the network and the field.
