@@ -143,24 +143,24 @@ WorkloadRunResult WorkloadRunner::run() {
   const int64_t start = profiler::now_ns();
   for (auto& s : streams_) s->start(start);
   std::thread arrivals([this, start] { admit_arrivals(start); });
+  const auto end_arrivals = [&] {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;  // all done, stopped or failed: no arrival is waited for any more
+    }
+    wake_.notify_all();
+    arrivals.join();
+    std::lock_guard lock(mutex_);
+    stop_ = false;
+  };
   std::vector<RunResult> runs;
   try {
     runs = Executor::run_group(members, policy_);
   } catch (...) {
-    request_stop();
-    arrivals.join();
+    end_arrivals();
     throw;
   }
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;  // all done (or stopped): no arrival is waited for any more
-  }
-  wake_.notify_all();
-  arrivals.join();
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = false;
-  }
+  end_arrivals();
 
   WorkloadRunResult result;
   result.start_ns = start;
