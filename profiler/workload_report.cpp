@@ -205,6 +205,7 @@ json workload_to_json(const WorkloadProfile& w) {
     e["batch"] = n.batch;
     e["frames_requested"] = ns.frames_requested;
     e["frames_completed"] = ns.frames_completed;
+    e["interrupted"] = ns.frames_completed < ns.frames_requested;
     e["throughput_fps"] = ns.throughput_fps;
     e["latency_from_arrival_ms"] = {{"p50", ns.latency_p50_ms}, {"p90", ns.latency_p90_ms},
                                     {"p99", ns.latency_p99_ms}, {"mean", ns.latency_mean_ms},

@@ -4,10 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/cli/scratch_dir.h"
@@ -189,6 +193,29 @@ TEST_F(WorkloadCliTest, WorkloadFileRunsEveryNetworkAndReportsIt) {
     for (size_t i = 1; i < list.size(); ++i) {
       EXPECT_LE(list[i - 1].second, list[i].first + 1e-3) << "processor track " << tid << " overlaps";
     }
+  }
+}
+
+// SIGINT stops every network after the sub-graph runs in progress: the report and the profile
+// say how far each got, exit 130.
+TEST_F(WorkloadCliTest, InterruptStopsEveryNetworkAndWritesTheProfile) {
+  const std::string profile = (dir_ / "profile.json").string();
+  const pid_t pid = test::spawn_process(
+      CO_UP_BINARY,
+      {"--profile-out=" + profile,
+       "--workload=squeezenet:BBBBBLLLLL:image_size=32:frames=100000000;"
+       "mobilenet:LLLLBBBBBBBBBB:image_size=32:frames=100000000:rate=100"},
+      dir_.path());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  const Exit e = test::finish_process(pid, dir_.path());
+  EXPECT_EQ(e.code, 130) << e;
+  EXPECT_THAT(e.err, ContainsRegex("^co_up: interrupted after [0-9]+ of 200000000 requests; profile written\n$"));
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(profile));
+  ASSERT_EQ(j["networks"].size(), 2u);
+  for (const auto& n : j["networks"]) {
+    EXPECT_LT(n["frames_completed"].get<uint64_t>(), 100000000u);
+    EXPECT_TRUE(n["interrupted"].get<bool>());
   }
 }
 
