@@ -106,7 +106,8 @@ class Executor;
 // How a processor thread serving several networks chooses among their ready sub-graphs. Within
 // one network it is always the oldest frame first (as for a single network).
 enum class GroupPolicy {
-  kOldest,    // the request that arrived first (GroupMember::arrival_ns), then the member listed first
+  kOldest,    // the request that arrived first (GroupMember::arrival_ns), then the lower frame
+              // number, then the member listed first
   kPriority,  // the higher GroupMember::priority, then as kOldest
   kPlan,      // the lower GroupMember::plan_rank (the plan's order of requests)
 };
@@ -154,8 +155,10 @@ class Executor {
   // Runs every member's stream at once on shared processor threads: one host thread per
   // processor letter across all members, never two on one processor; each runs the ready
   // sub-graph of any member that `policy` prefers. Returns one result per member, in order.
-  // Stops the whole group when any member fails or is asked to stop (request_stop()); rethrows the first error after all threads stopped. Members need distinct executors that
-  // share one ExecutorShare (else InputError).
+  // Stops the whole group when any member fails or is asked to stop (request_stop()); after all
+  // threads stopped, rethrows an error of a member (the first member's that has one). Members
+  // need distinct executors that share one ExecutorShare (else InputError). Not concurrently
+  // with run()/run_stream() of a member.
   static std::vector<RunResult> run_group(const std::vector<GroupMember>& members, GroupPolicy policy);
 
   const Partition& partition() const;
