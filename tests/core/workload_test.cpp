@@ -212,34 +212,38 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
   }
 }
 
-TEST(WorkloadTest, SwitchModeAndMinimalBuffersStillDeliverEveryFrame) {
+TEST(WorkloadTest, MinimalBuffersInBothModesStillDeliverEveryFrame) {
+  // Non-contiguous orders (B owns two sub-graphs of "a") with one receive buffer per edge.
   std::vector<Net> nets = {make_net("a", "squeezenet", "blocks", 6),
                            make_net("b", "squeezenet", "third", 7)};
   const Platform platform = host_platform();
-  SharedDevices devices;
-  auto share = make_executor_share();
-  ExecutorOptions options;
-  options.mode = Mode::kSwitch;
-  options.receiver_buffers = 1;
-  std::vector<std::unique_ptr<Executor>> executors;
-  std::vector<Delivered> delivered(nets.size());
-  std::vector<WorkloadStreamSpec> specs;
-  for (size_t i = 0; i < nets.size(); ++i) {
-    executors.push_back(std::make_unique<Executor>(
-        devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
-    WorkloadStreamSpec s;
-    s.executor = executors.back().get();
-    s.frames = 40;
-    s.input_sets = nets[i].inputs;
-    Delivered* d = &delivered[i];
-    s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
-    specs.push_back(std::move(s));
-  }
-  WorkloadRunner runner(std::move(specs), GroupPolicy::kOldest);
-  runner.run();
-  for (size_t n = 0; n < nets.size(); ++n) {
-    ASSERT_EQ(delivered[n].order.size(), 40u);
-    for (uint64_t f = 0; f < 40; ++f) EXPECT_EQ(delivered[n].order[f], f);
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+    SCOPED_TRACE(mode_name(mode));
+    SharedDevices devices;
+    auto share = make_executor_share();
+    ExecutorOptions options;
+    options.mode = mode;
+    options.receiver_buffers = 1;
+    std::vector<std::unique_ptr<Executor>> executors;
+    std::vector<Delivered> delivered(nets.size());
+    std::vector<WorkloadStreamSpec> specs;
+    for (size_t i = 0; i < nets.size(); ++i) {
+      executors.push_back(std::make_unique<Executor>(
+          devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
+      WorkloadStreamSpec s;
+      s.executor = executors.back().get();
+      s.frames = 40;
+      s.input_sets = nets[i].inputs;
+      Delivered* d = &delivered[i];
+      s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
+      specs.push_back(std::move(s));
+    }
+    WorkloadRunner runner(std::move(specs), GroupPolicy::kOldest);
+    runner.run();
+    for (size_t n = 0; n < nets.size(); ++n) {
+      ASSERT_EQ(delivered[n].order.size(), 40u);
+      for (uint64_t f = 0; f < 40; ++f) EXPECT_EQ(delivered[n].order[f], f);
+    }
   }
 }
 
