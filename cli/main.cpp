@@ -24,6 +24,7 @@
 #include "cli/profile_command.h"
 #include "cli/standard_streams.h"
 #include "cli/stop_signal.h"
+#include "cli/workload_command.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/placement.h"
@@ -346,6 +347,7 @@ int run(const Options& o, StopSignal& stop) {
   if (o.restore_dvfs) return restore_dvfs(o);
   if (o.command == "profile") return run_profile_command(o, stop);
   if (o.command == "plan") return run_plan_command(o);
+  if (o.command == "run" && !o.workload.empty()) return run_workload_command(o, stop);
   if (o.command != "run") {
     throw InputError("'co_up " + o.command +
                      "' is not available in this version yet; run co_up --help for what is");

@@ -30,6 +30,7 @@ Options parse_options(const std::vector<std::string>& args) {
   using Setter = std::function<void(const std::string&)>;
   const std::map<std::string, Setter> with_value = {
       {"graph", [&](const std::string& v) { o.graph = v; }},
+      {"workload", [&](const std::string& v) { o.workload = v; }},
       {"model", [&](const std::string& v) { o.model = v; }},
       {"input-shape", [&](const std::string& v) { o.input_shape = graph::parse_input_shape(v); }},
       {"order", [&](const std::string& v) { o.order = v; }},
@@ -170,6 +171,7 @@ std::string usage() {
 usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
        co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
        co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-constants
+       co_up --workload=FILE.json | --workload='GRAPH:ORDER[:key=value...];...' [options]
        co_up --list-plugins | --list-devices | --list-frequencies
        co_up --restore-dvfs [--sysfs-root=DIR] [--state-dir=DIR]
 
@@ -193,6 +195,12 @@ network
   --output=FILE.npy     writes the network output of the last frame
   --export-partitions=DIR  writes each accelerator (N, npu/dsp) sub-graph of --order as
                         DIR/<graph>_<first>_<last>.onnx for the vendor's converter, then exits
+
+workload (several networks at once, sharing the processors; README "Several networks")
+  --workload=FILE.json  networks with their own order, frames or request rate and priority
+  --workload=GROUPS     the same on the command line: resnet50:BBLL:frames=500;squeezenet:LLLL:rate=30
+                        (keys name, frames, rate, priority, image_size, split, input, batch;
+                        groups policy=oldest|priority|plan, mode=pipeline|switch, plan=a,b,b)
 
 mapping and execution (paper Table 2)
   --order=LETTERS       one processor letter per layer: B big CPU, L LITTLE CPU, G GPU, N NPU

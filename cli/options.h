@@ -18,6 +18,7 @@ struct Options {
   bool list_frequencies = false;
   bool list_constants = false;
 
+  std::string workload;      // --workload=FILE.json or groups (core/workload.h): several networks
   std::string graph;         // --graph=NAME (zoo)
   std::string model;         // --model=FILE.onnx (ONNX import)
   std::vector<int64_t> input_shape;  // --input-shape=N,C,H,W for --model (empty: the model's)

@@ -114,6 +114,15 @@ void on_layer_device_time(void* user, uint32_t layer, uint64_t device_ns) {
 
 }  // namespace
 
+// One lock and one wake-up for every executor of a group (or one executor alone).
+struct ExecutorShare {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::atomic<uint64_t> generation{0};
+};
+
+std::shared_ptr<ExecutorShare> make_executor_share() { return std::make_shared<ExecutorShare>(); }
+
 struct Executor::Impl {
   // Declared first, destroyed last: the devices, the descriptions the compiled sub-graphs were
   // made from, and the platform the processors' spec pointers point into.
@@ -131,13 +140,15 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<Processor>> processors;
   std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
 
-  // Scheduling state.
-  std::mutex mutex;
-  std::condition_variable changed;
+  // Scheduling state. The lock, the wake-up and the generation live in `share`: shared by the
+  // executors of a group (run_group), whose processor threads serve them all.
+  std::shared_ptr<ExecutorShare> share;
+  std::mutex& mutex;
+  std::condition_variable& changed;
   bool stop = false;
   // Bumped (under `mutex`) whenever scheduling state changes, so that an idle processor thread
   // can spin on it without the lock before it blocks on `changed`.
-  std::atomic<uint64_t> generation{0};
+  std::atomic<uint64_t>& generation;
   std::exception_ptr error;
   uint64_t frames = 0;    // admitted by the stream so far
   bool closed = false;    // the stream admits no more
@@ -147,12 +158,32 @@ struct Executor::Impl {
   std::vector<int64_t> frame_end;
   std::vector<std::vector<float>> last_outputs;
 
-  Impl(Placement p, ExecutorOptions o)
+  Impl(Placement p, ExecutorOptions o, std::shared_ptr<ExecutorShare> s)
       : placement(std::move(p)),
         graph(placement.graph()),
         partition(placement.partition()),
         platform(placement.platform()),
-        options(std::move(o)) {}
+        options(std::move(o)),
+        share(s ? std::move(s) : make_executor_share()),
+        mutex(share->mutex),
+        changed(share->changed),
+        generation(share->generation) {}
+
+  // What one processor thread serves: this executor's processor of its letter. A group's
+  // thread serves one lane per member using the letter; `member` indexes the group's members.
+  struct Lane {
+    Impl* impl = nullptr;
+    Processor* processor = nullptr;
+    size_t member = 0;
+  };
+  // Whether lane a's frame fa goes before lane b's frame fb (different members).
+  using Prefer = std::function<bool(size_t a, uint64_t fa, size_t b, uint64_t fb)>;
+  // `group`: every executor of the run; a stop or error in any of them stops this thread (a
+  // stage of another network may wait on a processor that stopped).
+  static void serve(const std::vector<Lane>& lanes, const std::vector<Impl*>& group,
+                    bool owns_cores, const Prefer& prefer);
+  void begin_run(FrameStream& stream);
+  RunResult end_run(FrameStream& stream);
 
   void set_up();
   void create_processors();
@@ -480,49 +511,73 @@ void Executor::Impl::fail(std::exception_ptr e) {
 }
 
 void Executor::Impl::processor_loop(Processor& p) {
+  serve({Lane{this, &p, 0}}, {this}, p.owns_its_cores, nullptr);
+}
+
+void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Impl*>& group,
+                           bool owns_cores, const Prefer& prefer) {
+  Impl& first = *lanes.front().impl;  // every lane's impl shares its lock and wake-up
   try {
-    pin_current_thread(p.host_cores);
+    pin_current_thread(lanes.front().processor->host_cores);
   } catch (...) {
-    fail(std::current_exception());
+    first.fail(std::current_exception());
     return;
   }
-  std::unique_lock lock(mutex);
-  while (!stop) {
-    refresh_admitted();
+  const auto stopped = [&] {
+    return std::any_of(group.begin(), group.end(), [](const Impl* m) { return m->stop; });
+  };
+  std::unique_lock lock(first.mutex);
+  while (!stopped()) {
+    const Lane* pick_lane = nullptr;
     SubGraphRuntime* pick = nullptr;
-    bool finished = closed;
-    for (SubGraphRuntime* s : p.subgraphs) {
-      if (s->next_frame < frames) finished = false;
-      // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
-      if (runnable(*s) && (pick == nullptr || s->next_frame < pick->next_frame)) pick = s;
+    bool finished = true;
+    for (const Lane& lane : lanes) {
+      Impl& m = *lane.impl;
+      m.refresh_admitted();
+      SubGraphRuntime* best = nullptr;
+      finished = finished && m.closed;
+      for (SubGraphRuntime* s : lane.processor->subgraphs) {
+        if (s->next_frame < m.frames) finished = false;
+        // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
+        if (m.runnable(*s) && (best == nullptr || s->next_frame < best->next_frame)) best = s;
+      }
+      if (best != nullptr &&
+          (pick == nullptr ||
+           (prefer && prefer(lane.member, best->next_frame, pick_lane->member, pick->next_frame)))) {
+        pick_lane = &lane;
+        pick = best;
+      }
     }
     if (finished) break;
     if (pick == nullptr) {
-      const uint64_t seen = generation.load(std::memory_order_relaxed);
+      const uint64_t seen = first.generation.load(std::memory_order_relaxed);
       // Spinning only where no other processor thread needs the core (a GPU's host thread shares
       // its cluster's cores, for instance).
-      if (p.owns_its_cores) {
+      if (owns_cores) {
         lock.unlock();
-        spin_while_unchanged(seen);
+        first.spin_while_unchanged(seen);
         lock.lock();
       }
-      changed.wait(lock, [&] { return stop || generation.load(std::memory_order_relaxed) != seen; });
+      first.changed.wait(lock, [&] {
+        return stopped() || first.generation.load(std::memory_order_relaxed) != seen;
+      });
       continue;
     }
-    claim(*pick);
+    Impl& m = *pick_lane->impl;
+    m.claim(*pick);
     const uint64_t frame = pick->next_frame;
     lock.unlock();
     try {
-      execute(*pick, frame);
+      m.execute(*pick, frame);
     } catch (...) {
-      fail(std::current_exception());
+      m.fail(std::current_exception());
       return;
     }
     lock.lock();
-    commit(*pick);
+    m.commit(*pick);
     // Wake the others after releasing the lock, so they do not wake only to wait for it.
     lock.unlock();
-    changed.notify_all();
+    first.changed.notify_all();
     lock.lock();
   }
 }
@@ -566,7 +621,10 @@ profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
 }
 
 Executor::Executor(Placement placement, ExecutorOptions options)
-    : impl_(std::make_unique<Impl>(std::move(placement), std::move(options))) {
+    : Executor(std::move(placement), std::move(options), nullptr) {}
+
+Executor::Executor(Placement placement, ExecutorOptions options, std::shared_ptr<ExecutorShare> share)
+    : impl_(std::make_unique<Impl>(std::move(placement), std::move(options), std::move(share))) {
   impl_->set_up();
 }
 
@@ -635,48 +693,129 @@ RunResult Executor::run(const RunRequest& request) {
 
 RunResult Executor::run_stream(FrameStream& stream) {
   Impl& m = *impl_;
-  {
-    std::lock_guard lock(m.mutex);
-    // A previous, interrupted run may have left frames in flight: start from a clean state.
-    for (auto& r : m.receivers) r->reset();
-    for (auto& s : m.subgraphs) {
-      s->next_frame = 0;
-      s->stall_counted_frame = UINT64_MAX;
-    }
-    for (auto& p : m.processors) {
-      p->events.clear();
-      const size_t per_frame = m.options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
-      p->events.reserve(static_cast<size_t>(std::min<uint64_t>(stream.admitted(), 4096)) * per_frame);
-    }
-    // `stop` is not reset here: a stop requested before run() makes it return at once.
-    m.error = nullptr;
-    m.frames = 0;
-    m.closed = false;
-    m.completed = 0;
-    m.stream = &stream;
-    m.frame_start.clear();
-    m.frame_end.clear();
-    m.last_outputs.clear();
-    for (graph::TensorId t : m.graph.outputs()) {
-      m.last_outputs.emplace_back(static_cast<size_t>(m.graph.tensor(t).desc.element_count()));
-    }
-  }
+  m.begin_run(stream);
   std::vector<std::thread> threads;
   for (auto& p : m.processors) threads.emplace_back([&m, &p] { m.processor_loop(*p); });
   for (std::thread& t : threads) t.join();
+  return m.end_run(stream);
+}
 
-  std::lock_guard lock(m.mutex);
-  m.stream = nullptr;
+void Executor::Impl::begin_run(FrameStream& run_stream) {
+  std::lock_guard lock(mutex);
+  // A previous, interrupted run may have left frames in flight: start from a clean state.
+  for (auto& r : receivers) r->reset();
+  for (auto& s : subgraphs) {
+    s->next_frame = 0;
+    s->stall_counted_frame = UINT64_MAX;
+  }
+  for (auto& p : processors) {
+    p->events.clear();
+    const size_t per_frame = options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
+    p->events.reserve(static_cast<size_t>(std::min<uint64_t>(run_stream.admitted(), 4096)) * per_frame);
+  }
+  // `stop` is not reset here: a stop requested before run() makes it return at once.
+  error = nullptr;
+  frames = 0;
+  closed = false;
+  completed = 0;
+  stream = &run_stream;
+  frame_start.clear();
+  frame_end.clear();
+  last_outputs.clear();
+  for (graph::TensorId t : graph.outputs()) {
+    last_outputs.emplace_back(static_cast<size_t>(graph.tensor(t).desc.element_count()));
+  }
+}
+
+RunResult Executor::Impl::end_run(FrameStream& run_stream) {
+  std::lock_guard lock(mutex);
+  stream = nullptr;
   // What the stream admitted in all, also when a stop before run() let no thread look (a signal
   // during setup): the profile then says 0 of N, interrupted.
-  m.frames = std::max(m.frames, stream.admitted());
-  const bool interrupted = m.completed < m.frames;
-  m.stop = false;  // the request is used up; the next run() starts afresh
-  if (m.error) std::rethrow_exception(m.error);
+  frames = std::max(frames, run_stream.admitted());
+  const bool interrupted = completed < frames;
+  stop = false;  // the request is used up; the next run() starts afresh
+  if (error) std::rethrow_exception(error);
   RunResult result;
-  result.profile = m.make_profile(interrupted);
-  result.last_outputs = m.last_outputs;
+  result.profile = make_profile(interrupted);
+  result.last_outputs = last_outputs;
   return result;
+}
+
+std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& members,
+                                           GroupPolicy policy) {
+  if (members.empty()) return {};
+  for (size_t i = 0; i < members.size(); ++i) {
+    const GroupMember& g = members[i];
+    if (g.executor == nullptr || g.stream == nullptr ||
+        g.executor->impl_->share != members.front().executor->impl_->share) {
+      throw InputError("run_group: member " + std::to_string(i) +
+                       " needs an executor made with the group's ExecutorShare and a stream");
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (members[k].executor == g.executor) {
+        throw InputError("run_group: members " + std::to_string(k) + " and " + std::to_string(i) +
+                         " share one executor; give each its own");
+      }
+    }
+  }
+  // A frame of an as-fast-as-possible member arrives when its first sub-graph takes it; one not
+  // yet taken could arrive now, so it is younger than any frame waiting (INT64_MAX), and such
+  // frames go in frame-number order across members (round robin).
+  const auto arrival = [&members](size_t member, uint64_t frame) -> int64_t {
+    const GroupMember& g = members[member];
+    if (g.arrival_ns) return g.arrival_ns(frame);
+    const auto& start = g.executor->impl_->frame_start;
+    return frame < start.size() && start[frame] != 0 ? start[frame] : INT64_MAX;
+  };
+  const Impl::Prefer prefer = [&](size_t a, uint64_t fa, size_t b, uint64_t fb) {
+    if (policy == GroupPolicy::kPlan && members[a].plan_rank && members[b].plan_rank) {
+      return members[a].plan_rank(fa) < members[b].plan_rank(fb);
+    }
+    if (policy == GroupPolicy::kPriority && members[a].priority != members[b].priority) {
+      return members[a].priority > members[b].priority;
+    }
+    const int64_t ta = arrival(a, fa), tb = arrival(b, fb);
+    if (ta != tb) return ta < tb;
+    return fa != fb ? fa < fb : a < b;
+  };
+
+  for (const GroupMember& g : members) g.executor->impl_->begin_run(*g.stream);
+  // One thread per processor letter, serving every member that uses it.
+  std::map<char, std::vector<Impl::Lane>> lanes;
+  for (size_t i = 0; i < members.size(); ++i) {
+    for (auto& p : members[i].executor->impl_->processors) {
+      lanes[p->letter].push_back(Impl::Lane{members[i].executor->impl_.get(), p.get(), i});
+    }
+  }
+  std::vector<Impl*> group;
+  for (const GroupMember& g : members) group.push_back(g.executor->impl_.get());
+  std::vector<std::thread> threads;
+  for (auto& [letter, served] : lanes) {
+    bool owns_cores = true;  // no other letter's thread shares one of its host cores
+    for (const auto& [other, other_lanes] : lanes) {
+      if (other == letter) continue;
+      for (int core : served.front().processor->host_cores) {
+        const auto& theirs = other_lanes.front().processor->host_cores;
+        if (std::find(theirs.begin(), theirs.end(), core) != theirs.end()) owns_cores = false;
+      }
+    }
+    threads.emplace_back(
+        [&served, &group, owns_cores, &prefer] { Impl::serve(served, group, owns_cores, prefer); });
+  }
+  for (std::thread& t : threads) t.join();
+
+  std::vector<RunResult> results;
+  std::exception_ptr first_error;
+  for (const GroupMember& g : members) {
+    try {
+      results.push_back(g.executor->impl_->end_run(*g.stream));
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+  return results;
 }
 
 }  // namespace co_up

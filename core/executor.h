@@ -96,11 +96,41 @@ struct RunResult {
   std::vector<std::vector<float>> last_outputs;  // graph outputs of the last completed frame
 };
 
+// Several executors sharing processor threads (a workload of several networks): each is
+// constructed with the same ExecutorShare — one scheduling lock and one wake-up for all — and
+// Executor::run_group() runs them together. Opaque; make_executor_share() creates one.
+struct ExecutorShare;
+std::shared_ptr<ExecutorShare> make_executor_share();
+class Executor;
+
+// How a processor thread serving several networks chooses among their ready sub-graphs. Within
+// one network it is always the oldest frame first (as for a single network).
+enum class GroupPolicy {
+  kOldest,    // the request that arrived first (GroupMember::arrival_ns), then the lower frame
+              // number, then the member listed first
+  kPriority,  // the higher GroupMember::priority, then as kOldest
+  kPlan,      // the lower GroupMember::plan_rank (the plan's order of requests)
+};
+
+struct GroupMember {
+  Executor* executor = nullptr;  // constructed with the group's ExecutorShare
+  FrameStream* stream = nullptr;
+  int priority = 0;
+  // When frame `frame` of this member arrived (CLOCK_MONOTONIC ns), for kOldest; called under
+  // the scheduling lock (must be cheap, must not block). Empty: a request arrives when a
+  // processor can take it (as fast as possible), so it is younger than any waiting one.
+  std::function<int64_t(uint64_t frame)> arrival_ns;
+  // The position of `frame` of this member in the plan's order of requests (kPlan); same rules.
+  std::function<uint64_t(uint64_t frame)> plan_rank;
+};
+
 class Executor {
  public:
   // Throws RuntimeError when a sub-graph does not compile. The placement's graph must outlive
   // the Executor.
   Executor(Placement placement, ExecutorOptions options);
+  // The same, as a member of a group sharing `share` (run_group); nullptr: its own.
+  Executor(Placement placement, ExecutorOptions options, std::shared_ptr<ExecutorShare> share);
   // The same with Placement::create(graph, partition, platform, plugins) first: throws what that
   // throws too (unknown letter, missing plugin, unsupported node).
   Executor(const graph::Graph& graph, Partition partition, const Platform& platform,
@@ -121,6 +151,15 @@ class Executor {
   // Asks a running run() — or the next one, if none is running — to stop after the sub-graph
   // runs in progress. Idempotent.
   void request_stop();
+
+  // Runs every member's stream at once on shared processor threads: one host thread per
+  // processor letter across all members, never two on one processor; each runs the ready
+  // sub-graph of any member that `policy` prefers. Returns one result per member, in order.
+  // Stops the whole group when any member fails or is asked to stop (request_stop()); after all
+  // threads stopped, rethrows an error of a member (the first member's that has one). Members
+  // need distinct executors that share one ExecutorShare (else InputError). Not concurrently
+  // with run()/run_stream() of a member.
+  static std::vector<RunResult> run_group(const std::vector<GroupMember>& members, GroupPolicy policy);
 
   const Partition& partition() const;
   int64_t setup_ns() const;

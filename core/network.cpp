@@ -178,6 +178,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
   }
   graph::ZooOptions options;
   options.image_size = spec.image_size;
+  options.batch = spec.batch;
   const uint64_t budget = available_memory_bytes();
   graph::Graph g = [&] {
     std::unique_ptr<graph::WeightSource> source;

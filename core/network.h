@@ -21,6 +21,7 @@ struct NetworkSpec {
   std::string name;              // zoo name
   std::string units = "layers";  // "layers" (the paper's units; automatic for a model) or "ops"
   int64_t image_size = 0;        // 0: the network's own
+  int64_t batch = 1;             // zoo networks: frames per input (the input's first dimension)
   uint64_t seed = 1;             // generated weights
   std::string data_dir;          // non-empty: weights from <dir>/<constant>.npy
   // ONNX import instead of the zoo (graph/onnx/onnx_importer.h): the .onnx file, and the input
