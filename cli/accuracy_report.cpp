@@ -65,7 +65,8 @@ AccuracyReport::AccuracyReport(const Placement& placement, const PluginRegistry&
     size_t last = l;
     while (last + 1 < order.size() && letters.find(order[last + 1]) != std::string::npos) ++last;
     if (!state->layers.empty()) state->layers += ", ";
-    state->layers += std::to_string(l) + (last > l ? "-" + std::to_string(last) : "");
+    state->layers += std::to_string(l);
+    if (last > l) state->layers.append("-").append(std::to_string(last));
     l = last;
   }
   state->calibration = static_cast<uint64_t>(options.calibration);
