@@ -1,0 +1,304 @@
+#include "cli/workload_profile_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "cli/layer_profiler.h"
+#include "cli/profile_command.h"
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/io/output_file.h"
+#include "core/network.h"
+#include "core/placement.h"
+#include "planner/contention_model.h"
+#include "planner/workload_profile.h"
+#include "planner/workload_spec.h"
+
+namespace co_up::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+struct FrameSpan {
+  int64_t start_ns, end_ns;
+};
+
+std::vector<FrameSpan> spans_of(const profiler::RunProfile& p) {
+  std::vector<FrameSpan> out;
+  for (size_t f = 0; f < p.frame_end_ns.size() && f < p.frame_start_ns.size(); ++f) {
+    out.push_back({p.frame_start_ns[f], p.frame_end_ns[f]});
+  }
+  return out;
+}
+
+std::unique_ptr<Executor> executor_for(const CoRunParty& party, const Platform& platform, const PluginRegistry& plugins) {
+  ExecutorOptions options;
+  options.mode = Mode::kSwitch;
+  options.profile_level = 0;
+  return std::make_unique<Executor>(Placement::create(*party.graph, party.order, platform, plugins), options);
+}
+
+std::vector<double> solo_frames(Executor& e, const CoRunParty& party, int frames) {
+  RunRequest request;
+  request.input_sets.push_back(party.input);
+  request.frames = static_cast<uint64_t>(frames);
+  std::vector<double> us;
+  for (const FrameSpan& s : spans_of(e.run(request).profile)) us.push_back(static_cast<double>(s.end_ns - s.start_ns) / 1e3);
+  return us;
+}
+
+}  // namespace
+
+CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platform& platform,
+                         const PluginRegistry& plugins, int frames) {
+  const CoRunParty* party[2] = {&a, &b};
+  std::unique_ptr<Executor> exec[2] = {executor_for(a, platform, plugins), executor_for(b, platform, plugins)};
+  for (int i = 0; i < 2; ++i) solo_frames(*exec[i], *party[i], 2);  // warm-up, discarded
+  std::vector<double> solo[2];
+  for (int i = 0; i < 2; ++i) solo[i] = solo_frames(*exec[i], *party[i], frames);
+
+  // Both at once: each thread runs one frame per call until both have `frames`; the one that
+  // gets there first keeps running, so the other is measured under contention to its last frame.
+  std::vector<FrameSpan> spans[2];
+  std::atomic<int> reached{0};
+  std::exception_ptr error[2];
+  const auto body = [&](int i) {
+    try {
+      RunRequest request;
+      request.input_sets.push_back(party[i]->input);
+      request.frames = 1;
+      bool counted = false;
+      while (reached.load() < 2) {
+        const RunResult r = exec[i]->run(request);
+        for (const FrameSpan& s : spans_of(r.profile)) spans[i].push_back(s);
+        if (r.profile.frames_completed == 0) throw RuntimeError("a co-run frame did not complete");
+        if (!counted && spans[i].size() >= static_cast<size_t>(frames)) {
+          counted = true;
+          reached.fetch_add(1);
+        }
+      }
+    } catch (...) {
+      error[i] = std::current_exception();
+      reached.store(2);  // let the other thread stop too
+    }
+  };
+  std::thread t0(body, 0), t1(body, 1);
+  t0.join();
+  t1.join();
+  for (const std::exception_ptr& e : error) {
+    if (e) std::rethrow_exception(e);
+  }
+  const int64_t begin = std::max(spans[0].front().start_ns, spans[1].front().start_ns);
+  const int64_t end = std::min(spans[0].back().end_ns, spans[1].back().end_ns);
+  CoRunTimes t;
+  std::vector<double> co[2];
+  for (int i = 0; i < 2; ++i) {
+    for (const FrameSpan& s : spans[i]) {
+      if (s.start_ns >= begin && s.end_ns <= end) co[i].push_back(static_cast<double>(s.end_ns - s.start_ns) / 1e3);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    std::vector<double> again = solo_frames(*exec[i], *party[i], frames);
+    solo[i].insert(solo[i].end(), again.begin(), again.end());
+    if (co[i].empty()) throw RuntimeError("co-run: order '" + party[i]->order + "' completed no frame while the other ran");
+    t.solo_us[i] = median(solo[i]);
+    t.corun_us[i] = median(co[i]);
+    t.corun_frames[i] = co[i].size();
+  }
+  return t;
+}
+
+int run_workload_profile_command(const Options& o, StopSignal& stop) {
+  if (o.profile_out.empty()) {
+    throw InputError("co_up profile --workload needs --profile-out=FILE (where the workload profile goes)");
+  }
+  if (!o.graph.empty() || !o.model.empty() || !o.order.empty()) {
+    throw InputError("co_up profile --workload takes its networks from the workload file; drop --graph/--model/--order");
+  }
+  const io::OutputFile output = io::OutputFile::check(o.profile_out, "--profile-out");
+  const planner::WorkloadSpec spec = planner::read_workload(o.workload, false);
+  const fs::path plugin_dir = o.plugins.empty() ? PluginRegistry::default_directory() : fs::path(o.plugins);
+  if (!o.plugins.empty() && !fs::is_directory(plugin_dir)) throw InputError("--plugins='" + o.plugins + "' is not a directory");
+  Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root) : load_platform(o.platform);
+  apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu, o.host_npu});
+  check_cores_exist(platform);
+  const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
+  const std::string calibrating = prepare_calibration(platform, registry, static_cast<int>(o.calibration));
+  const int repetitions = o.repetitions > 0 ? o.repetitions : kDefaultRepetitions;
+
+  // The graphs first: a bad network is an input error before anything is measured.
+  std::vector<graph::Graph> graphs;
+  for (const planner::WorkloadNetworkSpec& n : spec.networks) {
+    NetworkSpec ns{n.graph, "layers", n.image_size, o.seed, o.data};
+    ns.split = n.split;
+    ns.model = n.model;
+    try {
+      graphs.push_back(build_network(ns));
+    } catch (const InputError& e) {
+      throw InputError("workload network '" + n.name + "': " + e.what());
+    }
+  }
+
+  planner::WorkloadProfile wp;
+  wp.platform_name = platform.name;
+  std::vector<std::vector<std::vector<float>>> inputs;
+  std::vector<std::unique_ptr<LayerProfiler>> profilers;
+  MeasureSettings settings;
+  settings.frames = repetitions;
+  settings.warmup_frames = kWarmupFrames;
+  settings.rounds = kRounds;
+  settings.calibrating = calibrating;
+  settings.calibration_frames = static_cast<int>(o.calibration);
+  const auto stopped = [&] { return stop.stopped(); };
+  for (size_t i = 0; i < spec.networks.size() && !stopped(); ++i) {
+    const planner::WorkloadNetworkSpec& n = spec.networks[i];
+    const graph::Graph& g = graphs[i];
+    ProfileJob job;
+    job.graph = &g;
+    job.platform = &platform;
+    job.plugins = &registry;
+    job.graph_name = n.graph;
+    job.model = n.model;
+    job.split = n.split;
+    job.image_size = n.image_size;
+    job.processors = o.processors;
+    job.repetitions = repetitions;
+    job.log = &std::cerr;
+    planner::LayerProfile lp = profile_skeleton(job);
+    const std::string letters = lp.letters();
+    if (wp.processors.empty()) wp.processors = letters;
+    inputs.push_back(seeded_inputs(g, o.seed));
+    profilers.push_back(std::make_unique<LayerProfiler>(g, platform, registry, inputs.back(), settings));
+    std::cerr << "co_up profile: network '" << n.name << "': layers on " << letters << "\n";
+    const std::vector<LayerMeasurement> m = profilers.back()->measure_layers(letters, 0);
+    for (size_t p = 0; p < letters.size(); ++p) {
+      lp.layer_times.push_back(m[p].times);
+      lp.input_transfer_us[letters[p]] = m[p].input_us;
+    }
+    lp.completed.push_back("layers:" + letters + ":0");
+    if (g.layer_count() >= 2) {
+      for (size_t x = 0; x < letters.size() && !stopped(); ++x) {
+        for (size_t y = x + 1; y < letters.size() && !stopped(); ++y) {
+          std::cerr << "co_up profile: network '" << n.name << "': transfers " << letters[x] << "<->" << letters[y] << "\n";
+          const auto [xy, yx] = profilers.back()->measure_transfers(letters[x], letters[y]);
+          lp.transfers.push_back(xy);
+          lp.transfers.push_back(yx);
+          lp.completed.push_back(std::string("transfers:") + letters[x] + ":" + letters[y]);
+        }
+      }
+    }
+    planner::WorkloadProfileNetwork w;
+    w.name = n.name;
+    w.graph = n.graph;
+    w.model = n.model;
+    w.split = n.split;
+    w.image_size = n.image_size;
+    for (const graph::Tensor& t : g.tensors()) {
+      if (t.is_constant) w.weight_bytes += static_cast<int64_t>(t.desc.byte_size());
+    }
+    for (const planner::ProfileLayer& l : lp.network.layers) {
+      w.activation_bytes += l.output_bytes;
+      w.macs += l.macs;
+    }
+    w.profile = std::move(lp);
+    wp.networks.push_back(std::move(w));
+  }
+
+  // Co-runs: per processor pair, network pairs with different networks first.
+  const size_t n = wp.networks.size();
+  std::vector<std::pair<size_t, size_t>> combos;
+  for (size_t s = 1; s <= n; ++s) {
+    for (size_t i = 0; i < n; ++i) combos.push_back({i, (i + s) % n});
+  }
+  const size_t per_pair = static_cast<size_t>(o.coruns > 0 ? o.coruns : kDefaultCoRunsPerPair);
+  int corun = 0;
+  const std::string& letters = wp.processors;
+  for (size_t x = 0; x < letters.size() && !stopped(); ++x) {
+    for (size_t y = x + 1; y < letters.size() && !stopped(); ++y) {
+      for (size_t c = 0; c < combos.size() && c < per_pair && !stopped(); ++c) {
+        const auto [ia, ib] = combos[c];
+        const planner::WorkloadProfileNetwork& na = wp.networks[ia];
+        const planner::WorkloadProfileNetwork& nb = wp.networks[ib];
+        const auto party = [&](size_t i, char letter) {
+          CoRunParty p{&graphs[i], inputs[i], std::string(graphs[i].layer_count(), letter)};
+          const ProcessorSpec* ps = platform.find(letter);
+          for (const auto& [layer, why] : profilers[i]->declined_layers(letter)) p.order[layer] = ps->host;
+          return p;
+        };
+        std::cerr << "co_up profile: co-run " << na.name << " on " << letters[x] << " with " << nb.name << " on "
+                  << letters[y] << "\n";
+        const CoRunTimes t = measure_corun(party(ia, letters[x]), party(ib, letters[y]), platform, registry, repetitions);
+        planner::CoRunSample s;
+        s.corun = corun;
+        s.victim = na.name;
+        s.aggressor = nb.name;
+        s.victim_processor = letters[x];
+        s.aggressor_processor = letters[y];
+        s.victim_features = planner::features_of(na, letters[x]);
+        s.aggressor_features = planner::features_of(nb, letters[y]);
+        s.solo_us = t.solo_us[0];
+        s.corun_us = t.corun_us[0];
+        wp.coruns.push_back(s);
+        std::swap(s.victim, s.aggressor);
+        std::swap(s.victim_processor, s.aggressor_processor);
+        std::swap(s.victim_features, s.aggressor_features);
+        s.solo_us = t.solo_us[1];
+        s.corun_us = t.corun_us[1];
+        wp.coruns.push_back(s);
+        ++corun;
+      }
+    }
+  }
+  auto [fitted, held] = planner::split_held_out(wp.coruns, 3);
+  if (!fitted.empty()) {
+    wp.contention = planner::ContentionModel::fit(fitted);
+    wp.held_out_error = planner::held_out_error(*wp.contention, held);
+    for (const planner::CoRunSample& s : held) {
+      if (wp.held_out_coruns.empty() || wp.held_out_coruns.back() != s.corun) wp.held_out_coruns.push_back(s.corun);
+    }
+  }
+  output.write(planner::workload_profile_json(wp));
+
+  std::ostream& out = std::cout;
+  out << "workload profile of " << o.workload << " (" << wp.networks.size() << " networks, processors " << letters
+      << ") written to " << o.profile_out << "\n";
+  out << "co-runs (slowdown = co-run / alone - 1):\n";
+  for (const planner::CoRunSample& s : wp.coruns) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  #%-3d %-14s on %c with %-14s on %c: alone %9.2f ms, co-run %9.2f ms, %+6.1f %%%s\n",
+                  s.corun, s.victim.c_str(), s.victim_processor, s.aggressor.c_str(), s.aggressor_processor,
+                  s.solo_us / 1e3, s.corun_us / 1e3, 100 * s.slowdown(),
+                  std::find(wp.held_out_coruns.begin(), wp.held_out_coruns.end(), s.corun) != wp.held_out_coruns.end()
+                      ? "  (held out)" : "");
+    out << line;
+  }
+  if (wp.contention) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "slowdown regression: fitted to %zu co-runs, held-out error over %zu predictions (%zu co-runs): "
+                  "mean %.1f points, max %.1f points (%.1f %% of co-run time)\n",
+                  fitted.size() / 2, wp.held_out_error.samples, wp.held_out_coruns.size(),
+                  wp.held_out_error.mean_abs_points, wp.held_out_error.max_abs_points, wp.held_out_error.mean_abs_time_pct);
+    out << line;
+  }
+  out.flush();
+  if (stopped()) {
+    std::cerr << "co_up: interrupted; '" << o.profile_out << "' has what was measured\n";
+    return 128 + stop.signal_number();
+  }
+  return 0;
+}
+
+}  // namespace co_up::cli
