@@ -65,12 +65,14 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
                          const PluginRegistry& plugins, int frames) {
   const CoRunParty* party[2] = {&a, &b};
   std::unique_ptr<Executor> exec[2] = {executor_for(a, platform, plugins), executor_for(b, platform, plugins)};
-  for (int i = 0; i < 2; ++i) solo_frames(*exec[i], *party[i], 2);  // warm-up, discarded
+  for (int i = 0; i < 2; ++i) solo_frames(*exec[i], *party[i], kWarmupFrames + party[i]->warmup_extra);  // discarded
   std::vector<double> solo[2];
   for (int i = 0; i < 2; ++i) solo[i] = solo_frames(*exec[i], *party[i], frames);
 
-  // Both at once: each thread runs one frame per call until both have `frames`; the one that
-  // gets there first keeps running, so the other is measured under contention to its last frame.
+  // Both at once: each thread runs `frames` frames per call until both have that many; the one
+  // that gets there first keeps running, so the other is measured under contention to its last
+  // frame. (Not one frame per call: each run() starts its processor threads, and the gaps between
+  // calls would be time without contention.)
   std::vector<FrameSpan> spans[2];
   std::atomic<int> reached{0};
   std::exception_ptr error[2];
@@ -78,7 +80,7 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
     try {
       RunRequest request;
       request.input_sets.push_back(party[i]->input);
-      request.frames = 1;
+      request.frames = static_cast<uint64_t>(frames);
       bool counted = false;
       while (reached.load() < 2) {
         const RunResult r = exec[i]->run(request);
@@ -235,6 +237,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
           CoRunParty p{&graphs[i], inputs[i], std::string(graphs[i].layer_count(), letter)};
           const ProcessorSpec* ps = platform.find(letter);
           for (const auto& [layer, why] : profilers[i]->declined_layers(letter)) p.order[layer] = ps->host;
+          if (p.order.find_first_of(calibrating) != std::string::npos) p.warmup_extra = static_cast<int>(o.calibration);
           return p;
         };
         std::cerr << "co_up profile: co-run " << na.name << " on " << letters[x] << " with " << nb.name << " on "

@@ -35,6 +35,7 @@ struct CoRunParty {
   const graph::Graph* graph = nullptr;
   std::vector<std::vector<float>> input;
   std::string order;  // one letter per layer (declined layers of an accelerator on its host)
+  int warmup_extra = 0;  // frames a calibrating backend (npu-int8) runs before it is measured
 };
 
 struct CoRunTimes {
