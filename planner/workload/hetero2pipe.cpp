@@ -85,6 +85,21 @@ class Hetero2Pipe final : public WorkloadPlanner {
       plan.note = note;
       if (best.cuts.empty() || plan.predicted.throughput_fps > best.predicted.throughput_fps) best = plan;
     }
+    // Work stealing is a local search: from the DP's balanced slices it can stay in a local
+    // optimum that a whole-network placement beats (a light network is best kept whole). So the
+    // same step also starts from the Band-style placement, and the better result is kept.
+    WorkloadPlan greedy = create_workload_planner("band-greedy")->plan(problem);
+    const double greedy_fps = greedy.predicted.throughput_fps;
+    greedy.cuts = align_by_work_stealing(problem.networks, greedy.cuts, greedy.sequence, problem.interference,
+                                         problem.simulation);
+    finish_plan(problem, greedy);
+    if (greedy.predicted.throughput_fps > best.predicted.throughput_fps) {
+      char gain[64];
+      std::snprintf(gain, sizeof gain, "%+.1f %%", 100.0 * (greedy.predicted.throughput_fps / greedy_fps - 1));
+      greedy.note = "work stealing from the band-greedy placement (" + std::string(gain) +
+                    ") beat the horizontal DP's start (" + best.note + ")";
+      best = greedy;
+    }
     best.planner = "hetero2pipe";
     return best;
   }
