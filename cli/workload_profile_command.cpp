@@ -69,12 +69,13 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
   std::vector<double> solo[2];
   for (int i = 0; i < 2; ++i) solo[i] = solo_frames(*exec[i], *party[i], frames);
 
-  // Both at once: each thread runs `frames` frames per call until both have that many; the one
-  // that gets there first keeps running, so the other is measured under contention to its last
-  // frame. (Not one frame per call: each run() starts its processor threads, and the gaps between
+  // Both at once: each thread runs `frames` frames per call until both have that many frames
+  // started after the other's first; the one that gets there first keeps running, so the other
+  // is measured under contention to its last frame. (Not one frame per call: each run() starts its processor threads, and the gaps between
   // calls would be time without contention.)
   std::vector<FrameSpan> spans[2];
   std::atomic<int> reached{0};
+  std::atomic<int64_t> first_start[2] = {0, 0};  // each party's first frame start, once known
   std::exception_ptr error[2];
   const auto body = [&](int i) {
     try {
@@ -86,7 +87,12 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
         const RunResult r = exec[i]->run(request);
         for (const FrameSpan& s : spans_of(r.profile)) spans[i].push_back(s);
         if (r.profile.frames_completed == 0) throw RuntimeError("a co-run frame did not complete");
-        if (!counted && spans[i].size() >= static_cast<size_t>(frames)) {
+        if (first_start[i].load() == 0) first_start[i].store(spans[i].front().start_ns);
+        // Frames that started after the other party's first one ran under contention.
+        const int64_t other = first_start[1 - i].load();
+        const auto inside = other == 0 ? 0 : std::count_if(spans[i].begin(), spans[i].end(),
+                                                           [&](const FrameSpan& s) { return s.start_ns >= other; });
+        if (!counted && inside >= frames) {
           counted = true;
           reached.fetch_add(1);
         }
