@@ -1,5 +1,6 @@
 #include "cli/workload_plan_command.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -125,7 +126,7 @@ int run_workload_plan_command(const Options& o) {
     const planner::WorkloadPlan& plan = plans[p];
     out << padded(plan.planner, 15) << format("%9.2f fps aggregate", plan.predicted.throughput_fps)
         << format("  %8.2f fps per network", plan.predicted.throughput_fps / static_cast<double>(spec.networks.size()))
-        << format("  processors idle %4.1f %%", 100 * plan.predicted.bubble_fraction) << "\n";
+        << format("  processors idle %4.1f %%", std::max(0.0, 100 * plan.predicted.bubble_fraction)) << "\n";
     out << "    " << plan.note << "\n";
     std::string sequence;
     for (size_t i : plan.sequence) sequence += (sequence.empty() ? "" : " ") + spec.networks[i].name;
