@@ -119,7 +119,9 @@ int synthetic(int problems) {
     WorkloadProblem p;
     p.letters = std::string("BLG").substr(0, stages);
     for (size_t i = 0; i < networks; ++i) {
-      p.networks.push_back(random_network(rng, "n" + std::to_string(i), 4 + static_cast<uint32_t>(rng() % 3), stages));
+      std::string name = "n";
+      name += std::to_string(i);  // (not "n" + to_string: GCC 12 warns falsely, -Wrestrict)
+      p.networks.push_back(random_network(rng, name, 4 + static_cast<uint32_t>(rng() % 3), stages));
     }
     p.interference = Interference(networks, stages);
     for (size_t a = 0; a < networks; ++a)

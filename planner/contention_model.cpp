@@ -14,6 +14,7 @@ std::vector<double> ridge_fit(const std::vector<std::vector<double>>& x, const s
                               size_t penalty_from) {
   if (x.empty() || x.size() != y.size()) throw std::invalid_argument("ridge_fit needs one target per row");
   const size_t m = x[0].size();
+  if (m == 0 || m > 64) throw std::invalid_argument("ridge_fit takes 1 to 64 features");
   for (const auto& row : x) {
     if (row.size() != m) throw std::invalid_argument("ridge_fit rows differ in length");
   }

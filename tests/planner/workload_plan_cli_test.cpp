@@ -110,7 +110,9 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
         EXPECT_EQ(n.rate, 5.5);
         EXPECT_EQ(n.priority, 2);
       }
-      if (n.name == "sq") EXPECT_EQ(n.batch, 2);
+      if (n.name == "sq") {
+        EXPECT_EQ(n.batch, 2);
+      }
     }
     EXPECT_EQ(names, (std::set<std::string>{"det", "cls", "sq"}));
   }
