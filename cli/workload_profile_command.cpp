@@ -1,6 +1,7 @@
 #include "cli/workload_profile_command.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <exception>
@@ -61,22 +62,19 @@ std::vector<double> solo_frames(Executor& e, const CoRunParty& party, int frames
 
 }  // namespace
 
-CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platform& platform,
-                         const PluginRegistry& plugins, int frames) {
-  const CoRunParty* party[2] = {&a, &b};
-  std::unique_ptr<Executor> exec[2] = {executor_for(a, platform, plugins), executor_for(b, platform, plugins)};
-  for (int i = 0; i < 2; ++i) solo_frames(*exec[i], *party[i], kWarmupFrames + party[i]->warmup_extra);  // discarded
-  std::vector<double> solo[2];
-  for (int i = 0; i < 2; ++i) solo[i] = solo_frames(*exec[i], *party[i], frames);
+namespace {
 
-  // Both at once: each thread runs `frames` frames per call until both have that many frames
-  // started after the other's first; the one that gets there first keeps running, so the other
-  // is measured under contention to its last frame. (Not one frame per call: each run() starts its processor threads, and the gaps between
-  // calls would be time without contention.)
-  std::vector<FrameSpan> spans[2];
+// One co-run of the two parties: each thread runs `frames` frames per call until both have that
+// many frames started after the other's first; the one that gets there first keeps running, so
+// the other is measured under contention to its last frame. (Not one frame per call: each run()
+// starts its processor threads, and the gaps between calls would be time without contention.)
+// Returns each party's frame times (us) of the frames that ran while the other was running.
+std::array<std::vector<double>, 2> run_together(const std::array<const CoRunParty*, 2>& party,
+                                                const std::array<std::unique_ptr<Executor>, 2>& exec, int frames) {
+  std::array<std::vector<FrameSpan>, 2> spans;
   std::atomic<int> reached{0};
-  std::atomic<int64_t> first_start[2] = {0, 0};  // each party's first frame start, once known
-  std::exception_ptr error[2];
+  std::array<std::atomic<int64_t>, 2> first_start{};  // each party's first frame start, once known
+  std::array<std::exception_ptr, 2> error{};
   const auto body = [&](int i) {
     try {
       RunRequest request;
@@ -110,20 +108,47 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
   }
   const int64_t begin = std::max(spans[0].front().start_ns, spans[1].front().start_ns);
   const int64_t end = std::min(spans[0].back().end_ns, spans[1].back().end_ns);
-  CoRunTimes t;
-  std::vector<double> co[2];
+  std::array<std::vector<double>, 2> co;
   for (int i = 0; i < 2; ++i) {
     for (const FrameSpan& s : spans[i]) {
       if (s.start_ns >= begin && s.end_ns <= end) co[i].push_back(static_cast<double>(s.end_ns - s.start_ns) / 1e3);
     }
-  }
-  for (int i = 0; i < 2; ++i) {
-    std::vector<double> again = solo_frames(*exec[i], *party[i], frames);
-    solo[i].insert(solo[i].end(), again.begin(), again.end());
     if (co[i].empty()) throw RuntimeError("co-run: order '" + party[i]->order + "' completed no frame while the other ran");
-    t.solo_us[i] = median(solo[i]);
-    t.corun_us[i] = median(co[i]);
-    t.corun_frames[i] = co[i].size();
+  }
+  return co;
+}
+
+}  // namespace
+
+CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platform& platform,
+                         const PluginRegistry& plugins, int frames) {
+  const std::array<const CoRunParty*, 2> party = {&a, &b};
+  const std::array<std::unique_ptr<Executor>, 2> exec = {executor_for(a, platform, plugins),
+                                                         executor_for(b, platform, plugins)};
+  for (int i = 0; i < 2; ++i) solo_frames(*exec[i], *party[i], kWarmupFrames + party[i]->warmup_extra);  // discarded
+  // Rounds of (a alone, b alone, both): each round's slowdown compares frames seconds apart, so a
+  // machine whose speed drifts (a shared host: up to 2x within a minute) biases it less than one
+  // solo run against one co-run would; the median over rounds is kept.
+  const int per_round = std::max(2, (frames + kCoRunRounds - 1) / kCoRunRounds);
+  std::array<std::vector<double>, 2> solo_all, ratios, co_all;
+  for (int round = 0; round < kCoRunRounds; ++round) {
+    std::array<double, 2> solo_median{};
+    for (int i = 0; i < 2; ++i) {
+      const std::vector<double> s = solo_frames(*exec[i], *party[i], per_round);
+      solo_all[i].insert(solo_all[i].end(), s.begin(), s.end());
+      solo_median[i] = median(s);
+    }
+    const std::array<std::vector<double>, 2> co = run_together(party, exec, per_round);
+    for (int i = 0; i < 2; ++i) {
+      co_all[i].insert(co_all[i].end(), co[i].begin(), co[i].end());
+      if (solo_median[i] > 0) ratios[i].push_back(median(co[i]) / solo_median[i]);
+    }
+  }
+  CoRunTimes t;
+  for (int i = 0; i < 2; ++i) {
+    t.solo_us[i] = median(solo_all[i]);
+    t.corun_us[i] = t.solo_us[i] * median(ratios[i]);
+    t.corun_frames[i] = co_all[i].size();
   }
   return t;
 }
