@@ -9,7 +9,9 @@
 //   hetero2pipe-h      Hetero2Pipe without contention mitigation and work stealing (its "No C/T"
 //                      ablation): horizontal DP per network, the best pipeline order of processors
 //   hetero2pipe        the paper's two steps: horizontal DP, contention-window re-arrangement
-//                      (Kuhn-Munkres), vertical alignment by work stealing
+//                      (Kuhn-Munkres), vertical alignment by work stealing; the vertical step
+//                      also runs from band-greedy's placement and the better plan is kept (work
+//                      stealing is a local search: docs/hetero2pipe_planning.md)
 // Every plan is predicted by planner/hetero2pipe.h's simulate() under the same contention table,
 // so the plans compare like for like. Threading: pure functions.
 #pragma once
