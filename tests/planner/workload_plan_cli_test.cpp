@@ -162,6 +162,12 @@ TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
   expect_input_error(plan_bad(R"({"networks": []})"), origin + ": \"networks\" must be a non-empty array of networks");
   expect_input_error(plan_bad(R"({"networks": [{"name": "a b", "graph": "resnet50"}]})"),
                      origin + ": \"networks\"[0]: name 'a b' must be 1-64 letters, digits, '_' or '-'");
+  // No profile; --out naming a file.
+  expect_input_error(run({"plan", "--workload=" + (dir_ / "w.json").string()}),
+                     "co_up plan --workload needs --profile=FILE (a workload profile written by co_up profile --workload)");
+  expect_input_error(run({"plan", "--workload=" + (dir_ / "w.json").string(), "--profile=" + (dir_ / "p.json").string(),
+                          "--out=" + (dir_ / "w.json").string()}),
+                     "--out='" + (dir_ / "w.json").string() + "' is not a directory");
   // A workload profile that is not one.
   const test::Exit x = run({"plan", "--workload=" + (dir_ / "w.json").string(), "--profile=" + (dir_ / "w.json").string()});
   expect_input_error(x, "workload profile '" + (dir_ / "w.json").string() +
