@@ -54,6 +54,24 @@ int measured_profile(const std::string& workload, const std::string& profile_pat
                 profile.held_out_error.samples, profile.held_out_error.mean_abs_points,
                 profile.held_out_error.max_abs_points, profile.held_out_error.mean_abs_time_pct);
   }
+  if (!profile.coruns.empty()) {
+    // Recomputed from the stored co-runs: the regression refitted to those not held out, and each
+    // processor pair's mean slowdown as the alternative it must beat.
+    std::vector<CoRunSample> fitted, held;
+    for (const CoRunSample& c : profile.coruns) {
+      const bool out = std::find(profile.held_out_coruns.begin(), profile.held_out_coruns.end(), c.corun) !=
+                       profile.held_out_coruns.end();
+      (out ? held : fitted).push_back(c);
+    }
+    if (!fitted.empty() && !held.empty()) {
+      const HeldOutError reg = held_out_error(ContentionModel::fit(fitted), held);
+      const HeldOutError mean = held_out_error_of_pair_mean(fitted, held);
+      std::printf("held out (%zu predictions): regression mean %.1f / max %.1f points (%.1f %% of co-run time); "
+                  "pair mean %.1f / %.1f points (%.1f %%)\n",
+                  reg.samples, reg.mean_abs_points, reg.max_abs_points, reg.mean_abs_time_pct, mean.mean_abs_points,
+                  mean.max_abs_points, mean.mean_abs_time_pct);
+    }
+  }
   std::printf("one-core baseline (all on B, one after another): %.2f fps predicted\n", one_core);
   std::printf("%-15s %12s %10s %12s %10s\n", "planner", "fps (pred.)", "x one-core", "x best base", "plan ms");
   std::vector<std::pair<std::string, double>> rows;

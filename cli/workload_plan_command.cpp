@@ -116,7 +116,8 @@ int run_workload_plan_command(const Options& o) {
     out << "contention: ridge regression per processor pair from " << profile.coruns.size() / 2 << " co-runs ("
         << profile.held_out_coruns.size() << " held out); held-out error over " << e.samples << " predictions: mean "
         << format("%.1f", e.mean_abs_points) << " points, max " << format("%.1f", e.max_abs_points)
-        << " points of slowdown (" << format("%.1f", e.mean_abs_time_pct) << " % of co-run time)\n";
+        << " points of slowdown (" << format("%.1f", e.mean_abs_time_pct) << " % of co-run time); each pair's mean"
+        << " slowdown instead: mean " << format("%.1f", profile.held_out_pair_mean.mean_abs_points) << " points\n";
   }
   out << "predicted by the pipeline simulator (one thread per processor, oldest request first, slowdowns from the "
          "regression); aggregate = frames/s of all networks together, requests in the listed order\n\n";

@@ -299,6 +299,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
   if (!fitted.empty()) {
     wp.contention = planner::ContentionModel::fit(fitted);
     wp.held_out_error = planner::held_out_error(*wp.contention, held);
+    wp.held_out_pair_mean = planner::held_out_error_of_pair_mean(fitted, held);
     for (const planner::CoRunSample& s : held) {
       if (wp.held_out_coruns.empty() || wp.held_out_coruns.back() != s.corun) wp.held_out_coruns.push_back(s.corun);
     }
@@ -325,6 +326,11 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
                   "mean %.1f points, max %.1f points (%.1f %% of co-run time)\n",
                   fitted.size() / 2, wp.held_out_error.samples, wp.held_out_coruns.size(),
                   wp.held_out_error.mean_abs_points, wp.held_out_error.max_abs_points, wp.held_out_error.mean_abs_time_pct);
+    out << line;
+    std::snprintf(line, sizeof line,
+                  "  for comparison, each processor pair's mean slowdown: mean %.1f points, max %.1f points (%.1f %%)\n",
+                  wp.held_out_pair_mean.mean_abs_points, wp.held_out_pair_mean.max_abs_points,
+                  wp.held_out_pair_mean.mean_abs_time_pct);
     out << line;
   }
   out.flush();

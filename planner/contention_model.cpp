@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -141,12 +142,18 @@ std::pair<std::vector<CoRunSample>, std::vector<CoRunSample>> split_held_out(con
   return out;
 }
 
-HeldOutError held_out_error(const ContentionModel& model, const std::vector<CoRunSample>& held_out) {
+namespace {
+
+// Error of `predict` (nullopt: no prediction for that sample) over `held_out`.
+template <typename Predict>
+HeldOutError error_of(const std::vector<CoRunSample>& held_out, Predict predict) {
   HeldOutError e;
   double points = 0, time = 0;
   for (const CoRunSample& s : held_out) {
-    if (!model.has_pair(s.victim_processor, s.aggressor_processor) || s.solo_us <= 0 || s.corun_us <= 0) continue;
-    const double predicted = model.predict(s.victim_processor, s.aggressor_processor, s.victim_features, s.aggressor_features);
+    if (s.solo_us <= 0 || s.corun_us <= 0) continue;
+    const std::optional<double> p = predict(s);
+    if (!p) continue;
+    const double predicted = *p;
     const double err = std::abs(predicted - s.slowdown()) * 100;
     points += err;
     e.max_abs_points = std::max(e.max_abs_points, err);
@@ -158,6 +165,30 @@ HeldOutError held_out_error(const ContentionModel& model, const std::vector<CoRu
     e.mean_abs_time_pct = time / static_cast<double>(e.samples);
   }
   return e;
+}
+
+}  // namespace
+
+HeldOutError held_out_error(const ContentionModel& model, const std::vector<CoRunSample>& held_out) {
+  return error_of(held_out, [&](const CoRunSample& s) -> std::optional<double> {
+    if (!model.has_pair(s.victim_processor, s.aggressor_processor)) return std::nullopt;
+    return model.predict(s.victim_processor, s.aggressor_processor, s.victim_features, s.aggressor_features);
+  });
+}
+
+HeldOutError held_out_error_of_pair_mean(const std::vector<CoRunSample>& fitted,
+                                         const std::vector<CoRunSample>& held_out) {
+  std::map<std::pair<char, char>, std::pair<double, int>> sum;
+  for (const CoRunSample& s : fitted) {
+    auto& [total, count] = sum[{s.victim_processor, s.aggressor_processor}];
+    total += s.slowdown();
+    ++count;
+  }
+  return error_of(held_out, [&](const CoRunSample& s) -> std::optional<double> {
+    const auto it = sum.find({s.victim_processor, s.aggressor_processor});
+    if (it == sum.end()) return std::nullopt;
+    return it->second.first / it->second.second;
+  });
 }
 
 nlohmann::json samples_to_json(const std::vector<CoRunSample>& samples) {

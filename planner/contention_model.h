@@ -88,6 +88,10 @@ std::pair<std::vector<CoRunSample>, std::vector<CoRunSample>> split_held_out(con
                                                                              int hold_every = 3);
 // The model's error on `held_out` (samples of pairs it has; others are skipped).
 HeldOutError held_out_error(const ContentionModel& model, const std::vector<CoRunSample>& held_out);
+// The same for the simplest alternative, each ordered processor pair's mean slowdown over
+// `fitted`: what the features must beat to be worth having.
+HeldOutError held_out_error_of_pair_mean(const std::vector<CoRunSample>& fitted,
+                                         const std::vector<CoRunSample>& held_out);
 
 nlohmann::json samples_to_json(const std::vector<CoRunSample>& samples);
 std::vector<CoRunSample> samples_from_json(const nlohmann::json& j, const std::string& origin);

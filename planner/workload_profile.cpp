@@ -81,16 +81,20 @@ WorkloadProfile parse_workload_profile(const std::string& text, const std::strin
       p.held_out_coruns.push_back(static_cast<int>(json_integer(h[i], origin + ": \"held_out_coruns\"[" + std::to_string(i) + "]", 0, 1000000)));
     }
   }
-  if (root.contains("held_out_error") && root["held_out_error"].is_object()) {
-    const nlohmann::json& e = root["held_out_error"];
+  const auto read_error = [&](const char* name, HeldOutError& out) {
+    if (!root.contains(name) || !root[name].is_object()) return;
+    const nlohmann::json& e = root[name];
+    const std::string where = std::string("\"") + name + "\"";
     const auto number = [&](const char* key) {
-      return json_number(need(e, key, "\"held_out_error\""), origin + ": \"held_out_error\".\"" + key + "\"", 0, 1e12);
+      return json_number(need(e, key, where), origin + ": " + where + ".\"" + key + "\"", 0, 1e12);
     };
-    p.held_out_error.samples = static_cast<size_t>(number("samples"));
-    p.held_out_error.mean_abs_points = number("mean_abs_points");
-    p.held_out_error.max_abs_points = number("max_abs_points");
-    p.held_out_error.mean_abs_time_pct = number("mean_abs_time_pct");
-  }
+    out.samples = static_cast<size_t>(number("samples"));
+    out.mean_abs_points = number("mean_abs_points");
+    out.max_abs_points = number("max_abs_points");
+    out.mean_abs_time_pct = number("mean_abs_time_pct");
+  };
+  read_error("held_out_error", p.held_out_error);
+  read_error("held_out_error_pair_mean", p.held_out_pair_mean);
   return p;
 }
 
@@ -127,10 +131,14 @@ std::string workload_profile_json(const WorkloadProfile& p) {
   root["contention"] = p.contention ? nlohmann::ordered_json(p.contention->to_json()) : nlohmann::ordered_json();
   root["coruns"] = samples_to_json(p.coruns);
   root["held_out_coruns"] = p.held_out_coruns;
-  root["held_out_error"] = {{"samples", p.held_out_error.samples},
-                            {"mean_abs_points", p.held_out_error.mean_abs_points},
-                            {"max_abs_points", p.held_out_error.max_abs_points},
-                            {"mean_abs_time_pct", p.held_out_error.mean_abs_time_pct}};
+  const auto error_json = [](const HeldOutError& e) {
+    return nlohmann::ordered_json{{"samples", e.samples},
+                                  {"mean_abs_points", e.mean_abs_points},
+                                  {"max_abs_points", e.max_abs_points},
+                                  {"mean_abs_time_pct", e.mean_abs_time_pct}};
+  };
+  root["held_out_error"] = error_json(p.held_out_error);
+  root["held_out_error_pair_mean"] = error_json(p.held_out_pair_mean);
   return root.dump(1) + "\n";
 }
 

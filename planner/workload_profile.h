@@ -9,7 +9,8 @@
 //                  "activation_bytes", "macs", "profile": {<layer profile>}}],
 //    "contention": {<ContentionModel::to_json>} | null,
 //    "coruns": [<CoRunSample>...], "held_out_coruns": [ids...],
-//    "held_out_error": {"samples", "mean_abs_points", "max_abs_points", "mean_abs_time_pct"}}
+//    "held_out_error": {"samples", "mean_abs_points", "max_abs_points", "mean_abs_time_pct"},
+//    "held_out_error_pair_mean": {the same keys}}  (optional: what the features must beat)
 //
 // Reading throws InputError naming the file and the key.
 #pragma once
@@ -43,6 +44,7 @@ struct WorkloadProfile {
   std::vector<CoRunSample> coruns;
   std::vector<int> held_out_coruns;
   HeldOutError held_out_error;
+  HeldOutError held_out_pair_mean;  // the same co-runs predicted by each pair's mean slowdown
 
   const WorkloadProfileNetwork* find(const std::string& name) const;
 };

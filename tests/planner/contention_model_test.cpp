@@ -104,6 +104,16 @@ TEST(ContentionModel, HeldOutErrorUsesOnlyCoRunsLeftOutOfTheFit) {
   EXPECT_LT(e.mean_abs_points, 5.0);
 }
 
+TEST(ContentionModel, PairMeanBaselineErrorIsComputedOnTheHeldOutCoRuns) {
+  // Fitted: B|L slowdowns 0.1 and 0.3 (mean 0.2); held out: 0.5 -> 30 points off.
+  std::vector<CoRunSample> fitted = {{0, "a", "b", 'B', 'L', {}, {}, 100, 110}, {1, "a", "c", 'B', 'L', {}, {}, 100, 130}};
+  const std::vector<CoRunSample> held = {{2, "b", "c", 'B', 'L', {}, {}, 100, 150}, {3, "b", "c", 'L', 'G', {}, {}, 100, 150}};
+  const HeldOutError e = held_out_error_of_pair_mean(fitted, held);
+  EXPECT_EQ(e.samples, 1u);  // L|G has no fitted co-run: no prediction
+  EXPECT_NEAR(e.mean_abs_points, 30.0, 1e-9);
+  EXPECT_NEAR(e.mean_abs_time_pct, 20.0, 1e-9);  // predicted 120 us against 150
+}
+
 TEST(ContentionModel, JsonRoundTripAndOneLineErrors) {
   const Synthetic s = synthetic(3, 10, 0.0);
   const ContentionModel m = ContentionModel::fit(s.samples);
