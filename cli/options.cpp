@@ -102,6 +102,9 @@ Options parse_options(const std::vector<std::string>& args) {
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
+      {"workload", [&](const std::string& v) { o.workload = v; }},
+      {"out", [&](const std::string& v) { o.out_dir = v; }},
+      {"coruns", [&](const std::string& v) { o.coruns = static_cast<int>(parse_int("coruns", v, 1, 10000)); }},
   };
   const std::map<std::string, bool*> flags = {
       {"help", &o.help},
@@ -258,6 +261,14 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --seed=N              seeds the NSGA-II search (same seed, same plan)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency
+
+several networks (co_up profile|plan --workload=FILE.json; docs/hetero2pipe_planning.md)
+  co_up profile --workload=W --profile-out=P [--processors=..] [--repetitions=N] [--coruns=N]
+                        each network's layers alone, then co-runs of two networks on two
+                        processors: slowdown regression per processor pair, held-out error
+  co_up plan --workload=W --profile=P [--out=DIR]  Hetero2Pipe (horizontal DP, contention
+                        window, work stealing) beside alone-best and Band-style greedy:
+                        predicted aggregate throughput; --out writes DIR/<planner>.json
 
 exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 128+signal when stopped by SIGINT
 (130), SIGTERM (143), SIGHUP (129) or SIGQUIT (131): the profile is written and DVFS restored; a

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/verify_mappings.h"
+#include "cli/workload_plan_command.h"
 #include "core/error.h"
 #include "core/network.h"
 #include "graph/zoo/zoo.h"
@@ -88,6 +89,7 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
 }  // namespace
 
 int run_plan_command(const Options& o) {
+  if (!o.workload.empty()) return run_workload_plan_command(o);
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }

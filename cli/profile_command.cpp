@@ -1,4 +1,5 @@
 #include "cli/profile_command.h"
+#include "cli/workload_profile_command.h"
 
 #include <unistd.h>
 
@@ -494,6 +495,7 @@ std::string no_dvfs_reason(const Options& o) {
 }  // namespace
 
 int run_profile_command(const Options& o, StopSignal& stop) {
+  if (!o.workload.empty()) return run_workload_profile_command(o, stop);
   if (o.graph.empty() && o.model.empty()) {
     throw InputError("co_up profile needs a network (--graph=NAME or --model=FILE.onnx)");
   }

@@ -1,0 +1,166 @@
+#include "cli/workload_plan_command.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/workload_verify.h"
+#include "core/error.h"
+#include "planner/workload_planner.h"
+#include "planner/workload_profile.h"
+#include "planner/workload_spec.h"
+
+namespace co_up::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string format(const char* spec, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, spec, value);
+  return buffer;
+}
+
+std::string padded(const std::string& s, size_t width) { return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' '); }
+
+// Every order must fit its network and name processors the plan knows; a given order is kept as
+// the user's but the planner chooses its own (the file's orders are not constraints).
+void check_given_orders(const planner::WorkloadSpec& spec, const planner::WorkloadProblem& problem) {
+  for (size_t i = 0; i < spec.networks.size(); ++i) {
+    const planner::WorkloadNetworkSpec& n = spec.networks[i];
+    if (n.order.empty()) continue;
+    const uint32_t layers = problem.networks[i].layers();
+    if (n.order.size() != layers) {
+      throw InputError("workload network '" + n.name + "': order '" + n.order + "' has " + std::to_string(n.order.size()) +
+                       " letters for " + std::to_string(layers) + " layers; give one letter per layer");
+    }
+    const size_t bad = n.order.find_first_not_of(problem.letters);
+    if (bad != std::string::npos) {
+      throw InputError("workload network '" + n.name + "': order letter '" + std::string(1, n.order[bad]) +
+                       "' is not a processor of the profile (" + problem.letters + ")");
+    }
+  }
+}
+
+planner::WorkloadSpec runnable_spec(const planner::WorkloadSpec& spec, const planner::WorkloadPlan& plan) {
+  planner::WorkloadSpec out;
+  out.mode = "pipeline";
+  out.policy = "plan";  // the networks' request order is the order they are listed in
+  for (size_t i : plan.sequence) {
+    planner::WorkloadNetworkSpec n = spec.networks[i];
+    n.order = plan.orders[i];
+    out.networks.push_back(std::move(n));
+  }
+  return out;
+}
+
+// Creates `path` and writes `text`; an existing file (created since the check) is left alone.
+void write_new_file(const fs::path& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wx");  // "x": O_EXCL, never replaces
+  if (f == nullptr) {
+    if (errno == EEXIST) {
+      throw InputError("--out: '" + path.string() + "' exists; co_up plan does not replace workload files");
+    }
+    throw RuntimeError("cannot create '" + path.string() + "': " + std::strerror(errno));
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw RuntimeError("cannot write '" + path.string() + "': " + std::strerror(errno));
+}
+
+}  // namespace
+
+int run_workload_plan_command(const Options& o) {
+  if (o.profile_file.empty()) {
+    throw InputError("co_up plan --workload needs --profile=FILE (a workload profile written by co_up profile --workload)");
+  }
+  if (!o.graph.empty() || !o.model.empty()) {
+    throw InputError("co_up plan --workload takes its networks from the workload file; drop --graph/--model");
+  }
+  const planner::WorkloadSpec spec = planner::read_workload(o.workload, false);
+  const planner::WorkloadProfile profile = planner::read_workload_profile(o.profile_file);
+  std::vector<std::string> notes;
+  const planner::WorkloadProblem problem = planner::workload_problem(profile, spec, notes);
+  check_given_orders(spec, problem);
+
+  // Where the files go, checked before planning: nothing is written when one cannot be.
+  std::vector<fs::path> files;
+  if (!o.out_dir.empty()) {
+    const fs::path dir(o.out_dir);
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+      throw InputError("--out='" + o.out_dir + "' is not a directory");
+    }
+    for (const planner::WorkloadPlannerRegistration& r : planner::workload_planner_registry()) {
+      const fs::path file = dir / (std::string(r.name) + ".json");
+      if (fs::symlink_status(file, ec).type() != fs::file_type::not_found) {
+        throw InputError("--out: '" + file.string() +
+                         "' exists; co_up plan does not replace workload files (choose another --out or remove it)");
+      }
+      files.push_back(file);
+    }
+  }
+
+  std::vector<planner::WorkloadPlan> plans;
+  for (const planner::WorkloadPlannerRegistration& r : planner::workload_planner_registry()) {
+    plans.push_back(r.create()->plan(problem));
+  }
+
+  std::ostream& out = std::cout;
+  out << "workload plan for " << o.workload << " (" << spec.networks.size() << " networks) from " << o.profile_file
+      << " (platform '" << profile.platform_name << "', processors " << problem.letters << ")\n";
+  if (profile.contention) {
+    const planner::HeldOutError& e = profile.held_out_error;
+    out << "contention: ridge regression per processor pair from " << profile.coruns.size() / 2 << " co-runs ("
+        << profile.held_out_coruns.size() << " held out); held-out error over " << e.samples << " predictions: mean "
+        << format("%.1f", e.mean_abs_points) << " points, max " << format("%.1f", e.max_abs_points)
+        << " points of slowdown (" << format("%.1f", e.mean_abs_time_pct) << " % of co-run time); each pair's mean"
+        << " slowdown instead: mean " << format("%.1f", profile.held_out_pair_mean.mean_abs_points) << " points\n";
+  }
+  out << "predicted by the pipeline simulator (one thread per processor, oldest request first, slowdowns from the "
+         "regression); aggregate = frames/s of all networks together, requests in the listed order\n\n";
+  double best_baseline = 0;
+  std::string best_baseline_name;
+  for (size_t p = 0; p < plans.size(); ++p) {
+    const planner::WorkloadPlan& plan = plans[p];
+    out << padded(plan.planner, 15) << format("%9.2f fps aggregate", plan.predicted.throughput_fps)
+        << format("  %8.2f fps per network", plan.predicted.throughput_fps / static_cast<double>(spec.networks.size()))
+        << format("  processors idle %4.1f %%", std::max(0.0, 100 * plan.predicted.bubble_fraction)) << "\n";
+    out << "    " << plan.note << "\n";
+    std::string sequence;
+    for (size_t i : plan.sequence) sequence += (sequence.empty() ? "" : " ") + spec.networks[i].name;
+    out << "    request order: " << sequence << "\n";
+    for (size_t i : plan.sequence) out << "    " << padded(spec.networks[i].name, 16) << plan.orders[i] << "\n";
+    if (!files.empty()) out << "    written: " << files[p].string() << "\n";
+    if (plan.planner == "alone-best" || plan.planner == "band-greedy") {
+      if (plan.predicted.throughput_fps > best_baseline) {
+        best_baseline = plan.predicted.throughput_fps;
+        best_baseline_name = plan.planner;
+      }
+    }
+  }
+  for (const planner::WorkloadPlan& plan : plans) {
+    if (plan.planner == "hetero2pipe" && best_baseline > 0) {
+      out << "\nhetero2pipe / best baseline (" << best_baseline_name
+          << "): " << format("%.3f", plan.predicted.throughput_fps / best_baseline) << "x predicted\n";
+    }
+  }
+  if (!notes.empty()) out << "\nassumptions:\n";
+  for (const std::string& n : notes) out << "  " << n << "\n";
+
+  std::vector<PlannedWorkload> planned;
+  if (!files.empty()) fs::create_directories(o.out_dir);
+  for (size_t p = 0; p < plans.size(); ++p) {
+    PlannedWorkload w{plans[p].planner, runnable_spec(spec, plans[p]), files.empty() ? fs::path() : files[p],
+                      plans[p].predicted.throughput_fps};
+    if (!files.empty()) write_new_file(files[p], planner::workload_json(w.spec));
+    planned.push_back(std::move(w));
+  }
+  out.flush();
+  if (o.verify) return verify_workload_plans(o, planned, out);
+  return 0;
+}
+
+}  // namespace co_up::cli

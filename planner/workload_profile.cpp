@@ -1,0 +1,234 @@
+#include "planner/workload_profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/io/input_file.h"
+#include "core/json_input.h"
+#include "planner/cost_model.h"
+
+namespace co_up::planner {
+namespace {
+
+constexpr const char* kFormat = "co_up-workload-profile";
+constexpr int kVersion = 1;
+
+}  // namespace
+
+const WorkloadProfileNetwork* WorkloadProfile::find(const std::string& name) const {
+  for (const WorkloadProfileNetwork& n : networks) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+ContentionFeatures features_of(const WorkloadProfileNetwork& n, char processor) {
+  const LayerTimes* t = n.profile.find_layer_times(processor, 0);
+  if (t == nullptr) return {};
+  double us = 0;
+  for (double v : t->median_us) us += std::isnan(v) ? 0.0 : v;
+  if (us <= 0) return {};
+  return {static_cast<double>(n.weight_bytes + 2 * n.activation_bytes) / us, static_cast<double>(n.macs) / us};
+}
+
+WorkloadProfile parse_workload_profile(const std::string& text, const std::string& origin) {
+  const nlohmann::json root = parse_json(text, origin);
+  const auto need = [&](const nlohmann::json& o, const std::string& key, const std::string& where) -> const nlohmann::json& {
+    if (!o.is_object() || !o.contains(key)) throw InputError(origin + ": " + where + " lacks key \"" + key + "\"");
+    return o.at(key);
+  };
+  const auto text_of = [&](const nlohmann::json& v, const std::string& where) {
+    if (!v.is_string()) throw InputError(origin + ": " + where + " is not a string");
+    return v.get<std::string>();
+  };
+  if (!root.is_object() || !root.contains("format") || root["format"] != kFormat) {
+    throw InputError(origin + " is not a workload profile (\"format\" must be \"" + kFormat +
+                     "\"; write one with co_up profile --workload=FILE)");
+  }
+  if (json_integer(need(root, "version", "the file"), origin + ": \"version\"", 1, 1000) != kVersion) {
+    throw InputError(origin + ": version " + root["version"].dump() + " is not supported (this co_up reads 1)");
+  }
+  WorkloadProfile p;
+  p.platform_name = text_of(need(root, "platform", "the file"), "\"platform\"");
+  p.processors = text_of(need(root, "processors", "the file"), "\"processors\"");
+  const nlohmann::json& nets = need(root, "networks", "the file");
+  if (!nets.is_array() || nets.empty()) throw InputError(origin + ": \"networks\" must be a non-empty array");
+  for (size_t i = 0; i < nets.size(); ++i) {
+    const std::string where = "\"networks\"[" + std::to_string(i) + "]";
+    const nlohmann::json& n = nets[i];
+    WorkloadProfileNetwork w;
+    w.name = text_of(need(n, "name", where), where + ".\"name\"");
+    w.graph = text_of(need(n, "graph", where), where + ".\"graph\"");
+    w.model = text_of(need(n, "model", where), where + ".\"model\"");
+    w.split = text_of(need(n, "split", where), where + ".\"split\"");
+    w.image_size = json_integer(need(n, "image_size", where), origin + ": " + where + ".\"image_size\"", 0, 8192);
+    w.weight_bytes = json_integer(need(n, "weight_bytes", where), origin + ": " + where + ".\"weight_bytes\"", 0, INT64_MAX / 4);
+    w.activation_bytes = json_integer(need(n, "activation_bytes", where), origin + ": " + where + ".\"activation_bytes\"", 0, INT64_MAX / 4);
+    w.macs = json_integer(need(n, "macs", where), origin + ": " + where + ".\"macs\"", 0, INT64_MAX / 4);
+    w.profile = parse_layer_profile(need(n, "profile", where).dump(), origin + " " + where + ".\"profile\"");
+    if (p.find(w.name) != nullptr) throw InputError(origin + ": network '" + w.name + "' appears twice");
+    p.networks.push_back(std::move(w));
+  }
+  if (root.contains("contention") && !root["contention"].is_null()) {
+    p.contention = ContentionModel::from_json(root["contention"], origin);
+  }
+  if (root.contains("coruns")) p.coruns = samples_from_json(root["coruns"], origin);
+  if (root.contains("held_out_coruns")) {
+    const nlohmann::json& h = root["held_out_coruns"];
+    if (!h.is_array()) throw InputError(origin + ": \"held_out_coruns\" must be an array");
+    for (size_t i = 0; i < h.size(); ++i) {
+      p.held_out_coruns.push_back(static_cast<int>(json_integer(h[i], origin + ": \"held_out_coruns\"[" + std::to_string(i) + "]", 0, 1000000)));
+    }
+  }
+  const auto read_error = [&](const char* name, HeldOutError& out) {
+    if (!root.contains(name) || !root[name].is_object()) return;
+    const nlohmann::json& e = root[name];
+    const std::string where = std::string("\"") + name + "\"";
+    const auto number = [&](const char* key) {
+      return json_number(need(e, key, where), origin + ": " + where + ".\"" + key + "\"", 0, 1e12);
+    };
+    out.samples = static_cast<size_t>(number("samples"));
+    out.mean_abs_points = number("mean_abs_points");
+    out.max_abs_points = number("max_abs_points");
+    out.mean_abs_time_pct = number("mean_abs_time_pct");
+  };
+  read_error("held_out_error", p.held_out_error);
+  read_error("held_out_error_pair_mean", p.held_out_pair_mean);
+  return p;
+}
+
+WorkloadProfile read_workload_profile(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw InputError("workload profile '" + path.string() +
+                     "' cannot be read (no such file; write one with co_up profile --workload=FILE --profile-out=...)");
+  }
+  return parse_workload_profile(io::read_input_file(path, "profile", io::kMaxConfigBytes),
+                                "workload profile '" + path.string() + "'");
+}
+
+std::string workload_profile_json(const WorkloadProfile& p) {
+  nlohmann::ordered_json root;
+  root["format"] = kFormat;
+  root["version"] = kVersion;
+  root["platform"] = p.platform_name;
+  root["processors"] = p.processors;
+  root["networks"] = nlohmann::ordered_json::array();
+  for (const WorkloadProfileNetwork& n : p.networks) {
+    nlohmann::ordered_json o;
+    o["name"] = n.name;
+    o["graph"] = n.graph;
+    o["model"] = n.model;
+    o["image_size"] = n.image_size;
+    o["split"] = n.split;
+    o["weight_bytes"] = n.weight_bytes;
+    o["activation_bytes"] = n.activation_bytes;
+    o["macs"] = n.macs;
+    o["profile"] = nlohmann::ordered_json::parse(layer_profile_json(n.profile));
+    root["networks"].push_back(std::move(o));
+  }
+  root["contention"] = p.contention ? nlohmann::ordered_json(p.contention->to_json()) : nlohmann::ordered_json();
+  root["coruns"] = samples_to_json(p.coruns);
+  root["held_out_coruns"] = p.held_out_coruns;
+  const auto error_json = [](const HeldOutError& e) {
+    return nlohmann::ordered_json{{"samples", e.samples},
+                                  {"mean_abs_points", e.mean_abs_points},
+                                  {"max_abs_points", e.max_abs_points},
+                                  {"mean_abs_time_pct", e.mean_abs_time_pct}};
+  };
+  root["held_out_error"] = error_json(p.held_out_error);
+  root["held_out_error_pair_mean"] = error_json(p.held_out_pair_mean);
+  return root.dump(1) + "\n";
+}
+
+WorkloadProblem workload_problem(const WorkloadProfile& profile, const WorkloadSpec& spec,
+                                 std::vector<std::string>& notes) {
+  WorkloadProblem problem;
+  std::vector<const WorkloadProfileNetwork*> matched;
+  for (const WorkloadNetworkSpec& s : spec.networks) {
+    const WorkloadProfileNetwork* n = profile.find(s.name);
+    const std::string who = "workload network '" + s.name + "'";
+    if (n == nullptr) {
+      throw InputError(who + ": not in the profile; profile this workload with co_up profile --workload=FILE");
+    }
+    const auto differs = [&](const std::string& field, const std::string& want, const std::string& have) {
+      if (want != have) {
+        throw InputError(who + ": \"" + field + "\" is '" + want + "' but the profile measured '" + have +
+                         "'; profile the workload again");
+      }
+    };
+    differs("graph", s.graph, n->graph);
+    differs("model", s.model, n->model);
+    differs("split", s.split, n->split);
+    differs("image_size", std::to_string(s.image_size), std::to_string(n->image_size));
+    matched.push_back(n);
+  }
+  // Processors every network was measured on, in the profile's order.
+  for (char c : profile.processors) {
+    const bool everywhere = std::all_of(matched.begin(), matched.end(), [&](const WorkloadProfileNetwork* n) {
+      return n->profile.find_layer_times(c, 0) != nullptr;
+    });
+    if (everywhere) problem.letters += c;
+  }
+  if (problem.letters.empty()) throw InputError("the workload profile has no processor measured for every network");
+  for (size_t i = 0; i < matched.size(); ++i) {
+    const CostModel model(matched[i]->profile);
+    NetworkCosts c;
+    c.name = spec.networks[i].name;
+    const uint32_t layers = model.layer_count();
+    for (char letter : problem.letters) {
+      const size_t p = model.index_of(letter);
+      std::vector<double> times(layers);
+      for (uint32_t l = 0; l < layers; ++l) times[l] = model.layer_us(l, p, {});
+      std::vector<double> send(layers > 0 ? layers - 1 : 0, 0.0), receive(send.size(), 0.0);
+      // Peer-independent cut costs (the paper's T^c): the mean over the other processors.
+      int peers = 0;
+      for (char other : problem.letters) {
+        if (other == letter) continue;
+        const size_t q = model.index_of(other);
+        for (uint32_t b = 0; b + 1 < layers; ++b) {
+          send[b] += model.send_us(b, p, q, Mode::kPipeline);
+          receive[b] += model.receive_us(b, q, p, Mode::kPipeline);
+        }
+        ++peers;
+      }
+      for (uint32_t b = 0; peers > 0 && b + 1 < layers; ++b) {
+        send[b] /= peers;
+        receive[b] /= peers;
+      }
+      c.layer_us.push_back(std::move(times));
+      c.send_us.push_back(std::move(send));
+      c.receive_us.push_back(std::move(receive));
+      c.input_us.push_back(model.input_us(p));
+    }
+    problem.networks.push_back(std::move(c));
+  }
+  const size_t n = matched.size(), k = problem.letters.size();
+  if (!profile.contention) {
+    notes.push_back("no contention model in the profile: co-running slices are predicted not to slow each other");
+    return problem;
+  }
+  problem.interference = Interference(n, k);
+  std::string missing;
+  for (size_t ka = 0; ka < k; ++ka) {
+    for (size_t kb = 0; kb < k; ++kb) {
+      if (ka == kb) continue;
+      const char pa = problem.letters[ka], pb = problem.letters[kb];
+      if (!profile.contention->has_pair(pa, pb)) {
+        missing += (missing.empty() ? "" : ", ") + std::string{pa, '|', pb};
+        continue;
+      }
+      for (size_t a = 0; a < n; ++a) {
+        for (size_t b = 0; b < n; ++b) {
+          problem.interference.set(a, ka, b, kb,
+                                   profile.contention->predict(pa, pb, features_of(*matched[a], pa), features_of(*matched[b], pb)));
+        }
+      }
+    }
+  }
+  if (!missing.empty()) notes.push_back("no co-runs measured for " + missing + ": slowdown 0 assumed there");
+  return problem;
+}
+
+}  // namespace co_up::planner

@@ -1,0 +1,67 @@
+// The profile of a workload (`co_up profile --workload=FILE --profile-out=P.json`, read by
+// `co_up plan --workload=FILE --profile=P.json`): each network's layer profile measured alone
+// (planner/layer_profile.h, embedded whole), the features of its solo runs, the co-runs measured
+// and the slowdown regression fitted to some of them (planner/contention_model.h), with its error
+// on the others.
+//
+//   {"format": "co_up-workload-profile", "version": 1, "platform": "host", "processors": "BLG",
+//    "networks": [{"name", "graph", "model", "image_size", "split", "weight_bytes",
+//                  "activation_bytes", "macs", "profile": {<layer profile>}}],
+//    "contention": {<ContentionModel::to_json>} | null,
+//    "coruns": [<CoRunSample>...], "held_out_coruns": [ids...],
+//    "held_out_error": {"samples", "mean_abs_points", "max_abs_points", "mean_abs_time_pct"},
+//    "held_out_error_pair_mean": {the same keys}}  (optional: what the features must beat)
+//
+// Reading throws InputError naming the file and the key.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/contention_model.h"
+#include "planner/layer_profile.h"
+#include "planner/workload_planner.h"
+#include "planner/workload_spec.h"
+
+namespace co_up::planner {
+
+struct WorkloadProfileNetwork {
+  std::string name, graph, model, split;
+  int64_t image_size = 0;
+  int64_t weight_bytes = 0;      // constants of the graph
+  int64_t activation_bytes = 0;  // every layer unit's output
+  int64_t macs = 0;
+  LayerProfile profile;
+};
+
+struct WorkloadProfile {
+  std::string platform_name;
+  std::string processors;
+  std::vector<WorkloadProfileNetwork> networks;
+  std::optional<ContentionModel> contention;
+  std::vector<CoRunSample> coruns;
+  std::vector<int> held_out_coruns;
+  HeldOutError held_out_error;
+  HeldOutError held_out_pair_mean;  // the same co-runs predicted by each pair's mean slowdown
+
+  const WorkloadProfileNetwork* find(const std::string& name) const;
+};
+
+// Solo-run features of a network on a processor from its level-0 layer times; zeros when the
+// processor was not measured.
+ContentionFeatures features_of(const WorkloadProfileNetwork& network, char processor);
+
+WorkloadProfile parse_workload_profile(const std::string& json_text, const std::string& origin);
+WorkloadProfile read_workload_profile(const std::filesystem::path& path);
+std::string workload_profile_json(const WorkloadProfile& profile);
+
+// The planning problem for `spec`: its networks (in its order) matched by name to the profile,
+// which must have been made of the same network (graph or model, image_size, split), on the
+// processors every network was measured on; the contention table from the regression (pairs
+// without co-runs: 0, noted). Throws InputError naming the network and the field.
+WorkloadProblem workload_problem(const WorkloadProfile& profile, const WorkloadSpec& spec,
+                                 std::vector<std::string>& notes);
+
+}  // namespace co_up::planner
