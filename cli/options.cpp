@@ -102,7 +102,6 @@ Options parse_options(const std::vector<std::string>& args) {
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
-      {"workload", [&](const std::string& v) { o.workload = v; }},
       {"out", [&](const std::string& v) { o.out_dir = v; }},
       {"coruns", [&](const std::string& v) { o.coruns = static_cast<int>(parse_int("coruns", v, 1, 10000)); }},
   };

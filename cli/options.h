@@ -74,7 +74,6 @@ struct Options {
   int top = 5;                           // --top=K mappings printed
 
   // Several networks at once: `co_up profile|plan --workload=FILE.json` (cli/workload_*.h).
-  std::string workload;  // --workload=FILE.json (planner/workload_spec.h)
   std::string out_dir;   // plan: --out=DIR, where the planned workload files go
   int coruns = 0;        // profile: --coruns=N co-runs per processor pair (0: the command's default)
 };
