@@ -206,6 +206,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
     } else {
       graph::assign_block_units(g);
     }
+    graph::cut_units_after_exits(g);
     apply_splits(g, spec.split);
     g.validate();
     return g;

@@ -21,8 +21,10 @@ inline constexpr float kConfidentScale = 1000.0f;
 inline constexpr float kUnsureScale = 0.001f;
 inline constexpr int64_t kExitClasses = 10;
 
-// `with_exits` false: the same network as a static one (three plain outputs).
-inline graph::Graph exit_network(bool with_exits = true, uint64_t seed = 11) {
+// `with_exits` false: the same network as a static one (three plain outputs). `names`: the exit
+// heads' output names, in stage order.
+inline graph::Graph exit_network(bool with_exits = true, uint64_t seed = 11,
+                                 const std::vector<std::string>& names = {"exit0", "exit1", "exit2"}) {
   graph::SeededWeights weights(seed);
   graph::GraphBuilder b("exitnet", weights);
   const graph::TensorId x = b.input("data", {1, 3, 16, 16});
@@ -43,7 +45,7 @@ inline graph::Graph exit_network(bool with_exits = true, uint64_t seed = 11) {
     const std::string n = std::to_string(stage + 1);
     b.begin_layer("stage" + n);
     features = b.relu(b.conv(features, "conv" + n, conv(8)), "conv" + n + "_relu");
-    exits.push_back(head(features, "exit" + std::to_string(stage)));
+    exits.push_back(head(features, names.at(static_cast<size_t>(stage))));
   }
   for (graph::TensorId e : exits) b.output(e);
   graph::Graph g = b.finish();
