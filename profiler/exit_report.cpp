@@ -88,6 +88,13 @@ void print_exit_report(std::ostream& out, const RunProfile& p) {
     }
     out << "\n";
   }
+  if (!p.subgraph_frames_skipped.empty()) {
+    out << "  frames each sub-graph skipped (did no work for):";
+    for (size_t i = 0; i < p.subgraph_frames_skipped.size(); ++i) {
+      out << (i == 0 ? " " : ", ") << i << ": " << p.subgraph_frames_skipped[i];
+    }
+    out << "\n";
+  }
   if (labelled > 0) {
     out << "  overall accuracy " << percent(correct, labelled) << " (" << correct << "/" << labelled
         << ")\n";
