@@ -108,28 +108,33 @@ TEST(EarlyExitExecutorTest, ThresholdsThatNeverStopEarlyGiveTheStaticOutputsBitF
 }
 
 TEST(EarlyExitExecutorTest, StoppingAtTheFirstExitRunsNoLaterSubGraph) {
-  const graph::Graph g = exit_network();
-  const InputSets inputs = {scaled_input(g, 7, 1.0f), scaled_input(g, 8, 1.0f)};
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
-    const ExitRun got = run(g, "BLD", mode, 40, inputs, "softmax-max>=0");
-    const profiler::RunProfile& p = got.result.profile;
-    ASSERT_EQ(p.frames_completed, 40u);
-    EXPECT_FALSE(p.interrupted);
-    EXPECT_EQ(p.frame_exit, std::vector<uint32_t>(40, 0u));
-    // Level 1 records every sub-graph run and every transfer: only sub-graph 0 has any.
-    EXPECT_EQ(subgraphs_with_events(p), std::set<uint32_t>{0});
-    EXPECT_EQ(p.subgraph_frames_skipped, (std::vector<uint64_t>{0, 40, 40}));
-    ASSERT_EQ(p.exits.size(), 3u);
-    EXPECT_EQ(p.exits[0].name, "exit0");
-    EXPECT_EQ(p.exits[2].subgraph, 2u);
-    // Every exit of a stopped frame returns exit 0's output.
-    for (uint64_t f = 0; f < 40; ++f) {
-      const auto& o = got.outputs.at(f);
-      ASSERT_EQ(o.size(), 3u);
-      EXPECT_TRUE(equal_bits(o[0], o[1]) && equal_bits(o[0], o[2])) << "frame " << f;
+  // Stages that read the stage before, and stages that all read the input (only the exit
+  // decision keeps a later stage from starting the frame).
+  for (bool independent : {false, true}) {
+    SCOPED_TRACE(independent ? "independent stages" : "chained stages");
+    const graph::Graph g = exit_network(true, 11, {"exit0", "exit1", "exit2"}, independent);
+    const InputSets inputs = {scaled_input(g, 7, 1.0f), scaled_input(g, 8, 1.0f)};
+    for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+      const ExitRun got = run(g, "BLD", mode, 40, inputs, "softmax-max>=0");
+      const profiler::RunProfile& p = got.result.profile;
+      ASSERT_EQ(p.frames_completed, 40u);
+      EXPECT_FALSE(p.interrupted);
+      EXPECT_EQ(p.frame_exit, std::vector<uint32_t>(40, 0u));
+      // Level 1 records every sub-graph run and every transfer: only sub-graph 0 has any.
+      EXPECT_EQ(subgraphs_with_events(p), std::set<uint32_t>{0});
+      EXPECT_EQ(p.subgraph_frames_skipped, (std::vector<uint64_t>{0, 40, 40}));
+      ASSERT_EQ(p.exits.size(), 3u);
+      EXPECT_EQ(p.exits[0].name, "exit0");
+      EXPECT_EQ(p.exits[2].subgraph, 2u);
+      // Every exit of a stopped frame returns exit 0's output.
+      for (uint64_t f = 0; f < 40; ++f) {
+        const auto& o = got.outputs.at(f);
+        ASSERT_EQ(o.size(), 3u);
+        EXPECT_TRUE(equal_bits(o[0], o[1]) && equal_bits(o[0], o[2])) << "frame " << f;
+      }
+      EXPECT_EQ(got.deliveries, 40 * 3);
+      EXPECT_TRUE(equal_bits(got.result.last_outputs[2], got.outputs.at(39)[0]));
     }
-    EXPECT_EQ(got.deliveries, 40 * 3);
-    EXPECT_TRUE(equal_bits(got.result.last_outputs[2], got.outputs.at(39)[0]));
   }
 }
 
@@ -151,6 +156,11 @@ TEST(EarlyExitExecutorTest, ThousandMixedFramesFinishInOrderOnceEachInBothModes)
     ASSERT_EQ(p.frame_exit.size(), frames);
     ASSERT_EQ(p.frame_end_ns.size(), frames);
     EXPECT_TRUE(std::is_sorted(p.frame_end_ns.begin(), p.frame_end_ns.end())) << "completed out of order";
+    if (mode == Mode::kSwitch) {
+      for (uint64_t f = 1; f < frames; ++f) {
+        ASSERT_GE(p.frame_start_ns[f], p.frame_end_ns[f - 1]) << "frame " << f << " overlapped";
+      }
+    }
     // Exit 0's sub-graph sees every frame, in order, once.
     ASSERT_EQ(got.exit0_arrival.size(), frames);
     for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(got.exit0_arrival[f], f);

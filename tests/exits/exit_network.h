@@ -22,9 +22,12 @@ inline constexpr float kUnsureScale = 0.001f;
 inline constexpr int64_t kExitClasses = 10;
 
 // `with_exits` false: the same network as a static one (three plain outputs). `names`: the exit
-// heads' output names, in stage order.
+// heads' output names, in stage order. `independent`: every stage's convolution reads the input
+// instead of the stage before (a width partition reusing no features: no data edge between
+// stages, so only the exit decisions order them).
 inline graph::Graph exit_network(bool with_exits = true, uint64_t seed = 11,
-                                 const std::vector<std::string>& names = {"exit0", "exit1", "exit2"}) {
+                                 const std::vector<std::string>& names = {"exit0", "exit1", "exit2"},
+                                 bool independent = false) {
   graph::SeededWeights weights(seed);
   graph::GraphBuilder b("exitnet", weights);
   const graph::TensorId x = b.input("data", {1, 3, 16, 16});
@@ -44,7 +47,7 @@ inline graph::Graph exit_network(bool with_exits = true, uint64_t seed = 11,
   for (int stage = 0; stage < 3; ++stage) {
     const std::string n = std::to_string(stage + 1);
     b.begin_layer("stage" + n);
-    features = b.relu(b.conv(features, "conv" + n, conv(8)), "conv" + n + "_relu");
+    features = b.relu(b.conv(independent ? x : features, "conv" + n, conv(8)), "conv" + n + "_relu");
     exits.push_back(head(features, names.at(static_cast<size_t>(stage))));
   }
   for (graph::TensorId e : exits) b.output(e);
