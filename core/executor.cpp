@@ -199,6 +199,9 @@ struct Executor::Impl {
 
 void Executor::Impl::set_up() {
   const int64_t start = now_ns();
+  // Before the (slow) compile: a policy that does not fit the network is the user's to fix.
+  options.exit_policy.check_exit_count(graph.has_exits() ? graph.outputs().size() : 0,
+                                       "graph '" + graph.name() + "'");
   create_processors();
   compile_all();
   connect();
@@ -497,13 +500,8 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
 // a "frame finished" marker that keeps the receivers' frame numbering (and their checks) intact.
 
 void Executor::Impl::connect_exits() {
-  const std::string network = "graph '" + graph.name() + "'";
-  if (!graph.has_exits()) {
-    options.exit_policy.check_exit_count(0, network);
-    return;
-  }
+  if (!graph.has_exits()) return;
   const auto& outputs = graph.outputs();
-  options.exit_policy.check_exit_count(outputs.size(), network);
   for (graph::TensorId t : outputs) {
     exit_subgraph.push_back(partition.subgraph_of_layer(graph.node(graph.tensor(t).producer).layer));
   }
@@ -546,11 +544,17 @@ void Executor::Impl::decide_exit(SubGraphRuntime& s) {
   s.stop_exit = kNoExit;
   const auto final_exit = static_cast<uint32_t>(exit_subgraph.size()) - 1;
   for (const auto& [port, exit] : s.exit_ports) {
-    const auto* values = static_cast<const float*>(s.compiled->map(CO_UP_IO_OUTPUT, static_cast<uint32_t>(port)));
+    if (exit == final_exit) {
+      s.stop_exit = exit;
+      return;
+    }
+    if (options.exit_policy.never_stops()) continue;
+    const auto index = static_cast<uint32_t>(port);
+    const auto* values = static_cast<const float*>(s.compiled->map(CO_UP_IO_OUTPUT, index));
     const std::span<const float> scores(values, s.outputs[port].bytes / sizeof(float));
-    const bool stop = exit == final_exit || options.exit_policy.stops(exit, scores);
-    if (stop && exit != final_exit) std::copy(scores.begin(), scores.end(), s.exit_values.begin());
-    s.compiled->unmap(CO_UP_IO_OUTPUT, static_cast<uint32_t>(port));
+    const bool stop = options.exit_policy.stops(exit, scores);
+    if (stop) std::copy(scores.begin(), scores.end(), s.exit_values.begin());
+    s.compiled->unmap(CO_UP_IO_OUTPUT, index);
     if (stop) {
       s.stop_exit = exit;
       return;
