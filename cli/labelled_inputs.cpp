@@ -68,8 +68,8 @@ void LabelCheck::on_output(uint64_t frame, uint32_t output, std::span<const floa
 
 std::vector<uint8_t> LabelCheck::correct(uint64_t frames) const {
   std::lock_guard lock(mutex_);
-  std::vector<uint8_t> result(correct_.begin(), correct_.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(frames, correct_.size())));
-  result.resize(frames, 0);
+  std::vector<uint8_t> result(correct_.begin(), correct_.end());
+  result.resize(frames, 0);  // frames past the last seen count as wrong; frames beyond are cut
   return result;
 }
 

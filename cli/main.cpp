@@ -433,8 +433,11 @@ int run(const Options& o, StopSignal& stop) {
   check_cores_exist(platform);
   RunRequest request;
   request.frames = static_cast<uint64_t>(o.frames);
-  if (std::optional<InputSets> batch = read_input_batch(o.input, g)) {
-    request.input_sets = std::move(*batch);  // a labelled input set: frame f reads input f % N
+  // A labelled input set: frame f reads input f % N (load_input refuses the option mixes).
+  std::optional<InputSets> batch;
+  if (o.image.empty() && o.preprocess.empty()) batch = read_input_batch(o.input, g);
+  if (batch) {
+    request.input_sets = std::move(*batch);
   } else {
     request.input_sets.push_back(load_input(o, g));
   }
@@ -442,11 +445,12 @@ int run(const Options& o, StopSignal& stop) {
   const uint32_t result_index = result_output(g);  // a multi-exit network answers with its last
   const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(result_index)).desc;
   const bool npy_labels = is_npy_labels(o.labels);
-  const std::vector<std::string> labels = npy_labels ? std::vector<std::string>{} : read_class_labels(o.labels, out_desc);
+  const std::vector<std::string> labels =
+      npy_labels ? std::vector<std::string>{} : read_class_labels(o.labels, out_desc);
   std::optional<LabelCheck> label_check;
   if (npy_labels) {
-    label_check.emplace(read_npy_labels(o.labels, request.input_sets.size(), out_desc.shape.empty() ? 1 : out_desc.shape.back()),
-                        result_index);
+    const int64_t classes = out_desc.shape.empty() ? 1 : out_desc.shape.back();
+    label_check.emplace(read_npy_labels(o.labels, request.input_sets.size(), classes), result_index);
   }
 
   // Power side. Declaration order is destruction order in reverse: the executor goes
@@ -493,8 +497,8 @@ int run(const Options& o, StopSignal& stop) {
   // Layers on npu-int8: distinct inputs, int8-vs-f32 report after the run.
   const AccuracyReport int8_accuracy(placement, registry, o, request);
   if (label_check) {  // after the int8 report's recorder, which it calls on
-    request.on_output = [&label_check, recorder = request.on_output](uint64_t frame, uint32_t output,
-                                                                    std::span<const float> values) {
+    request.on_output = [&label_check, recorder = request.on_output](
+                            uint64_t frame, uint32_t output, std::span<const float> values) {
       if (recorder) recorder(frame, output, values);
       label_check->on_output(frame, output, values);
     };
@@ -554,8 +558,9 @@ int run(const Options& o, StopSignal& stop) {
   }
   if (outputs.profile) profiler::write_json(*outputs.profile, result.profile);
   if (result.profile.frames_completed > 0) {
-    if (outputs.output) graph::write_npy(*outputs.output, out_desc.shape, result.last_outputs.at(result_index));
-    if ((!o.labels.empty() && !npy_labels) || !o.image.empty()) print_top5(labels, result.last_outputs.at(result_index));
+    const std::vector<float>& answer = result.last_outputs.at(result_index);
+    if (outputs.output) graph::write_npy(*outputs.output, out_desc.shape, answer);
+    if ((!o.labels.empty() && !npy_labels) || !o.image.empty()) print_top5(labels, answer);
   }
   if (result.profile.interrupted) {
     std::cerr << "co_up: interrupted after " << result.profile.frames_completed << " of "

@@ -70,7 +70,8 @@ ExitPolicy ExitPolicy::parse(const std::string& spec) {
   size_t begin = 0;
   while (true) {
     const size_t comma = list.find(',', begin);
-    const std::string item = list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const size_t length = comma == std::string::npos ? std::string::npos : comma - begin;
+    const std::string item = list.substr(begin, length);
     double value = 0;
     const char* end = item.data() + item.size();
     const auto [ptr, ec] = std::from_chars(item.data(), end, value);

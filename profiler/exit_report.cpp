@@ -18,7 +18,8 @@ std::string pad(const std::string& text, size_t width) {
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
-  return whole == 0 ? "-" : format("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  if (whole == 0) return "-";
+  return format("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
 // Frames with a label, and those whose result was right, over the completed frames.
@@ -118,7 +119,10 @@ nlohmann::json exit_report_json(const RunProfile& p) {
       if (labelled > 0) {
         entry["labelled"] = e.labelled;
         entry["correct"] = e.correct;
-        entry["accuracy"] = e.labelled > 0 ? json(static_cast<double>(e.correct) / static_cast<double>(e.labelled)) : json(nullptr);
+        entry["accuracy"] = nullptr;  // no frame took this exit
+        if (e.labelled > 0) {
+          entry["accuracy"] = static_cast<double>(e.correct) / static_cast<double>(e.labelled);
+        }
       }
       exits.push_back(std::move(entry));
     }
