@@ -18,6 +18,7 @@
 #include "cli/accuracy_report.h"
 #include "cli/crash_handler.h"
 #include "cli/export_partitions.h"
+#include "cli/labelled_inputs.h"
 #include "cli/layer_profiler.h"
 #include "cli/options.h"
 #include "cli/plan_command.h"
@@ -380,6 +381,7 @@ int run(const Options& o, StopSignal& stop) {
   spec.split = o.split;
   spec.model = o.model;
   spec.input_shape = o.input_shape;
+  spec.exits_file = o.exits;
   const graph::Graph g = build_network(spec);
   if (o.list_layers || o.list_constants) {
     list_layers(g, o.list_constants);
@@ -429,13 +431,29 @@ int run(const Options& o, StopSignal& stop) {
   if (use_meter) power::ExternalMeter::validate(meter_options, !o.gpio_tags.empty());
   exec_options.receiver_buffers = o.buffers;
   exec_options.profile_level = o.profile;
+  if (!o.exit.empty()) exec_options.exit_policy = ExitPolicy::parse(o.exit);
   check_cores_exist(platform);
   RunRequest request;
   request.frames = static_cast<uint64_t>(o.frames);
-  request.input_sets.push_back(load_input(o, g));
+  // A labelled input set: frame f reads input f % N (load_input refuses the option mixes).
+  std::optional<InputSets> batch;
+  if (o.image.empty() && o.preprocess.empty()) batch = read_input_batch(o.input, g);
+  if (batch) {
+    request.input_sets = std::move(*batch);
+  } else {
+    request.input_sets.push_back(load_input(o, g));
+  }
   // Fail on unreadable inputs now, not after a long run (outputs were checked at the start).
-  const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(0)).desc;
-  const std::vector<std::string> labels = read_class_labels(o.labels, out_desc);
+  const uint32_t result_index = result_output(g);  // a multi-exit network answers with its last
+  const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(result_index)).desc;
+  const bool npy_labels = is_npy_labels(o.labels);
+  const std::vector<std::string> labels =
+      npy_labels ? std::vector<std::string>{} : read_class_labels(o.labels, out_desc);
+  std::optional<LabelCheck> label_check;
+  if (npy_labels) {
+    const int64_t classes = out_desc.shape.empty() ? 1 : out_desc.shape.back();
+    label_check.emplace(read_npy_labels(o.labels, request.input_sets.size(), classes), result_index);
+  }
 
   // Power side. Declaration order is destruction order in reverse: the executor goes
   // first, then the observers it calls, the DVFS worker, and last the SysfsDvfs that restores the
@@ -480,6 +498,13 @@ int run(const Options& o, StopSignal& stop) {
   Placement placement = Placement::create(g, std::move(resolved), platform, registry);
   // Layers on npu-int8: distinct inputs, int8-vs-f32 report after the run.
   const AccuracyReport int8_accuracy(placement, registry, o, request);
+  if (label_check) {  // after the int8 report's recorder, which it calls on
+    request.on_output = [&label_check, recorder = request.on_output](
+                            uint64_t frame, uint32_t output, std::span<const float> values) {
+      if (recorder) recorder(frame, output, values);
+      label_check->on_output(frame, output, values);
+    };
+  }
   const std::unique_ptr<Executor> executor = api::open_executor(std::move(placement), exec_options);
   {
     std::lock_guard lock(stop_run_mutex);
@@ -498,6 +523,7 @@ int run(const Options& o, StopSignal& stop) {
     throw;
   }
   stop.on_stop(nullptr);
+  if (label_check) result.profile.frame_correct = label_check->correct(result.profile.frames_completed);
   if (sampler) sampler->stop();
   result.profile.dvfs = setup_dvfs;
   if (dvfs_worker) {
@@ -534,8 +560,9 @@ int run(const Options& o, StopSignal& stop) {
   }
   if (outputs.profile) profiler::write_json(*outputs.profile, result.profile);
   if (result.profile.frames_completed > 0) {
-    if (outputs.output) graph::write_npy(*outputs.output, out_desc.shape, result.last_outputs.at(0));
-    if (!o.labels.empty() || !o.image.empty()) print_top5(labels, result.last_outputs.at(0));
+    const std::vector<float>& answer = result.last_outputs.at(result_index);
+    if (outputs.output) graph::write_npy(*outputs.output, out_desc.shape, answer);
+    if ((!o.labels.empty() && !npy_labels) || !o.image.empty()) print_top5(labels, answer);
   }
   if (result.profile.interrupted) {
     std::cerr << "co_up: interrupted after " << result.profile.frames_completed << " of "

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/exit_policy.h"
 #include "core/option_value.h"
 #include "graph/onnx/onnx_importer.h"
 
@@ -95,6 +96,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"image", [&](const std::string& v) { o.image = v; }},
       {"preprocess", [&](const std::string& v) { o.preprocess = v; }},
       {"labels", [&](const std::string& v) { o.labels = v; }},
+      {"exit", [&](const std::string& v) { ExitPolicy::parse(v); o.exit = v; }},  // checked now
+      {"exits", [&](const std::string& v) { o.exits = v; }},
       {"input", [&](const std::string& v) { o.input = v; }},
       {"output", [&](const std::string& v) { o.output = v; }},
       {"export-partitions", [&](const std::string& v) { o.export_partitions = v; }},
@@ -192,8 +195,14 @@ network
   --image=FILE          input image (PPM, PNG, JPEG), preprocessed as the network expects
   --preprocess=FILE.json  --image preprocessing: mean, std, layout RGB|BGR, resize, size
                         (default: the zoo network's own; torchvision ImageNet for --model)
-  --labels=FILE         class names, one per line: prints the top-5 of the last frame
-  --input=FILE.npy      input tensor (default: seeded random)
+  --labels=FILE         class names, one per line: prints the top-5 of the last frame; or
+                        FILE.npy: one integer label per input of --input (accuracy report)
+  --input=FILE.npy      input tensor (default: seeded random); a leading dimension of N frames
+                        beyond the network's batch of 1 is N inputs, frame f reading input f % N
+  --exit=SPEC           early exits of a multi-exit network: softmax-max>=T, entropy<=T, one T per
+                        exit before the final (softmax-max>=0.8,0.9), or none; T in [0,1]
+  --exits=FILE.json     {"exits": [...]}: the model's outputs that are exits, in stage order
+                        (default: <model>.exits.json, else outputs named exit0, exit1, ...)
   --output=FILE.npy     writes the network output of the last frame
   --export-partitions=DIR  writes each accelerator (N, npu/dsp) sub-graph of --order as
                         DIR/<graph>_<first>_<last>.onnx for the vendor's converter, then exits

@@ -56,7 +56,9 @@ struct Options {
   std::string data;
   std::string image;
   std::string preprocess;  // --preprocess=FILE.json for --image (graph/onnx/preprocess.h)
-  std::string labels;
+  std::string labels;          // class names (.txt), or a labelled input set's labels (.npy)
+  std::string exit;            // --exit=SPEC early-exit policy (core/exit_policy.h); empty: none
+  std::string exits;           // --exits=FILE.json a model's exits in stage order
   std::string input;
   std::string output;
   std::string export_partitions;  // --export-partitions=DIR: write accelerator partitions as ONNX

@@ -25,6 +25,7 @@ using profiler::now_ns;
 namespace {
 
 constexpr uint32_t kToUser = UINT32_MAX;
+constexpr uint32_t kNoExit = UINT32_MAX;
 
 struct SubGraphRuntime;
 
@@ -67,6 +68,16 @@ struct SubGraphRuntime {
   // The frame being run: claimed inputs and reserved output slots (per output port).
   std::vector<const void*> claimed_inputs;
   std::vector<std::vector<void*>> reserved_slots;
+  // Multi-exit networks (Impl::connect_exits). The exits computed here as (output port, exit),
+  // ascending; the exit sub-graphs before this one, which must have decided a frame before this
+  // one starts it (so a stopped frame costs later processors nothing).
+  std::vector<std::pair<size_t, uint32_t>> exit_ports;
+  std::vector<const SubGraphRuntime*> exit_gates;
+  // The running frame's exit when it stops here (kNoExit: it goes on), and that exit's output,
+  // which the later exits deliver for it. Written and read by the running processor thread only.
+  uint32_t stop_exit = kNoExit;
+  std::vector<float> exit_values;
+  uint64_t frames_skipped = 0;  // guarded by Impl::mutex
 };
 
 // State the layer hooks need; lives on the processor thread's stack during one sub-graph run.
@@ -157,6 +168,13 @@ struct Executor::Impl {
   std::vector<int64_t> frame_start;
   std::vector<int64_t> frame_end;
   std::vector<std::vector<float>> last_outputs;
+  // Multi-exit networks: the sub-graph computing each exit, and each entered frame's exit
+  // (kNoExit until decided; guarded by `mutex`). Outputs of one exit may be delivered by two
+  // threads (its own sub-graph, or the one where a frame stopped): last_outputs keeps the newest.
+  std::vector<uint32_t> exit_subgraph;
+  std::vector<uint32_t> frame_exit;
+  std::mutex last_outputs_mutex;
+  std::vector<uint64_t> last_output_frame;
 
   Impl(Placement p, ExecutorOptions o, std::shared_ptr<ExecutorShare> s)
       : placement(std::move(p)),
@@ -189,6 +207,7 @@ struct Executor::Impl {
   void create_processors();
   void compile_all();
   void connect();
+  void connect_exits();
 
   void refresh_admitted();
   bool inputs_ready(const SubGraphRuntime& s) const;
@@ -196,6 +215,13 @@ struct Executor::Impl {
   void claim(SubGraphRuntime& s);
   void execute(SubGraphRuntime& s, uint64_t frame);
   void commit(SubGraphRuntime& s);
+  bool exits_decided(const SubGraphRuntime& s) const;
+  bool skips(const SubGraphRuntime& s, uint64_t frame) const;
+  void skip(SubGraphRuntime& s);
+  void decide_exit(SubGraphRuntime& s);
+  void deliver_output(SubGraphRuntime& s, uint64_t frame, uint32_t output, std::span<const float> values);
+  void deliver_later_exits(SubGraphRuntime& s, uint64_t frame);
+  void add_exit_profile(profiler::RunProfile& profile) const;
   void processor_loop(Processor& p);
   void spin_while_unchanged(uint64_t seen) const;
   void fail(std::exception_ptr e);
@@ -204,9 +230,13 @@ struct Executor::Impl {
 
 void Executor::Impl::set_up() {
   const int64_t start = now_ns();
+  // Before the (slow) compile: a policy that does not fit the network is the user's to fix.
+  options.exit_policy.check_exit_count(graph.has_exits() ? graph.outputs().size() : 0,
+                                       "graph '" + graph.name() + "'");
   create_processors();
   compile_all();
   connect();
+  connect_exits();
   setup_ns = placement.setup_ns() + (now_ns() - start);
 }
 
@@ -330,7 +360,7 @@ void Executor::Impl::refresh_admitted() {
 }
 
 bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
-  if (s.next_frame >= frames) return false;
+  if (s.next_frame >= frames || !exits_decided(s)) return false;
   if (s.reads_graph_input && options.mode == Mode::kSwitch && completed < s.next_frame) {
     return false;  // switch mode: one frame in flight
   }
@@ -442,13 +472,15 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
     p.events.push_back(e);
   }
 
-  // Send (Algorithm 1): map once, copy into every receiver's reserved slot, unmap.
+  decide_exit(s);
+  // Send (Algorithm 1): map once, copy into every receiver's reserved slot, unmap. A frame that
+  // stops here sends nothing: every receiver is a later sub-graph, which skips it.
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     OutputPort& out = s.outputs[o];
     const auto index = static_cast<uint32_t>(o);
     const int64_t map_begin = now_ns();
     const void* src = s.compiled->map(CO_UP_IO_OUTPUT, index);
-    if (out.sender) {
+    if (out.sender && s.stop_exit == kNoExit) {
       const auto& targets = out.sender->receivers();
       for (size_t k = 0; k < targets.size(); ++k) {
         const int64_t begin = k == 0 ? map_begin : now_ns();
@@ -459,15 +491,20 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
     if (out.graph_output) {
       const auto* values = static_cast<const float*>(src);
       const size_t count = out.bytes / sizeof(float);
-      std::copy(values, values + count, last_outputs[*out.graph_output].begin());
-      stream->output(frame, *out.graph_output, std::span<const float>(values, count));
+      deliver_output(s, frame, *out.graph_output, std::span<const float>(values, count));
     }
     s.compiled->unmap(CO_UP_IO_OUTPUT, index);
   }
+  deliver_later_exits(s, frame);
 }
 
 void Executor::Impl::commit(SubGraphRuntime& s) {
   const uint64_t frame = s.next_frame;
+  if (s.stop_exit != kNoExit) {
+    if (frame_exit.size() <= frame) frame_exit.resize(frame + 1, kNoExit);
+    frame_exit[frame] = s.stop_exit;
+    s.stop_exit = kNoExit;
+  }
   for (InputPort& in : s.inputs) {
     if (in.receiver != nullptr) in.receiver->release();
   }
@@ -486,6 +523,107 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
     for (; completed < done; ++completed) frame_end.push_back(now);
     if (completed != before) stream->frames_completed(completed);
   }
+}
+
+// Multi-exit networks. A frame's exit is decided by the first sub-graph whose exit stops it (the
+// final exit always does); every later sub-graph waits for that decision (exit_gates), then skips
+// the frame: it claims and releases its inputs and publishes its reserved output slots unwritten,
+// a "frame finished" marker that keeps the receivers' frame numbering (and their checks) intact.
+
+void Executor::Impl::connect_exits() {
+  if (!graph.has_exits()) return;
+  const auto& outputs = graph.outputs();
+  for (graph::TensorId t : outputs) {
+    exit_subgraph.push_back(partition.subgraph_of_layer(graph.node(graph.tensor(t).producer).layer));
+  }
+  const auto exit_elements = static_cast<size_t>(graph.tensor(outputs[0]).desc.element_count());
+  for (auto& s : subgraphs) {
+    for (size_t o = 0; o < s->outputs.size(); ++o) {
+      if (s->outputs[o].graph_output) s->exit_ports.emplace_back(o, *s->outputs[o].graph_output);
+    }
+    std::sort(s->exit_ports.begin(), s->exit_ports.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (!s->exit_ports.empty()) s->exit_values.resize(exit_elements);
+  }
+  for (auto& s : subgraphs) {
+    for (const auto& other : subgraphs) {
+      if (other->subgraph->index < s->subgraph->index && !other->exit_ports.empty()) {
+        s->exit_gates.push_back(other.get());
+      }
+    }
+  }
+}
+
+bool Executor::Impl::exits_decided(const SubGraphRuntime& s) const {
+  for (const SubGraphRuntime* gate : s.exit_gates) {
+    if (gate->next_frame <= s.next_frame) return false;
+  }
+  return true;
+}
+
+bool Executor::Impl::skips(const SubGraphRuntime& s, uint64_t frame) const {
+  if (frame >= frame_exit.size() || frame_exit[frame] == kNoExit) return false;
+  return exit_subgraph[frame_exit[frame]] < s.subgraph->index;
+}
+
+void Executor::Impl::skip(SubGraphRuntime& s) {
+  ++s.frames_skipped;
+  commit(s);
+}
+
+void Executor::Impl::decide_exit(SubGraphRuntime& s) {
+  s.stop_exit = kNoExit;
+  const auto final_exit = static_cast<uint32_t>(exit_subgraph.size()) - 1;
+  for (const auto& [port, exit] : s.exit_ports) {
+    if (exit == final_exit) {
+      s.stop_exit = exit;
+      return;
+    }
+    if (options.exit_policy.never_stops()) continue;
+    const auto index = static_cast<uint32_t>(port);
+    const auto* values = static_cast<const float*>(s.compiled->map(CO_UP_IO_OUTPUT, index));
+    const std::span<const float> scores(values, s.outputs[port].bytes / sizeof(float));
+    const bool stop = options.exit_policy.stops(exit, scores);
+    if (stop) std::copy(scores.begin(), scores.end(), s.exit_values.begin());
+    s.compiled->unmap(CO_UP_IO_OUTPUT, index);
+    if (stop) {
+      s.stop_exit = exit;
+      return;
+    }
+  }
+}
+
+void Executor::Impl::deliver_output(SubGraphRuntime& s, uint64_t frame, uint32_t output,
+                                    std::span<const float> values) {
+  // An exit after the one the frame stopped at returns the stopping exit's output.
+  if (s.stop_exit != kNoExit && output > s.stop_exit) values = s.exit_values;
+  {
+    std::lock_guard lock(last_outputs_mutex);
+    if (frame >= last_output_frame[output]) {
+      std::copy(values.begin(), values.end(), last_outputs[output].begin());
+      last_output_frame[output] = frame;
+    }
+  }
+  stream->output(frame, output, values);
+}
+
+void Executor::Impl::deliver_later_exits(SubGraphRuntime& s, uint64_t frame) {
+  if (s.stop_exit == kNoExit) return;
+  for (uint32_t k = s.stop_exit + 1; k < exit_subgraph.size(); ++k) {
+    if (exit_subgraph[k] > s.subgraph->index) deliver_output(s, frame, k, s.exit_values);
+  }
+}
+
+void Executor::Impl::add_exit_profile(profiler::RunProfile& profile) const {
+  if (exit_subgraph.empty()) return;
+  profile.exit_policy = options.exit_policy.describe();
+  for (size_t k = 0; k < exit_subgraph.size(); ++k) {
+    profile.exits.push_back({graph.tensor(graph.outputs()[k]).name, exit_subgraph[k]});
+  }
+  for (uint64_t f = 0; f < completed; ++f) {
+    profile.frame_exit.push_back(f < frame_exit.size() ? frame_exit[f] : kNoExit);
+  }
+  for (const auto& s : subgraphs) profile.subgraph_frames_skipped.push_back(s->frames_skipped);
 }
 
 void Executor::Impl::spin_while_unchanged(uint64_t seen) const {
@@ -566,6 +704,13 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     Impl& m = *pick_lane->impl;
     m.claim(*pick);
     const uint64_t frame = pick->next_frame;
+    if (m.skips(*pick, frame)) {
+      m.skip(*pick);
+      lock.unlock();
+      first.changed.notify_all();
+      lock.lock();
+      continue;
+    }
     lock.unlock();
     try {
       m.execute(*pick, frame);
@@ -617,6 +762,7 @@ profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
                                  r.capacity(), r.max_occupancy(), r.transfers(), r.full_stalls(),
                                  receiver_layouts[i]});
   }
+  add_exit_profile(profile);
   return profile;
 }
 
@@ -707,7 +853,10 @@ void Executor::Impl::begin_run(FrameStream& run_stream) {
   for (auto& s : subgraphs) {
     s->next_frame = 0;
     s->stall_counted_frame = UINT64_MAX;
+    s->stop_exit = kNoExit;
+    s->frames_skipped = 0;
   }
+  frame_exit.clear();
   for (auto& p : processors) {
     p->events.clear();
     const size_t per_frame = options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
@@ -725,6 +874,7 @@ void Executor::Impl::begin_run(FrameStream& run_stream) {
   for (graph::TensorId t : graph.outputs()) {
     last_outputs.emplace_back(static_cast<size_t>(graph.tensor(t).desc.element_count()));
   }
+  last_output_frame.assign(last_outputs.size(), 0);
 }
 
 RunResult Executor::Impl::end_run(FrameStream& run_stream) {

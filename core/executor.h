@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_policy.h"
 #include "core/layer_observer.h"
 #include "core/mapping.h"
 #include "core/partition.h"
@@ -57,13 +58,20 @@ struct ExecutorOptions {
   // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
   // owned; they must outlive the Executor.
   std::vector<LayerObserver*> observers;
+  // Multi-exit networks (graph::Graph::has_exits): when a frame stops at an exit. A stopped frame
+  // skips every later sub-graph — their processors do no work for it; they pass its number on, so
+  // frames stay numbered and in order — and each later exit's output is the stopping exit's.
+  // Default: never stop early. Setup throws InputError when it does not fit the network.
+  ExitPolicy exit_policy;
 };
 
 struct RunRequest {
   uint64_t frames = 1;
   // Frame f reads input_sets[f % input_sets.size()]; a set holds one f32 tensor per graph input.
   std::vector<std::vector<std::vector<float>>> input_sets;
-  // Optional: each frame's graph outputs, in frame order, on the thread that produced them.
+  // Optional: each frame's graph outputs, in frame order, on the thread that produced them. In a
+  // multi-exit network, a frame that stops early gets its later exits' outputs from the stopping
+  // sub-graph's thread at once, so those may arrive before an earlier frame's.
   std::function<void(uint64_t frame, uint32_t output, std::span<const float> values)> on_output;
 };
 
@@ -84,7 +92,8 @@ class FrameStream {
   // frame_completed() counts the frame. Called on processor threads, outside the lock.
   virtual const float* input(uint64_t frame, uint32_t input) = 0;
   // Graph output `output` of `frame`, on the producing processor thread, outside the lock;
-  // `values` are valid only during the call. Each (frame, output) exactly once.
+  // `values` are valid only during the call. Each (frame, output) exactly once (a frame stopped
+  // at an exit gets every later exit's output from the stopping sub-graph, see RunRequest).
   virtual void output(uint64_t frame, uint32_t output, std::span<const float> values) = 0;
   // Frames [0, completed) have delivered all their outputs (in order: completed only grows).
   // Called under the scheduling lock: must not block for long or call the Executor.

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <utility>
 
 #include "core/error.h"
+#include "core/io/input_file.h"
+#include "core/json_input.h"
 #include "graph/builder.h"
 #include "graph/onnx/layer_units.h"
 #include "graph/onnx/onnx_importer.h"
@@ -146,7 +149,40 @@ uint64_t available_memory_bytes() {
   return available;
 }
 
+namespace {
+
+// The exits list of a model: --exits=FILE, else <model>.exits.json beside it; empty when neither.
+void read_exits_file(const NetworkSpec& spec, graph::OnnxImportOptions& options) {
+  std::string path = spec.exits_file;
+  if (path.empty()) {
+    std::error_code ec;
+    const std::string beside = spec.model + ".exits.json";
+    if (!std::filesystem::exists(beside, ec)) return;
+    path = beside;
+  }
+  const std::string origin = "exits file '" + path + "'";
+  const nlohmann::json j = parse_json(io::read_input_file(path, "exits file", io::kMaxConfigBytes), origin);
+  const auto exits = j.is_object() ? j.find("exits") : j.end();
+  if (!j.is_object() || exits == j.end() || !exits->is_array() || exits->size() < 2) {
+    throw InputError(origin + " needs {\"exits\": [\"name\", ...]}: the model's outputs in stage "
+                     "order, at least two, the final exit last");
+  }
+  for (size_t i = 0; i < exits->size(); ++i) {
+    if (!(*exits)[i].is_string()) {
+      throw InputError(origin + ": " + json_index("\"exits\"", i) + " = " + json_shown((*exits)[i]) +
+                       " is not an output name (a string)");
+    }
+    options.exits.push_back((*exits)[i].get<std::string>());
+  }
+  options.exits_origin = origin;
+}
+
+}  // namespace
+
 graph::Graph build_network(const NetworkSpec& spec) {
+  if (!spec.exits_file.empty() && spec.model.empty()) {
+    throw InputError("--exits applies to --model (a zoo network has no exits)");
+  }
   if (spec.units != "layers" && spec.units != "ops") {
     throw InputError("unknown --units='" + spec.units + "' (use layers or ops)");
   }
@@ -160,6 +196,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
     }
     graph::OnnxImportOptions import_options;
     import_options.input_shape = spec.input_shape;
+    read_exits_file(spec, import_options);
     graph::Graph g = graph::import_onnx_file(spec.model, import_options);
     graph::optimize_for_inference(g);
     check_fits(g, "model '" + spec.model + "'", available_memory_bytes(),
@@ -169,6 +206,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
     } else {
       graph::assign_block_units(g);
     }
+    graph::cut_units_after_exits(g);
     apply_splits(g, spec.split);
     g.validate();
     return g;

@@ -31,6 +31,10 @@ struct NetworkSpec {
   // --split=UNIT:PARTS[,UNIT:PARTS...]: layer units (numbered as without the option) whose compute
   // op is split by output channels into PARTS units (graph::split_output_channels). Empty: none.
   std::string split;
+  // Exits of a multi-exit model (docs/early_exits.md): a JSON file {"exits": ["name", ...]} listing
+  // the model's outputs in stage order. Empty: <model>.exits.json when it exists, else outputs
+  // named exit0, exit1, ... by convention.
+  std::string exits_file;
 };
 
 // Throws InputError (unknown network, bad weights directory, unreadable or unsupported model, ...).

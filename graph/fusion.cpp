@@ -279,6 +279,7 @@ void fuse_transformer_patterns(Graph& graph) {
     map[n.outputs[0]] = out.add_node(n.name, n.op, inputs, n.attrs, n.layer);
   }
   for (TensorId t : graph.outputs()) out.mark_output(map[t]);
+  if (graph.has_exits()) out.mark_outputs_as_exits();
   graph = std::move(out);
 }
 

@@ -486,6 +486,37 @@ TensorId Graph::add_node(const std::string& name, OpType op, std::vector<TensorI
 
 void Graph::mark_output(TensorId tensor) { outputs_.push_back(tensor); }
 
+void Graph::mark_outputs_as_exits() {
+  if (outputs_.size() < 2) {
+    throw InputError("graph '" + name_ + "' has " + std::to_string(outputs_.size()) +
+                     " output(s); a multi-exit network needs one per exit, at least two");
+  }
+  for (size_t k = 1; k < outputs_.size(); ++k) {
+    const Tensor& before = tensors_.at(outputs_[k - 1]);
+    const Tensor& exit = tensors_.at(outputs_[k]);
+    if (exit.producer <= before.producer) {
+      throw InputError("exit " + std::to_string(k) + " '" + exit.name + "' is computed before exit " +
+                       std::to_string(k - 1) + " '" + before.name +
+                       "'; list exits in stage order (the order the network computes them)");
+    }
+    if (exit.desc.element_count() != before.desc.element_count()) {
+      throw InputError("exit " + std::to_string(k) + " '" + exit.name + "' has shape " +
+                       exit.desc.shape_string() + " but exit " + std::to_string(k - 1) + " '" +
+                       before.name + "' has " + before.desc.shape_string() +
+                       "; every exit must score the same classes");
+    }
+  }
+  outputs_are_exits_ = true;
+}
+
+void Graph::reorder_outputs(const std::vector<TensorId>& outputs) {
+  if (!std::is_permutation(outputs.begin(), outputs.end(), outputs_.begin(), outputs_.end())) {
+    throw InputError("graph '" + name_ + "': the outputs to reorder are not its " +
+                     std::to_string(outputs_.size()) + " outputs");
+  }
+  outputs_ = outputs;
+}
+
 void Graph::set_layer_name(uint32_t layer, std::string name) {
   if (layer_names_.size() <= layer) layer_names_.resize(layer + 1);
   layer_names_[layer] = std::move(name);

@@ -48,6 +48,16 @@ class Graph {
   TensorId add_node(const std::string& name, OpType op, std::vector<TensorId> inputs,
                     Attributes attrs, uint32_t layer);
   void mark_output(TensorId tensor);
+  // Multi-exit networks: declares every graph output an exit classifier, in stage order — the
+  // order of outputs() — the final exit last. Exit k is what a frame returns when it stops after
+  // k's stage (core/exit_policy.h). Throws InputError unless there are at least two outputs, each
+  // computed after the one before (stage order is topological order) and all of one element
+  // count (a frame's result is any of them). Passes that rebuild the graph keep the mark.
+  void mark_outputs_as_exits();
+  bool has_exits() const { return outputs_are_exits_; }
+  // Reorders the graph outputs to `outputs` (a permutation of outputs()); throws InputError
+  // otherwise. For a sidecar that lists a model's exits in stage order.
+  void reorder_outputs(const std::vector<TensorId>& outputs);
 
   const Node& node(NodeId id) const { return nodes_.at(id); }
   Node& mutable_node(NodeId id) { return nodes_.at(id); }
@@ -84,6 +94,7 @@ class Graph {
   std::vector<TensorId> inputs_;
   std::vector<TensorId> outputs_;
   std::vector<std::string> layer_names_;
+  bool outputs_are_exits_ = false;
 };
 
 template <typename Pred>

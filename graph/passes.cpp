@@ -214,6 +214,7 @@ void split_output_channels(Graph& graph, uint32_t unit, int parts) {
     map[n.outputs[0]] = joined;
   }
   for (TensorId t : graph.outputs()) out.mark_output(map[t]);
+  if (graph.has_exits()) out.mark_outputs_as_exits();
   for (size_t i = 0; i < units.size(); ++i) {
     const auto index = static_cast<uint32_t>(i);
     if (index != unit) {

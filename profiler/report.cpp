@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "profiler/exit_report.h"
 #include "profiler/power_trace.h"
 
 namespace co_up::profiler {
@@ -170,6 +171,7 @@ void print_report(std::ostream& out, const RunProfile& p) {
           << pad(format("%.1f", static_cast<double>(l.macs) / 1e6), 10) << l.output_shape << "\n";
     }
   }
+  print_exit_report(out, p);
 }
 
 nlohmann::json to_json(const RunProfile& p) {
@@ -271,6 +273,7 @@ nlohmann::json to_json(const RunProfile& p) {
     }
     j["dvfs"] = dvfs;
   }
+  if (json exits = exit_report_json(p); !exits.is_null()) j["exits"] = std::move(exits);
   if (!p.power.empty()) {
     json power = json::array();
     for (const PowerSummary& summary : p.power) power.push_back(power_summary_to_json(summary));

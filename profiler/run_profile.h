@@ -124,6 +124,19 @@ struct RunProfile {
   std::vector<Event> events;  // merged from all threads, sorted by begin time
   std::vector<DvfsEvent> dvfs;  // filled by the power manager, in issue order
   std::vector<PowerSummary> power;  // --power: one entry per source (sensors or estimate, meter)
+
+  // Multi-exit networks (core/exit_policy.h); `exits` is empty for a static network.
+  struct Exit {
+    std::string name;       // the exit's graph output
+    uint32_t subgraph = 0;  // the sub-graph computing it
+  };
+  std::vector<Exit> exits;
+  std::string exit_policy;             // its canonical spec ("softmax-max>=0.9", "none")
+  std::vector<uint32_t> frame_exit;    // per completed frame: the exit it took
+  std::vector<uint64_t> subgraph_frames_skipped;  // per sub-graph: frames it did no work for
+  // With labels (co_up --labels=FILE.npy): per completed frame, whether its result's top class is
+  // the label (1) or not (0). Empty without labels.
+  std::vector<uint8_t> frame_correct;
 };
 
 }  // namespace co_up::profiler

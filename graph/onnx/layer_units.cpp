@@ -249,4 +249,32 @@ void assign_block_units(Graph& graph) {
   }
 }
 
+void cut_units_after_exits(Graph& graph) {
+  if (!graph.has_exits()) return;
+  std::vector<bool> ends_stage(graph.nodes().size(), false);
+  for (size_t k = 0; k + 1 < graph.outputs().size(); ++k) {
+    ends_stage[graph.tensor(graph.outputs()[k]).producer] = true;
+  }
+  std::vector<std::string> old_names;
+  for (const LayerUnit& unit : graph.layers()) old_names.push_back(unit.name);
+  std::vector<std::string> names;
+  uint32_t shift = 0;
+  uint32_t previous = UINT32_MAX;
+  bool cut = false;
+  for (const Node& node : graph.nodes()) {
+    if (node.op == OpType::kInput) continue;
+    Node& n = graph.mutable_node(node.id);
+    if (n.layer != previous) {
+      names.push_back(old_names.at(n.layer));
+    } else if (cut) {
+      ++shift;
+      names.push_back(n.name);
+    }
+    cut = ends_stage[n.id];
+    previous = n.layer;
+    n.layer += shift;
+  }
+  for (uint32_t u = 0; u < names.size(); ++u) graph.set_layer_name(u, names[u]);
+}
+
 }  // namespace co_up::graph

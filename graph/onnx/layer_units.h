@@ -34,4 +34,9 @@ namespace co_up::graph {
 // (optimize_for_inference) so that fused activations are already inside their producer.
 void assign_block_units(Graph& graph);
 
+// A multi-exit graph (Graph::has_exits): a new layer unit starts right after each exit but the
+// final one, so a stage's exit head never shares a unit (a letter of --order) with the next
+// stage's layers. The part cut off is named after its first node. No-op for a static graph.
+void cut_units_after_exits(Graph& graph);
+
 }  // namespace co_up::graph

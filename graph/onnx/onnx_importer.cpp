@@ -75,6 +75,36 @@ class Importer {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw InputError(source_ + ": " + what); }
+  // Exits (docs/early_exits.md): the outputs OnnxImportOptions::exits lists, in that order, or
+  // by convention outputs named exit0, exit1, ... in stage order (the final one may have any name).
+  void mark_exits(const onnx::GraphProto& g) {
+    std::vector<std::string> names;
+    for (const onnx::ValueInfoProto& out : g.output()) names.push_back(out.name());
+    if (!options_.exits.empty()) {
+      std::vector<TensorId> order;
+      for (const std::string& name : options_.exits) {
+        const auto it = std::find(names.begin(), names.end(), name);
+        if (it == names.end()) fail(options_.exits_origin + " lists exit '" + name + "', which is not a graph output");
+        const TensorId t = graph_.outputs().at(static_cast<size_t>(it - names.begin()));
+        if (std::find(order.begin(), order.end(), t) != order.end()) {
+          fail(options_.exits_origin + " lists exit '" + name + "' twice");
+        }
+        order.push_back(t);
+      }
+      if (order.size() != names.size()) {
+        fail(options_.exits_origin + " lists " + std::to_string(order.size()) + " exits but the model has " +
+             std::to_string(names.size()) + " outputs; list every output, in stage order");
+      }
+      graph_.reorder_outputs(order);
+      graph_.mark_outputs_as_exits();
+      return;
+    }
+    if (names.size() < 2) return;
+    for (size_t k = 0; k + 1 < names.size(); ++k) {
+      if (names[k] != "exit" + std::to_string(k)) return;
+    }
+    graph_.mark_outputs_as_exits();
+  }
   [[noreturn]] void fail_node(const onnx::NodeProto& n, const std::string& what) const {
     fail("node '" + node_name(n) + "' (" + n.op_type() + "): " + what);
   }
@@ -462,6 +492,7 @@ Graph Importer::run() {
     }
     graph_.mark_output(tensor);
   }
+  mark_exits(g);
   // Latest first: a Pad read only by a later, dropped Pad is dropped too.
   for (auto it = pending_pads_.rbegin(); it != pending_pads_.rend(); ++it) {
     const TensorId padded = *it;

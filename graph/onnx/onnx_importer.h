@@ -17,7 +17,8 @@
 // Errors: InputError (core/error.h), one line naming the file and, where there is one, the node:
 // unreadable/truncated/corrupt file, not an ONNX model, unsupported opset (outside 11-17),
 // unsupported operator (its op type and node name), a dynamic input shape without
-// ImportOptions::input_shape, external tensor data. Thread-safe (no shared state).
+// ImportOptions::input_shape, external tensor data, an exits list that does not name every output
+// once. Thread-safe (no shared state).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,11 @@ struct OnnxImportOptions {
   // The input's shape (NCHW), replacing the model's: needed when the model's input has symbolic
   // (dynamic) dimensions; must have the model's rank. Empty: the model's own shape.
   std::vector<int64_t> input_shape;
+  // The model's exits (graph output names, stage order, final last), from a sidecar JSON; empty:
+  // outputs named exit0, exit1, ... are exits by convention. `exits_origin` names the list in
+  // errors ("exits file 'm.onnx.exits.json'").
+  std::vector<std::string> exits;
+  std::string exits_origin;
 };
 
 // The opsets of the default domain the importer accepts.
