@@ -106,6 +106,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"help", &o.help},
       {"version", &o.version},
       {"list-layers", &o.list_layers},
+      {"list-regions", &o.list_regions},
       {"list-plugins", &o.list_plugins},
       {"list-devices", &o.list_devices},
       {"list-frequencies", &o.list_frequencies},
@@ -169,7 +170,7 @@ std::string usage() {
 
 usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
        co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
-       co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-constants
+       co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-regions | --list-constants
        co_up --list-plugins | --list-devices | --list-frequencies
        co_up --restore-dvfs [--sysfs-root=DIR] [--state-dir=DIR]
 
@@ -177,6 +178,9 @@ network
   --graph=NAME          zoo network: alexnet, googlenet, mobilenet, resnet50, squeezenet
   --model=FILE.onnx     ONNX model (opsets 11-17) instead of a zoo network; its layer units are
                         found from its structure (a fan-in block is one unit)
+  --list-regions        prints the fork/join regions whose branches are independent (inception
+                        modules, attention projections, detector heads): one line each with the
+                        branches' nodes, layer units and share of the MACs; then exits
   --input-shape=N,C,H,W the model's input shape (needed when the model's is dynamic)
   --units=layers|ops    layer units of --order: the paper's layers (default) or one per compute op
   --split=L:P[,L:P]     data parallelism: layer L's convolution or fully connected op becomes P

@@ -13,6 +13,7 @@ struct Options {
   bool help = false;
   bool version = false;
   bool list_layers = false;
+  bool list_regions = false;  // --list-regions: fork/join regions of independent branches
   bool list_plugins = false;
   bool list_devices = false;
   bool list_frequencies = false;
