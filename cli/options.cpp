@@ -98,6 +98,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"output", [&](const std::string& v) { o.output = v; }},
       {"export-partitions", [&](const std::string& v) { o.export_partitions = v; }},
       {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
+      {"min-fps", [&](const std::string& v) { o.min_fps = v; }},            // plan; checked there too
+      {"max-latency-ms", [&](const std::string& v) { o.max_latency_ms = v; }},
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
@@ -251,6 +253,9 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --objective=throughput|latency|energy|pareto  what the printed mappings optimise (default
                         throughput; latency plans switch mode, the others pipeline mode)
   --top=K               mappings printed (default 5), then single-processor and HEFT baselines
+  --min-fps=X, --max-latency-ms=Y  only plans predicted to reach them (an error when none does)
+                        (a network with parallel regions is planned with the DAG cost model and
+                        the hybrid para/pipe search: regions' branches on several processors)
   --seed=N              seeds the NSGA-II search (same seed, same plan)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency

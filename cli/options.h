@@ -72,6 +72,7 @@ struct Options {
   std::string profile_file;
   std::string objective = "throughput";  // --objective=throughput|latency|energy|pareto
   int top = 5;                           // --top=K mappings printed
+  std::string min_fps, max_latency_ms;    // plan constraints, checked by plan_command.cpp
 };
 
 // Throws InputError for unknown options, missing or malformed values.

@@ -177,6 +177,7 @@ UnitDag unit_dag(const Graph& graph) {
   UnitDag dag;
   dag.predecessors.resize(units);
   dag.outputs.assign(units, false);
+  dag.inputs.assign(units, false);
   for (const Node& node : graph.nodes()) {
     if (node.op == OpType::kInput) continue;
     for (TensorId t : node.inputs) {
@@ -184,6 +185,7 @@ UnitDag unit_dag(const Graph& graph) {
       const Tensor& tensor = graph.tensor(t);
       if (tensor.is_constant || tensor.producer == kNoNode) continue;
       const Node& producer = graph.node(tensor.producer);
+      if (producer.op == OpType::kInput) dag.inputs[node.layer] = true;
       if (producer.op == OpType::kInput || producer.layer == node.layer) continue;
       std::vector<uint32_t>& p = dag.predecessors[node.layer];
       if (std::find(p.begin(), p.end(), producer.layer) == p.end()) p.push_back(producer.layer);

@@ -57,11 +57,13 @@ struct ParallelRegion {
 std::vector<ParallelRegion> find_parallel_regions(const Graph& graph);
 
 // Layer-unit DAG: `predecessors[u]` are the units (!= u) whose nodes produce a tensor a node of
-// unit u reads, ascending; `outputs[u]` whether unit u produces a graph output. Units are
-// contiguous in topological order, so every predecessor is < u.
+// unit u reads, ascending; `outputs[u]` whether unit u produces a graph output; `inputs[u]`
+// whether a node of unit u reads a graph input. Units are contiguous in topological order, so
+// every predecessor is < u.
 struct UnitDag {
   std::vector<std::vector<uint32_t>> predecessors;
   std::vector<bool> outputs;
+  std::vector<bool> inputs;
   std::vector<std::vector<uint32_t>> successors() const;
 };
 UnitDag unit_dag(const Graph& graph);
