@@ -112,6 +112,7 @@ std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerP
   const planner::ProfileNetwork& net = profile.network;
   const std::string model = !o.model.empty() ? o.model : net.model;
   if (net.graph.empty() && (model.empty() || !std::filesystem::exists(model))) return std::nullopt;
+  if (!net.graph.empty() && graph::find_zoo_entry(net.graph) == nullptr) return std::nullopt;  // synthetic
   NetworkSpec spec{net.graph, net.units, net.image_size, o.seed, o.data};
   spec.split = net.split;
   if (net.graph.empty()) {
