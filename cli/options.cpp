@@ -36,8 +36,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"mode", [&](const std::string& v) { o.mode = v; }},
       {"n", [&](const std::string& v) { o.frames = parse_int("n", v, 1, int64_t{1} << 40); }},
       {"units", [&](const std::string& v) {
-         if (v != "layers" && v != "ops") {
-           throw InputError("--units='" + v + "' must be 'layers' or 'ops'");
+         if (v != "layers" && v != "ops" && v != "branches") {
+           throw InputError("--units='" + v + "' must be 'layers', 'ops' or 'branches'");
          }
          o.units = v;
        }},
@@ -185,6 +185,8 @@ network
                         branches' nodes, layer units and share of the MACs; then exits
   --input-shape=N,C,H,W the model's input shape (needed when the model's is dynamic)
   --units=layers|ops    layer units of --order: the paper's layers (default) or one per compute op
+  --units=branches      as ops, but a branch's first op and each join (Concat/Add of branches)
+                        are units of their own, so every branch of a region can go elsewhere
   --split=L:P[,L:P]     data parallelism: layer L's convolution or fully connected op becomes P
                         layers over slices of its output channels (joined by a Concat), so the
                         order string can give them to different processors (L as --list-layers

@@ -33,7 +33,50 @@ class BranchAndBound {
     return options_.mode == Mode::kSwitch ? model_.switch_latency_us(m) : model_.pipeline_period_us(m);
   }
 
-  // Coordinate descent from `order`: each gene tries every letter; strict gains only.
+  // Genes moved together by the descent: each region's branches with its fork and join (a branch
+  // alone gains nothing when its sub-graph would still wait for its neighbour's).
+  void set_blocks(const std::vector<graph::DagRegion>& regions) {
+    std::vector<size_t> gene_of(model_.model().layer_count(), 0);
+    for (size_t g = 0; g < genes_.size(); ++g) {
+      for (uint32_t u : genes_[g]) gene_of[u] = g;
+    }
+    for (const graph::DagRegion& r : regions) {
+      std::vector<size_t> block{gene_of[r.fork]};
+      if (r.join != graph::kDagExit) block.push_back(gene_of[r.join]);
+      for (const auto& branch : r.branches) {
+        for (uint32_t u : branch) block.push_back(gene_of[u]);
+      }
+      std::sort(block.begin(), block.end());
+      block.erase(std::unique(block.begin(), block.end()), block.end());
+      if (std::pow(static_cast<double>(letters_.size()), static_cast<double>(block.size())) <= 4096) {
+        blocks_.push_back(std::move(block));
+      }
+    }
+  }
+
+  // Every letter combination of one block's genes; keeps the best (strict gains only).
+  bool improve_block(std::string& order, double& value, const std::vector<size_t>& block) {
+    std::vector<char> was;
+    for (size_t g : block) was.push_back(order[genes_[g].front()]);
+    std::vector<char> best = was;
+    const size_t k = letters_.size();
+    size_t combos = 1;
+    for (size_t i = 0; i < block.size(); ++i) combos *= k;
+    for (size_t code = 0; code < combos; ++code) {
+      size_t c = code;
+      for (size_t i = 0; i < block.size(); ++i, c /= k) set(order, block[i], letters_[c % k]);
+      const double v = objective(order);
+      if (v < value) {
+        value = v;
+        for (size_t i = 0; i < block.size(); ++i) best[i] = order[genes_[block[i]].front()];
+      }
+    }
+    for (size_t i = 0; i < block.size(); ++i) set(order, block[i], best[i]);
+    return best != was;
+  }
+
+  // Coordinate descent from `order`: each gene tries every letter, then each block every
+  // combination; strict gains only.
   std::string descend(std::string order, std::mt19937_64& random) {
     double value = objective(order);
     std::vector<size_t> visit(genes_.size());
@@ -41,6 +84,12 @@ class BranchAndBound {
     for (int round = 0; round < 50; ++round) {
       std::shuffle(visit.begin(), visit.end(), random);
       bool improved = false;
+      for (const std::vector<size_t>& block : blocks_) {
+        if (improve_block(order, value, block)) {
+          improved = true;
+          offer(order, value);
+        }
+      }
       for (size_t g : visit) {
         const char was = order[genes_[g].front()];
         char best_letter = was;
@@ -139,6 +188,7 @@ class BranchAndBound {
   double best_value_ = kInf;
   uint64_t nodes_ = 0;
   std::vector<std::string> improvements_;
+  std::vector<std::vector<size_t>> blocks_;
 };
 
 }  // namespace
@@ -196,6 +246,7 @@ HybridSearchResult hybrid_search(const DagCostModel& model, const HybridSearchOp
                        std::pow(static_cast<double>(m.letters().size()), static_cast<double>(m.layer_count())) <=
                            options.exhaustive_limit;
   BranchAndBound bnb(model, options, levels, genes);
+  if (!result.every_order) bnb.set_blocks(graph::find_unit_regions(model.dag()));
   std::mt19937_64 random(options.seed);
   // Starts: the given orders (made gene-consistent: a gene takes its first unit's letter), then
   // every single processor.

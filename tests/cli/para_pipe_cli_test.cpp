@@ -168,5 +168,35 @@ TEST(BranchParallel, OutputEqualsOneProcessorBitForBitInBothModes) {
   }
 }
 
+TEST(BranchParallel, BranchUnitsWithSplitsEqualOneProcessorBitForBit) {
+  // --units=branches with the first module's 3x3 convolution split in two: every branch, both
+  // halves and the joins on alternating processors.
+  const test::ScratchDir scratch;
+  const std::vector<std::string> network = {"--graph=googlenet", "--units=branches", "--split=5:2",
+                                            "--image-size=64"};
+  std::vector<std::string> list = network;
+  list.push_back("--list-layers");
+  const CommandResult layers = run_program(CO_UP_BINARY, list, scratch.path());
+  ASSERT_EQ(layers.exit_code, 0) << layers;
+  const size_t count = lines(layers.out).size() - 1;
+  ASSERT_EQ(count, 78u) << layers;  // 76 + a second half + its Concat
+  std::string alternate;
+  for (size_t u = 0; u < count; ++u) alternate += u % 2 == 0 ? 'L' : 'B';
+  std::string reference;
+  for (const std::string& order : {std::string(count, 'B'), alternate}) {
+    for (const char* mode : {"switch", "pipeline"}) {
+      const std::filesystem::path out = scratch / (std::string(mode) + "_" + order + ".npy");
+      std::vector<std::string> args = network;
+      args.insert(args.end(), {"--order=" + order, std::string("--mode=") + mode, "--n=3", "--output=" + out.string()});
+      const CommandResult r = run_program(CO_UP_BINARY, args, scratch.path());
+      ASSERT_EQ(r.exit_code, 0) << r;
+      const std::string bytes = slurp(out);
+      ASSERT_GT(bytes.size(), 1000u);
+      if (reference.empty()) reference = bytes;
+      EXPECT_TRUE(bytes == reference) << order << " " << mode << " differs from the single-processor output";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace co_up

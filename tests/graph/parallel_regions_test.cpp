@@ -74,13 +74,14 @@ TEST(DagRegions, ASuccessorBeforeItsVertexIsALogicError) {
   EXPECT_THROW(find_dag_regions({{1}, {0}}), std::logic_error);
 }
 
-Graph zoo_graph(const std::string& name, bool op_units) {
+Graph zoo_graph(const std::string& name, bool op_units, bool branch_units = false) {
   SeededWeights weights(1);
   ZooOptions options;
   options.image_size = 64;
   Graph g = build_zoo_graph(name, weights, options);
   optimize_for_inference(g);
   if (op_units) assign_op_units(g);
+  if (branch_units) assign_branch_units(g);
   return g;
 }
 
@@ -154,6 +155,25 @@ TEST(UnitRegions, GoogLeNetOpUnitsSpreadThreeBranchesPerModule) {
     EXPECT_EQ(r.join, f + 6);
     EXPECT_NE(units[r.join].name.find("pool_proj"), std::string::npos) << units[r.join].name;
   }
+}
+
+TEST(UnitRegions, GoogLeNetBranchUnitsSpreadAllFourBranchesAndJoinApart) {
+  // --units=branches: the pool opening the fourth branch and each module's Concat are units of
+  // their own: fork -> {1x1}, {3x3_reduce, 3x3}, {5x5_reduce, 5x5}, {pool, pool_proj} -> output.
+  const Graph g = zoo_graph("googlenet", false, true);
+  const std::vector<LayerUnit> units = g.layers();
+  EXPECT_EQ(units.size(), 76u);
+  const std::vector<DagRegion> regions = find_unit_regions(unit_dag(g));
+  ASSERT_EQ(regions.size(), 9u);
+  for (const DagRegion& r : regions) {
+    const uint32_t f = r.fork;
+    EXPECT_EQ(r.branches, (std::vector<std::vector<uint32_t>>{{f + 1}, {f + 2, f + 3}, {f + 4, f + 5}, {f + 6, f + 7}}));
+    EXPECT_EQ(r.join, f + 8);
+    EXPECT_NE(units[f + 6].name.find("/pool"), std::string::npos) << units[f + 6].name;
+    EXPECT_NE(units[r.join].name.find("/output"), std::string::npos) << units[r.join].name;
+  }
+  // A chain keeps one unit per compute op, as --units=ops.
+  EXPECT_EQ(zoo_graph("alexnet", false, true).layer_count(), zoo_graph("alexnet", true).layer_count());
 }
 
 }  // namespace
