@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/onnx/onnx_importer.h"
 #include "graph/passes.h"
 #include "graph/zoo/zoo.h"
 
@@ -175,6 +176,22 @@ TEST(UnitRegions, GoogLeNetBranchUnitsSpreadAllFourBranchesAndJoinApart) {
   // A chain keeps one unit per compute op, as --units=ops.
   EXPECT_EQ(zoo_graph("alexnet", false, true).layer_count(), zoo_graph("alexnet", true).layer_count());
 }
+
+#ifdef CO_UP_HAVE_ONNX
+size_t onnx_region_count(const std::string& fixture) {
+  Graph g = import_onnx_file(std::string(CO_UP_SOURCE_DIR) + "/tests/fixtures/onnx/" + fixture);
+  optimize_for_inference(g);
+  const std::vector<ParallelRegion> regions = find_parallel_regions(g);
+  for (const ParallelRegion& r : regions) EXPECT_GE(r.branches.size(), 2u) << fixture;
+  return regions.size();
+}
+
+TEST(ParallelRegions, ImportedModelsHaveTheirs) {
+  EXPECT_EQ(onnx_region_count("inception_v4_tiny.onnx"), 15u);
+  EXPECT_EQ(onnx_region_count("op_attention.onnx"), 3u);
+  EXPECT_EQ(onnx_region_count("yolo_tiny.onnx"), 13u);
+}
+#endif
 
 }  // namespace
 }  // namespace co_up::graph
