@@ -56,6 +56,7 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
   if (objective == Objective::kLatency || objective == Objective::kPareto) modes.push_back(Mode::kSwitch);
   if (objective == Objective::kThroughput || objective == Objective::kPareto) modes.push_back(Mode::kPipeline);
   std::vector<Mapping> visited;
+  std::vector<Mapping> bests;  // per mode searched
   for (Mode mode : modes) {
     HybridSearchOptions search;
     search.mode = mode;
@@ -64,7 +65,45 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
     for (const Candidate& c : pool) search.starts.push_back(c.mapping);
     HybridSearchResult r = hybrid_search(model, search);
     pool.push_back(r.best);
+    bests.push_back(r.best.mapping);
     visited.insert(visited.end(), r.improvements.begin(), r.improvements.end());
+  }
+  if (objective == Objective::kPareto && bests.size() == 2) {
+    // Between the two ends (Para-Pipe's hybrid-T .. hybrid-L): from the best pipeline, take the
+    // least-latency plan's branch assignment one region at a time, the region that lowers the
+    // pipeline latency most first; every step is a candidate.
+    const std::vector<graph::DagRegion> regions = graph::find_unit_regions(model.dag());
+    const std::string& para = bests[0].order;
+    std::string current = bests[1].order;
+    std::vector<bool> applied(regions.size(), false);
+    for (size_t step = 0; step < regions.size(); ++step) {
+      size_t pick = regions.size();
+      double best_latency = kInf;
+      for (size_t i = 0; i < regions.size(); ++i) {
+        if (applied[i]) continue;
+        std::string order = current;
+        for (const auto& branch : regions[i].branches) {
+          for (uint32_t u : branch) order[u] = para[u];
+        }
+        if (regions[i].join != graph::kDagExit) order[regions[i].join] = para[regions[i].join];
+        if (order == current) {
+          applied[i] = true;
+          continue;
+        }
+        const Candidate c = predicted(Candidate{Mapping{order, Mode::kPipeline, bests[1].levels}, {}, "hybrid-path"});
+        if (c.prediction.latency_ms < best_latency) {
+          best_latency = c.prediction.latency_ms;
+          pick = i;
+        }
+        pool.push_back(c);
+      }
+      if (pick == regions.size()) break;
+      applied[pick] = true;
+      for (const auto& branch : regions[pick].branches) {
+        for (uint32_t u : branch) current[u] = para[u];
+      }
+      if (regions[pick].join != graph::kDagExit) current[regions[pick].join] = para[regions[pick].join];
+    }
   }
   if (objective == Objective::kPareto) {  // each accepted mapping in both modes
     for (const Mapping& v : visited) {

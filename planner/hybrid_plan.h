@@ -5,8 +5,9 @@
 //   kThroughput  pipeline mode, least period (busiest resource)
 //   kEnergy      the chain planner's candidates, re-predicted, least energy
 //   kPareto      non-dominated in (period, latency, energy when known) over both modes: the
-//                mappings each search accepted on its way, each in switch and pipeline mode;
-//                sorted by throughput, descending
+//                mappings each search accepted on its way, each in switch and pipeline mode, and
+//                the path from the best pipeline to the least-latency branch assignment, one
+//                region at a time ("hybrid-path"); sorted by throughput, descending
 // Every candidate's source says which search found it and its kind: "single" (one processor),
 // "pipe-only" (pipeline, every region on one processor), "para-only" (switch, some region's
 // branches on several processors), "switch" (switch, no region spread), "hybrid" (pipeline with
