@@ -8,7 +8,9 @@
 // nested regions goes with the innermost branch) is one gene and every other unit is one: a stage
 // is then a run of units on one processor, or a region whose branches go to several.
 //
-// Search: coordinate descent over genes from the starts and every single-processor order (gene
+// Search: coordinate descent over genes from the starts, every single-processor order and a
+// list-scheduling order (units on their fastest processor, each region's branches longest first to
+// the processor that finishes them first) (gene
 // order shuffled by `seed`, so a plan is reproducible per seed) gives the incumbent; then a
 // depth-first branch-and-bound over genes in unit order, letters tried incumbent-first, pruned by
 // DagCostModel's lower bounds and (for the pipeline period) total fastest work over the

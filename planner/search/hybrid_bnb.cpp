@@ -263,6 +263,46 @@ HybridSearchResult hybrid_search(const DagCostModel& model, const HybridSearchOp
     starts.push_back(order);
   }
   for (char letter : m.letters()) starts.emplace_back(m.layer_count(), letter);
+  // A list-scheduling start (Para-Pipe's balanced branches): every unit on its fastest processor,
+  // then each region's branches, longest first, each to the processor that finishes it first.
+  {
+    std::string order(m.layer_count(), m.letters()[0]);
+    for (uint32_t u = 0; u < m.layer_count(); ++u) {
+      size_t best = 0;
+      for (size_t p = 1; p < m.letters().size(); ++p) {
+        if (m.layer_us(u, p, levels) < m.layer_us(u, best, levels)) best = p;
+      }
+      order[u] = m.letters()[best];
+    }
+    for (const graph::DagRegion& r : graph::find_unit_regions(model.dag())) {
+      std::vector<std::pair<double, size_t>> by_time;
+      for (size_t b = 0; b < r.branches.size(); ++b) {
+        double fastest = 0;
+        for (uint32_t u : r.branches[b]) fastest += m.layer_us(u, m.index_of(order[u]), levels);
+        by_time.emplace_back(-fastest, b);
+      }
+      std::sort(by_time.begin(), by_time.end());
+      std::vector<double> load(m.letters().size(), 0.0);
+      for (const auto& [negative, b] : by_time) {
+        size_t best = 0;
+        double best_end = kInf;
+        for (size_t p = 0; p < m.letters().size(); ++p) {
+          double t = load[p];
+          for (uint32_t u : r.branches[b]) t += m.layer_us(u, p, levels);
+          if (t < best_end) {
+            best_end = t;
+            best = p;
+          }
+        }
+        load[best] = best_end;
+        for (uint32_t u : r.branches[b]) order[u] = m.letters()[best];
+      }
+    }
+    for (const auto& g : genes) {
+      for (uint32_t u : g) order[u] = order[g.front()];
+    }
+    starts.push_back(order);
+  }
   for (const std::string& s : starts) {
     if (!m.runs(s)) continue;  // a declined layer: the descent would start at 1000 s
     bnb.offer(s, bnb.objective(s));
