@@ -152,7 +152,9 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"seed", [&](const std::string& s) { v.seed = static_cast<uint64_t>(parse_int("seed", s, 0, INT64_MAX)); }},
         {"data", [&](const std::string& s) { check_not_empty("data", s); v.data_dir = s; }},
         {"units", [&](const std::string& s) {
-           if (s != "layers" && s != "ops") throw InputError("--units='" + s + "' must be 'layers' or 'ops'");
+           if (s != "layers" && s != "ops" && s != "branches") {
+             throw InputError("--units='" + s + "' must be 'layers', 'ops' or 'branches'");
+           }
            v.units = s;
          }},
         {"input-shape", [&](const std::string& s) { v.input_shape = graph::parse_input_shape(s); }},

@@ -153,7 +153,10 @@ def check_npu_overhead(out):
     worst = 0.0
     for r in rows:
         values = [number(c) for c in r[2:7]]
-        if not check(all(v is not None and v >= 0 for v in values), f"row {r}: bad numbers"):
+        # The overhead is the run's median less its parts' medians: on a busy host it can come out
+        # slightly negative; the parts themselves cannot.
+        if not check(all(v is not None for v in values) and all(v >= 0 for v in values[:4]) and
+                     values[4] >= -0.25 * values[0], f"row {r}: bad numbers"):
             continue
         run, compute, copies, conversion, overhead = values
         check(run > 0 and run >= max(compute, copies, conversion, overhead),

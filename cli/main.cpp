@@ -38,6 +38,7 @@
 #include "graph/image.h"
 #include "graph/npy.h"
 #include "graph/onnx/preprocess.h"
+#include "graph/parallel_regions.h"
 #include "graph/zoo/zoo.h"
 #include "power/dvfs_journal.h"
 #include "power/dvfs_schedule.h"
@@ -385,6 +386,12 @@ int run(const Options& o, StopSignal& stop) {
   const graph::Graph g = build_network(spec);
   if (o.list_layers || o.list_constants) {
     list_layers(g, o.list_constants);
+    return 0;
+  }
+  if (o.list_regions) {
+    const std::vector<graph::ParallelRegion> regions = graph::find_parallel_regions(g);
+    for (const std::string& line : graph::describe_parallel_regions(g, regions)) std::cout << line << "\n";
+    std::cout << regions.size() << " parallel regions\n";
     return 0;
   }
   if (!o.export_partitions.empty()) {  // the step before the vendor's converter: no run

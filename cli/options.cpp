@@ -38,8 +38,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"mode", [&](const std::string& v) { o.mode = v; }},
       {"n", [&](const std::string& v) { o.frames = parse_int("n", v, 1, int64_t{1} << 40); }},
       {"units", [&](const std::string& v) {
-         if (v != "layers" && v != "ops") {
-           throw InputError("--units='" + v + "' must be 'layers' or 'ops'");
+         if (v != "layers" && v != "ops" && v != "branches") {
+           throw InputError("--units='" + v + "' must be 'layers', 'ops' or 'branches'");
          }
          o.units = v;
        }},
@@ -102,6 +102,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"output", [&](const std::string& v) { o.output = v; }},
       {"export-partitions", [&](const std::string& v) { o.export_partitions = v; }},
       {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
+      {"min-fps", [&](const std::string& v) { o.min_fps = v; }},            // plan; checked there too
+      {"max-latency-ms", [&](const std::string& v) { o.max_latency_ms = v; }},
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
@@ -112,6 +114,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"help", &o.help},
       {"version", &o.version},
       {"list-layers", &o.list_layers},
+      {"list-regions", &o.list_regions},
       {"list-plugins", &o.list_plugins},
       {"list-devices", &o.list_devices},
       {"list-frequencies", &o.list_frequencies},
@@ -175,7 +178,7 @@ std::string usage() {
 
 usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
        co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
-       co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-constants
+       co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-regions | --list-constants
        co_up --workload=FILE.json | --workload='GRAPH:ORDER[:key=value...];...' [options]
        co_up --list-plugins | --list-devices | --list-frequencies
        co_up --restore-dvfs [--sysfs-root=DIR] [--state-dir=DIR]
@@ -184,8 +187,13 @@ network
   --graph=NAME          zoo network: alexnet, googlenet, mobilenet, resnet50, squeezenet
   --model=FILE.onnx     ONNX model (opsets 11-17) instead of a zoo network; its layer units are
                         found from its structure (a fan-in block is one unit)
+  --list-regions        prints the fork/join regions whose branches are independent (inception
+                        modules, attention projections, detector heads): one line each with the
+                        branches' nodes, layer units and share of the MACs; then exits
   --input-shape=N,C,H,W the model's input shape (needed when the model's is dynamic)
   --units=layers|ops    layer units of --order: the paper's layers (default) or one per compute op
+  --units=branches      as ops, but a branch's first op and each join (Concat/Add of branches)
+                        are units of their own, so every branch of a region can go elsewhere
   --split=L:P[,L:P]     data parallelism: layer L's convolution or fully connected op becomes P
                         layers over slices of its output channels (joined by a Concat), so the
                         order string can give them to different processors (L as --list-layers
@@ -266,6 +274,9 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --objective=throughput|latency|energy|pareto  what the printed mappings optimise (default
                         throughput; latency plans switch mode, the others pipeline mode)
   --top=K               mappings printed (default 5), then single-processor and HEFT baselines
+  --min-fps=X, --max-latency-ms=Y  only plans predicted to reach them (an error when none does)
+                        (a network with parallel regions is planned with the DAG cost model and
+                        the hybrid para/pipe search: regions' branches on several processors)
   --seed=N              seeds the NSGA-II search (same seed, same plan)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency

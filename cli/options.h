@@ -13,6 +13,7 @@ struct Options {
   bool help = false;
   bool version = false;
   bool list_layers = false;
+  bool list_regions = false;  // --list-regions: fork/join regions of independent branches
   bool list_plugins = false;
   bool list_devices = false;
   bool list_frequencies = false;
@@ -78,6 +79,7 @@ struct Options {
   // Several networks at once: `co_up profile|plan --workload=FILE.json` (cli/workload_*.h).
   std::string out_dir;   // plan: --out=DIR, where the planned workload files go
   int coruns = 0;        // profile: --coruns=N co-runs per processor pair (0: the command's default)
+  std::string min_fps, max_latency_ms;    // plan constraints, checked by plan_command.cpp
 };
 
 // Throws InputError for unknown options, missing or malformed values.

@@ -1,6 +1,9 @@
 #include "cli/plan_command.h"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -10,7 +13,10 @@
 #include "cli/workload_plan_command.h"
 #include "core/error.h"
 #include "core/network.h"
+#include "graph/parallel_regions.h"
 #include "graph/zoo/zoo.h"
+#include "planner/dag_cost_model.h"
+#include "planner/hybrid_plan.h"
 #include "planner/cost_model.h"
 #include "planner/layer_profile.h"
 #include "planner/search.h"
@@ -86,6 +92,42 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
   planner::check_profile_matches(profile, "", "", "", static_cast<uint32_t>(g.layer_count()));
 }
 
+double parse_limit(const std::string& option, const std::string& text) {
+  if (text.empty()) return 0;
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value > 0) || !std::isfinite(value)) {
+    throw InputError("--" + option + "='" + text + "' must be a positive number");
+  }
+  return value;
+}
+
+// The profiled network's layer-unit DAG when it can be built here (a zoo graph, or a model file
+// that exists) and has parallel regions; else nothing (the chain planner).
+std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerProfile& profile) {
+  const planner::ProfileNetwork& net = profile.network;
+  const std::string model = !o.model.empty() ? o.model : net.model;
+  if (net.graph.empty() && (model.empty() || !std::filesystem::exists(model))) return std::nullopt;
+  if (!net.graph.empty() && graph::find_zoo_entry(net.graph) == nullptr) return std::nullopt;  // synthetic
+  NetworkSpec spec{net.graph, net.units, net.image_size, o.seed, o.data};
+  spec.split = net.split;
+  if (net.graph.empty()) {
+    spec.model = model;
+    spec.image_size = 0;
+    spec.input_shape = o.input_shape;
+  }
+  const graph::Graph g = build_network(spec);
+  if (g.layer_count() != net.layer_count) return std::nullopt;
+  graph::UnitDag dag = graph::unit_dag(g);
+  if (graph::find_unit_regions(dag).empty()) return std::nullopt;
+  return dag;
+}
+
 }  // namespace
 
 int run_plan_command(const Options& o) {
@@ -98,7 +140,20 @@ int run_plan_command(const Options& o) {
   check_image_size(o, profile);
   check_network(o, profile);
   const planner::CostModel model(profile);
-  const planner::PlanResult result = planner::plan(model, objective, static_cast<size_t>(o.top), o.seed);
+  planner::HybridPlanOptions hybrid;
+  hybrid.seed = o.seed;
+  hybrid.min_fps = parse_limit("min-fps", o.min_fps);
+  hybrid.max_latency_ms = parse_limit("max-latency-ms", o.max_latency_ms);
+  const std::optional<graph::UnitDag> dag = region_dag(o, profile);
+  if (!dag && (hybrid.min_fps > 0 || hybrid.max_latency_ms > 0)) {
+    throw InputError("--min-fps and --max-latency-ms need a network with parallel regions (see --list-regions) "
+                     "that co_up plan can build from the profile");
+  }
+  std::optional<planner::DagCostModel> dag_model;
+  if (dag) dag_model.emplace(model, *dag);
+  const planner::PlanResult result =
+      dag_model ? planner::plan_hybrid(*dag_model, objective, static_cast<size_t>(o.top), hybrid)
+                : planner::plan(model, objective, static_cast<size_t>(o.top), o.seed);
 
   std::ostream& out = std::cout;
   const planner::ProfileNetwork& net = profile.network;
@@ -111,6 +166,16 @@ int run_plan_command(const Options& o) {
                      : objective == planner::Objective::kEnergy   ? "minimum energy per frame, pipeline mode"
                                                                   : "Pareto front of throughput, latency"
                                                                     " and energy, pipeline mode";
+  if (dag) {
+    what = objective == planner::Objective::kThroughput ? "maximum throughput, pipeline mode"
+           : objective == planner::Objective::kLatency  ? "minimum latency, switch mode"
+           : objective == planner::Objective::kEnergy   ? "minimum energy per frame, pipeline mode"
+                                                        : "Pareto front of throughput, latency and energy, "
+                                                          "switch and pipeline mode";
+    out << graph::find_unit_regions(*dag).size()
+        << " parallel regions: hybrid para/pipe search, DAG cost model (critical path of the "
+           "sub-graph DAG)\n";
+  }
   out << "objective: " << what << "; predicted by the cost model (measure with the commands, or --verify)\n\n";
   for (size_t i = 0; i < result.ranked.size(); ++i) {
     print_candidate(out, model, format("%3.0f. ", static_cast<double>(i + 1)), result.ranked[i]);

@@ -183,8 +183,8 @@ graph::Graph build_network(const NetworkSpec& spec) {
   if (!spec.exits_file.empty() && spec.model.empty()) {
     throw InputError("--exits applies to --model (a zoo network has no exits)");
   }
-  if (spec.units != "layers" && spec.units != "ops") {
-    throw InputError("unknown --units='" + spec.units + "' (use layers or ops)");
+  if (spec.units != "layers" && spec.units != "ops" && spec.units != "branches") {
+    throw InputError("unknown --units='" + spec.units + "' (use layers, ops or branches)");
   }
   if (!spec.model.empty()) {
     if (!spec.name.empty()) throw InputError("give either --graph or --model, not both");
@@ -203,11 +203,15 @@ graph::Graph build_network(const NetworkSpec& spec) {
                "use a smaller --input-shape");
     if (spec.units == "ops") {
       graph::assign_op_units(g);
+    } else if (spec.units == "branches") {
+      graph::assign_branch_units(g);
     } else {
       graph::assign_block_units(g);
     }
     graph::cut_units_after_exits(g);
     apply_splits(g, spec.split);
+  // A split's parts and its Concat: each a unit of its own, like any other branches and join.
+  if (spec.units == "branches" && !spec.split.empty()) graph::assign_branch_units(g);
     g.validate();
     return g;
   }
@@ -231,7 +235,10 @@ graph::Graph build_network(const NetworkSpec& spec) {
   graph::optimize_for_inference(g);
   check_fits(g, network_text(spec), budget, "use a smaller --image-size");
   if (spec.units == "ops") graph::assign_op_units(g);
+  if (spec.units == "branches") graph::assign_branch_units(g);
   apply_splits(g, spec.split);
+  // A split's parts and its Concat: each a unit of its own, like any other branches and join.
+  if (spec.units == "branches" && !spec.split.empty()) graph::assign_branch_units(g);
   g.validate();
   return g;
 }

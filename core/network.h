@@ -19,7 +19,7 @@ struct NetworkSpec {
         data_dir(std::move(data_dir_)) {}
 
   std::string name;              // zoo name
-  std::string units = "layers";  // "layers" (the paper's units; automatic for a model) or "ops"
+  std::string units = "layers";  // "layers" (the paper's units; automatic for a model), "ops" or "branches"
   int64_t image_size = 0;        // 0: the network's own
   int64_t batch = 1;             // zoo networks: frames per input (the input's first dimension)
   uint64_t seed = 1;             // generated weights

@@ -99,6 +99,32 @@ void fuse_activations(Graph& graph) {
   graph.erase_passthrough_nodes([&](const Node& n) { return fused[n.id]; });
 }
 
+void assign_branch_units(Graph& graph) {
+  int64_t unit = -1;
+  std::vector<std::string> names;
+  std::vector<int64_t> unit_of(graph.nodes().size(), -1);
+  for (const Node& n : graph.nodes()) {
+    bool reads_current = false;
+    std::vector<int64_t> read_units;
+    for (TensorId t : n.inputs) {
+      if (t == kNoTensor || graph.tensor(t).is_constant || graph.tensor(t).producer == kNoNode) continue;
+      const Node& producer = graph.node(graph.tensor(t).producer);
+      const int64_t u = producer.op == OpType::kInput ? -1 : unit_of[producer.id];
+      if (u == unit && unit >= 0) reads_current = true;
+      if (u >= 0 && std::find(read_units.begin(), read_units.end(), u) == read_units.end()) read_units.push_back(u);
+    }
+    const bool starts = n.op != OpType::kInput &&
+                        (is_compute_op(n.op) || (unit >= 0 && (!reads_current || read_units.size() > 1)));
+    if (starts) {
+      ++unit;
+      names.push_back(n.name);
+    }
+    unit_of[n.id] = std::max<int64_t>(unit, 0);
+    graph.mutable_node(n.id).layer = static_cast<uint32_t>(std::max<int64_t>(unit, 0));
+  }
+  for (size_t i = 0; i < names.size(); ++i) graph.set_layer_name(static_cast<uint32_t>(i), names[i]);
+}
+
 void assign_op_units(Graph& graph) {
   int64_t unit = -1;
   std::vector<std::string> names;

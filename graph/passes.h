@@ -21,6 +21,13 @@ void fuse_activations(Graph& graph);
 // the unit of the compute op before them. Unit names become the compute op's node name.
 void assign_op_units(Graph& graph);
 
+// --units=branches: as assign_op_units, except that an op which does not continue the unit before
+// it (it reads no tensor of that unit: the pool opening an inception branch) or joins several
+// units (a Concat or Add where branches meet) starts a unit of its own, named after it. So every
+// branch of a fork/join region (graph/parallel_regions.h) is its own units and the join is a
+// unit apart: an order can run all branches at once, none waits for the join's sub-graph.
+void assign_branch_units(Graph& graph);
+
 // Data parallelism inside one layer (the task + data parallel paper, papers/task-data-parallel-
 // csdf.txt): the compute op of layer unit `unit` becomes `parts` ops over consecutive slices of
 // its output channels, each its own layer unit, so that an order string can give the slices to

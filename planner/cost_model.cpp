@@ -408,21 +408,23 @@ Prediction CostModel::predict(const Mapping& m) const {
   out.throughput_fps = out.period_us > 0 ? 1e6 / out.period_us : std::numeric_limits<double>::infinity();
   out.latency_ms = path_us / 1000.0;
 
+  out.energy_mj_per_frame = energy_mj(busy, used, out.period_us, m.levels);
+  return out;
+}
+
+double CostModel::energy_mj(const std::vector<double>& busy, const std::vector<bool>& used,
+                            double period_us, const std::vector<int>& levels) const {
   double energy_uj = 0;
-  for (size_t p = 0; p < n_proc; ++p) {
-    const size_t lv = static_cast<size_t>(level_of(p, m.levels));
+  for (size_t p = 0; p < letters_.size(); ++p) {
+    const size_t lv = static_cast<size_t>(level_of(p, levels));
     const double bw = busy_w_[p][lv], iw = idle_w_[p][lv];
     if (std::isnan(bw)) {
-      if (used[p]) {
-        energy_uj = kNaN;
-        break;
-      }
+      if (used[p]) return kNaN;
       continue;
     }
-    energy_uj += bw * busy[p] + iw * std::max(0.0, out.period_us - busy[p]);
+    energy_uj += bw * busy[p] + iw * std::max(0.0, period_us - busy[p]);
   }
-  out.energy_mj_per_frame = energy_uj / 1000.0;
-  return out;
+  return energy_uj / 1000.0;
 }
 
 Prediction predict(const LayerProfile& profile, const Mapping& mapping) {

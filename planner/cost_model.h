@@ -118,6 +118,10 @@ class CostModel {
   // This model with the hand-off of processors `a`, `b` (letters) set to `us` (fitting it).
   CostModel with_handoff(char a, char b, double us) const;
   double input_us(size_t p) const;
+  // Energy per frame (mJ) of processors busy `busy_us[p]` per frame over a period of `period_us`
+  // at `levels` (the formula above); NaN when a processor with used[p] has no power data.
+  double energy_mj(const std::vector<double>& busy_us, const std::vector<bool>& used, double period_us,
+                   const std::vector<int>& levels) const;
   size_t resource_of(size_t p) const { return resource_of_[p]; }
   size_t resource_count() const { return resource_count_; }
   int domain_of(size_t p) const { return domain_of_[p]; }  // -1: no domain

@@ -118,7 +118,9 @@ ProfileNetwork read_network(const Reader& r, const Json& root) {
   if (const Json* v = r.optional(net, "model")) n.model = r.string(*v, "network.model");
   if (n.graph.empty() && n.model.empty()) r.fail("network.graph", "and network.model are both empty");
   n.units = r.string(r.required(net, "network", "units"), "network.units");
-  if (n.units != "layers" && n.units != "ops") r.fail("network.units", "is '" + n.units + "', must be layers or ops");
+  if (n.units != "layers" && n.units != "ops" && n.units != "branches") {
+    r.fail("network.units", "is '" + n.units + "', must be layers, ops or branches");
+  }
   if (const Json* v = r.optional(net, "split")) n.split = r.string(*v, "network.split");
   if (const Json* v = r.optional(net, "image_size")) n.image_size = r.integer(*v, "network.image_size", 0, 1 << 20);
   n.layer_count = static_cast<uint32_t>(

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/parallel_regions.h"
 #include "planner/search.h"
 
 namespace co_up::planner {
@@ -24,6 +25,8 @@ struct SearchInput {
   uint64_t seed = 1;                  // nsga2
   int generations = 0;                // nsga2; 0: Nsga2Options' default
   double margin = kSubgraphGainMargin;  // refine: what more sub-graphs must gain
+  // hybrid: the network's layer-unit DAG (must outlive the search); null: a chain of units.
+  const graph::UnitDag* dag = nullptr;
 };
 
 class SearchAlgorithm {

@@ -14,6 +14,7 @@ std::unique_ptr<SearchAlgorithm> create_refine_search();
 std::unique_ptr<SearchAlgorithm> create_nsga2_search();
 std::unique_ptr<SearchAlgorithm> create_single_processor_search();
 std::unique_ptr<SearchAlgorithm> create_heft_search();
+std::unique_ptr<SearchAlgorithm> create_hybrid_search();
 
 const std::vector<SearchRegistration>& search_registry() {
   static const std::vector<SearchRegistration> kRegistry = {
@@ -28,6 +29,8 @@ const std::vector<SearchRegistration>& search_registry() {
       {"single-processor", "baseline: the best one processor for the mode",
        &create_single_processor_search},
       {"heft", "baseline: HEFT list scheduling of one frame", &create_heft_search},
+      {"hybrid", "stages on one processor or a parallel region's branches over several, branch-and-bound",
+       &create_hybrid_search},
   };
   return kRegistry;
 }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "profiler/exit_report.h"
+#include "profiler/frame_analysis.h"
 #include "profiler/power_trace.h"
 
 namespace co_up::profiler {
@@ -124,6 +125,45 @@ Summary summarize(const RunProfile& p) {
   return s;
 }
 
+namespace {
+
+// Inside a frame (profiler/frame_analysis.h): the most frequent critical path and the median idle
+// time per processor. frames == 0 when the level has no sub-graph events.
+struct FrameInsideSummary {
+  size_t frames = 0;
+  std::vector<uint32_t> path;
+  size_t path_frames = 0;
+  std::string processors;
+  std::vector<double> idle_ms;
+  double latency_ms = 0;
+};
+
+FrameInsideSummary summarize_inside(const std::vector<FrameAnalysis>& frames) {
+  FrameInsideSummary s;
+  s.frames = frames.size();
+  if (frames.empty()) return s;
+  std::map<std::vector<uint32_t>, size_t> counts;
+  for (const FrameAnalysis& f : frames) ++counts[f.critical_path];
+  for (const auto& [path, count] : counts) {
+    if (count > s.path_frames) {
+      s.path = path;
+      s.path_frames = count;
+    }
+  }
+  s.processors = frames.front().processors;
+  std::vector<double> latency;
+  for (const FrameAnalysis& f : frames) latency.push_back(f.latency_ms);
+  s.latency_ms = median(latency);
+  for (size_t k = 0; k < s.processors.size(); ++k) {
+    std::vector<double> idle;
+    for (const FrameAnalysis& f : frames) idle.push_back(f.idle_ms[k]);
+    s.idle_ms.push_back(median(idle));
+  }
+  return s;
+}
+
+}  // namespace
+
 void print_report(std::ostream& out, const RunProfile& p) {
   const Summary s = summarize(p);
   out << "graph " << p.graph << ", order " << p.order << ", mode " << p.mode << ", platform "
@@ -141,6 +181,17 @@ void print_report(std::ostream& out, const RunProfile& p) {
           << pad(sg.backend, 17)
           << pad(std::to_string(sg.first_layer) + "-" + std::to_string(sg.last_layer), 10)
           << pad(format("%.3f", st.exec_ms), 15) << format("%.3f", st.transfer_ms) << "\n";
+    }
+    const FrameInsideSummary inside = summarize_inside(analyze_frames(p));
+    if (inside.frames > 0) {
+      out << "\n  inside a frame (median over " << inside.frames << " frames, latency "
+          << format("%.3f", inside.latency_ms) << " ms): critical path " << critical_path_text(p, inside.path)
+          << " (in " << inside.path_frames << " of " << inside.frames << " frames); idle";
+      for (size_t k = 0; k < inside.processors.size(); ++k) {
+        out << (k == 0 ? " " : ", ") << inside.processors[k] << " " << format("%.3f", inside.idle_ms[k]) << " ms ("
+            << format("%.0f", inside.latency_ms > 0 ? 100.0 * inside.idle_ms[k] / inside.latency_ms : 0.0) << " %)";
+      }
+      out << "\n";
     }
   }
   if (p.level >= 2) {
@@ -243,6 +294,22 @@ nlohmann::json to_json(const RunProfile& p) {
                          {"layout", r.layout}});
   }
   j["receivers"] = receivers;
+  const std::vector<FrameAnalysis> frames = analyze_frames(p);
+  if (!frames.empty()) {
+    const FrameInsideSummary inside = summarize_inside(frames);
+    json per_frame = json::array();
+    for (const FrameAnalysis& f : frames) {
+      json idle = json::object();
+      for (size_t k = 0; k < f.processors.size(); ++k) idle[std::string(1, f.processors[k])] = f.idle_ms[k];
+      per_frame.push_back({{"frame", f.frame}, {"critical_path", f.critical_path}, {"idle_ms", idle}});
+    }
+    json idle = json::object();
+    for (size_t k = 0; k < inside.processors.size(); ++k) idle[std::string(1, inside.processors[k])] = inside.idle_ms[k];
+    j["inside_frames"] = {{"critical_path", inside.path},
+                          {"critical_path_frames", inside.path_frames},
+                          {"idle_ms_median", idle},
+                          {"per_frame", per_frame}};
+  }
   json events = json::array();
   for (const Event& e : p.events) {
     static constexpr const char* kKinds[] = {"subgraph", "layer", "transfer"};

@@ -155,7 +155,7 @@ class CO_UP_PUBLIC SessionOptions {
   SessionOptions& set_threads(int big, int little);
   SessionOptions& set_cores(int big, int little);
   // Zoo networks: --image-size (0: the network's own), --seed (generated weights), --data=DIR
-  // (weights from DIR/<constant>.npy), --units=layers|ops.
+  // (weights from DIR/<constant>.npy), --units=layers|ops|branches.
   SessionOptions& set_image_size(int64_t size);
   SessionOptions& set_seed(uint64_t seed);
   SessionOptions& set_data_dir(std::string path);

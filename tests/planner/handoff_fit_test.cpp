@@ -69,7 +69,7 @@ TEST(HandoffFit, RecoversTheHandoffBehindSimulatedPeriods) {
       // charged to the hand-off, which is what the fitted number is for.
       EXPECT_NEAR(fit.us, truth, 25.0 + 0.10 * truth) << "seed " << seed << ", hand-off " << truth;
       EXPECT_LT(fit.residual, 0.02);
-      if (truth > 100) EXPECT_GT(fit.us, 0.5 * truth);  // a large hand-off is not fitted away
+      if (truth > 100) { EXPECT_GT(fit.us, 0.5 * truth); }  // a large hand-off is not fitted away
     }
   }
 }

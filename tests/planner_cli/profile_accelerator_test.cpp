@@ -62,7 +62,7 @@ TEST_F(ProfileAcceleratorTest, TimesEveryLayerOfAnInt8AcceleratorAndPlansWithIt)
 // int8 here: none of them may be measured, however many there are.
 TEST_F(ProfileAcceleratorTest, CalibrationFramesAreNeverMeasured) {
   const auto total_us = [&](int calibration) {
-    const fs::path out = dir_ / ("p" + std::to_string(calibration) + ".json");
+    const fs::path out = dir_ / std::string("p").append(std::to_string(calibration)).append(".json");
     const Exit e = run({"profile", "--graph=alexnet", "--image-size=64", "--repetitions=5", "--restart",
                         "--processors=N", "--calibration=" + std::to_string(calibration),
                         "--platform=" + platform("npu-int8").string(), "--profile-out=" + out.string()});
@@ -103,12 +103,12 @@ TEST_F(ProfileAcceleratorTest, DeclinedLayersAreRecordedInOneNoteAndKeptOffTheAc
   EXPECT_THAT(n->declined.at(0), HasSubstr("LRN"));
   EXPECT_TRUE(std::isnan(n->median_us[0]));
   for (uint32_t l = 0; l < 8; ++l) {
-    if (n->declined.count(l) == 0) EXPECT_GT(n->median_us[l], 0.0) << "layer " << l;
+    if (n->declined.count(l) == 0) { EXPECT_GT(n->median_us[l], 0.0) << "layer " << l; }
   }
   // In the file: null, not a number.
   const nlohmann::json j = nlohmann::json::parse(test::read_file(out));
   for (const auto& t : j["layer_times"]) {
-    if (t["processor"] == "N") EXPECT_TRUE(t["median_us"][0].is_null());
+    if (t["processor"] == "N") { EXPECT_TRUE(t["median_us"][0].is_null()); }
   }
 
   const Exit plan = run({"plan", "--profile=" + out.string(), "--top=10"});

@@ -1,0 +1,264 @@
+// co_up_bench_para_pipe: the DAG cost model (planner/dag_cost_model.h) against measured runs, and
+// the hybrid para/pipe plans (planner/hybrid_plan.h) against one processor.
+//
+// Input: layer profiles written by `co_up profile` (e.g. --graph=googlenet --units=ops
+// --image-size=64 --processors=BL), one per network. Per profile:
+//   1. --mappings=M seeded random mappings: one processor, or a contiguous 2-stage split, with
+//      each parallel region's branches given random letters with probability 1/2. Each runs in
+//      switch and in pipeline mode (its own Executor, 2 warm-up frames, --frames measured, as
+//      `co_up plan --verify`): 2M measured runs.
+//   2. Fit set / report set: mappings with an even index fit the one free number of the model,
+//      the switch-mode wake-up per cross-processor edge (DagCostOptions::switch_edge_us, a grid
+//      0..2000 us minimising the median |latency error|); the odd ones, which the fit never saw,
+//      are reported: median |error| of latency (switch, pipeline) and throughput (pipeline),
+//      beside the chain cost model's latency error on the same runs. Then the same with a second
+//      fitted number, one factor on all the profile's times (for runs under other contention
+//      than the profile's).
+//   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
+//      every point of the Pareto front (--objective=pareto) measured: throughput and latency
+//      ratios to B alone, each mapping re-measured --reps times interleaved with B alone (the
+//      host is shared: noise hits both alike), medians.
+// Prints markdown. Options: --mappings=M (default 60) --frames=N (default 20) --reps=R (3)
+//   --seed=S --plugins=DIR PROFILE.json...
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/verify_mappings.h"
+#include "core/network.h"
+#include "core/platform.h"
+#include "core/plugin_registry.h"
+#include "graph/parallel_regions.h"
+#include "planner/dag_cost_model.h"
+#include "planner/hybrid_plan.h"
+#include "planner/layer_profile.h"
+#include "profiler/report.h"
+
+namespace {
+
+using namespace co_up;
+
+struct Run {
+  planner::Mapping mapping;
+  double measured_latency_ms = 0, measured_fps = 0;
+  double chain_latency_ms = 0;
+};
+
+double rel(double predicted, double measured) { return (predicted - measured) / measured; }
+
+std::string pct(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %%", 100.0 * fraction);
+  return text;
+}
+
+std::vector<std::string> random_orders(const planner::CostModel& model, const graph::UnitDag& dag, size_t count,
+                                       uint64_t seed) {
+  std::mt19937_64 random(seed);
+  const std::string& letters = model.letters();
+  const uint32_t n = model.layer_count();
+  const std::vector<graph::DagRegion> regions = graph::find_unit_regions(dag);
+  std::vector<std::string> orders;
+  while (orders.size() < count) {
+    const char a = letters[random() % letters.size()];
+    const char b = letters[random() % letters.size()];
+    std::string order(n, a);
+    if (random() % 2 == 0) {  // a contiguous 2-stage split
+      const uint32_t cut = 1 + static_cast<uint32_t>(random() % (n - 1));
+      for (uint32_t u = cut; u < n; ++u) order[u] = b;
+    }
+    for (const graph::DagRegion& r : regions) {
+      if (random() % 2 != 0) continue;
+      for (const auto& branch : r.branches) {
+        const char c = letters[random() % letters.size()];
+        for (uint32_t u : branch) order[u] = c;
+      }
+    }
+    if (model.runs(order)) orders.push_back(order);
+  }
+  return orders;
+}
+
+planner::LayerProfile scaled_profile(planner::LayerProfile p, double k) {
+  for (planner::LayerTimes& t : p.layer_times) {
+    for (double& v : t.median_us) v *= k;
+  }
+  for (planner::TransferTimes& t : p.transfers) {
+    for (double& v : t.send_us) v *= k;
+    for (double& v : t.receive_us) v *= k;
+  }
+  for (auto& [letter, us] : p.input_transfer_us) us *= k;
+  for (planner::HandoffTime& h : p.handoffs) h.us *= k;
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t mappings = 60;
+  int frames = 20, reps = 3;
+  uint64_t seed = 1;
+  std::string plugin_dir = CO_UP_PLUGIN_DIR;
+  std::vector<std::string> profiles;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--mappings=", 0) == 0) mappings = std::stoul(a.substr(11));
+    else if (a.rfind("--frames=", 0) == 0) frames = std::stoi(a.substr(9));
+    else if (a.rfind("--reps=", 0) == 0) reps = std::stoi(a.substr(7));
+    else if (a.rfind("--seed=", 0) == 0) seed = std::stoull(a.substr(7));
+    else if (a.rfind("--plugins=", 0) == 0) plugin_dir = a.substr(10);
+    else if (a.rfind("--", 0) == 0) {
+      std::cerr << "co_up_bench_para_pipe: unknown option " << a << "\n";
+      return 2;
+    } else profiles.push_back(a);
+  }
+  if (profiles.empty()) {
+    std::cerr << "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] PROFILE.json...\n";
+    return 2;
+  }
+  try {
+    const Platform platform = detect_host_platform("");
+    const PluginRegistry plugins = PluginRegistry::load_directory(plugin_dir);
+    cli::VerifySettings settings;
+    settings.frames = frames;
+    for (const std::string& file : profiles) {
+      const planner::LayerProfile profile = planner::read_layer_profile(file);
+      const planner::CostModel model(profile);
+      const planner::ProfileNetwork& net = profile.network;
+      NetworkSpec spec{net.graph, net.units, net.image_size, 1, ""};
+      spec.model = net.model;
+      const graph::Graph g = build_network(spec);
+      const graph::UnitDag dag = graph::unit_dag(g);
+      planner::DagCostModel dag_model(model, dag);
+      const std::string name = net.graph.empty() ? net.model : net.graph;
+      std::cout << "## " << name << " (" << net.layer_count << " units, --units=" << net.units << ", image "
+                << net.image_size << ", processors " << model.letters() << ", "
+                << graph::find_unit_regions(dag).size() << " parallel regions)\n\n";
+
+      // 1. Measured runs.
+      std::vector<Run> runs;
+      for (const std::string& order : random_orders(model, dag, mappings, seed)) {
+        for (planner::Mode mode : {planner::Mode::kSwitch, planner::Mode::kPipeline}) {
+          Run r;
+          r.mapping = planner::Mapping{order, mode, {}};
+          const cli::Measurement m = cli::measure_mapping(g, platform, plugins, order, mode, settings);
+          r.measured_latency_ms = m.latency_ms;
+          r.measured_fps = m.throughput_fps;
+          r.chain_latency_ms = model.predict(r.mapping).latency_ms;
+          runs.push_back(r);
+        }
+      }
+      // 2. Fit on even mappings (switch latency), report odd ones.
+      auto errors = [&](const planner::DagCostModel& dm, bool report, planner::Mode mode, int what) {
+        std::vector<double> e;
+        for (size_t i = 0; i < runs.size(); ++i) {
+          const Run& r = runs[i];
+          if (r.mapping.mode != mode || ((i / 2) % 2 == 1) != report) continue;
+          const planner::Prediction p = dm.predict(r.mapping);
+          if (what == 0) e.push_back(std::abs(rel(p.latency_ms, r.measured_latency_ms)));
+          if (what == 1) e.push_back(std::abs(rel(p.throughput_fps, r.measured_fps)));
+          if (what == 2) e.push_back(std::abs(rel(r.chain_latency_ms, r.measured_latency_ms)));
+        }
+        return profiler::median(e);
+      };
+      double best_edge = 0, best_error = INFINITY;
+      for (double us = 0; us <= 2000; us += 10) {
+        dag_model.set_switch_edge_us(us);
+        const double e = errors(dag_model, false, planner::Mode::kSwitch, 0);
+        if (e < best_error) {
+          best_error = e;
+          best_edge = us;
+        }
+      }
+      dag_model.set_switch_edge_us(best_edge);
+      std::cout << "| " << runs.size() / 2 << " mappings x 2 modes | fit set (even) | report set (odd) |\n"
+                << "|---|---|---|\n"
+                << "| switch latency, DAG model | " << pct(errors(dag_model, false, planner::Mode::kSwitch, 0)) << " | "
+                << pct(errors(dag_model, true, planner::Mode::kSwitch, 0)) << " |\n"
+                << "| switch latency, chain model | " << pct(errors(dag_model, false, planner::Mode::kSwitch, 2))
+                << " | " << pct(errors(dag_model, true, planner::Mode::kSwitch, 2)) << " |\n"
+                << "| pipeline latency, DAG model | " << pct(errors(dag_model, false, planner::Mode::kPipeline, 0))
+                << " | " << pct(errors(dag_model, true, planner::Mode::kPipeline, 0)) << " |\n"
+                << "| pipeline throughput | " << pct(errors(dag_model, false, planner::Mode::kPipeline, 1)) << " | "
+                << pct(errors(dag_model, true, planner::Mode::kPipeline, 1)) << " |\n\n"
+                << "fitted switch-mode wake-up per cross-processor edge: " << best_edge << " us\n\n";
+
+      // The same with one more number fitted on the fit set: a factor on every time of the profile
+      // (layers, transfers, hand-offs), for runs measured under other contention than the profile.
+      {
+        double best_scale = 1, best_scale_edge = 0, best_scaled_error = INFINITY;
+        for (double k = 0.5; k <= 5.0 + 1e-9; k += 0.1) {
+          const planner::CostModel scaled_model(scaled_profile(profile, k));
+          planner::DagCostModel scaled(scaled_model, dag);
+          for (double us = 0; us <= 2000; us += 50) {
+            scaled.set_switch_edge_us(us);
+            const double e = errors(scaled, false, planner::Mode::kSwitch, 0);
+            if (e < best_scaled_error) {
+              best_scaled_error = e;
+              best_scale = k;
+              best_scale_edge = us;
+            }
+          }
+        }
+        const planner::CostModel scaled_model(scaled_profile(profile, best_scale));
+        planner::DagCostModel scaled(scaled_model, dag);
+        scaled.set_switch_edge_us(best_scale_edge);
+        std::cout << "with a fitted time factor " << best_scale << " and wake-up " << best_scale_edge
+                  << " us: switch latency " << pct(errors(scaled, false, planner::Mode::kSwitch, 0)) << " (fit) / "
+                  << pct(errors(scaled, true, planner::Mode::kSwitch, 0)) << " (report), pipeline latency "
+                  << pct(errors(scaled, true, planner::Mode::kPipeline, 0)) << ", pipeline throughput "
+                  << pct(errors(scaled, true, planner::Mode::kPipeline, 1)) << " (report)\n\n";
+      }
+
+      // 3. Plans against B alone, interleaved re-measurement.
+      const std::string b_alone(net.layer_count, 'B');
+      auto measure = [&](const planner::Mapping& m) {
+        return cli::measure_mapping(g, platform, plugins, m.order, m.mode, settings);
+      };
+      std::vector<planner::Candidate> plans;
+      planner::HybridPlanOptions options;
+      options.seed = seed;
+      const planner::PlanResult latency = planner::plan_hybrid(dag_model, planner::Objective::kLatency, 1, options);
+      plans.push_back(latency.ranked.front());
+      const planner::PlanResult pareto = planner::plan_hybrid(dag_model, planner::Objective::kPareto, 12, options);
+      plans.insert(plans.end(), pareto.ranked.begin(), pareto.ranked.end());
+      std::cout << "| plan | mode | kind | predicted fps | predicted ms | measured fps | measured ms | fps / B | B ms / ms |\n"
+                << "|---|---|---|---|---|---|---|---|---|\n";
+      for (size_t i = 0; i < plans.size(); ++i) {
+        const planner::Candidate& c = plans[i];
+        std::vector<double> fps, ms, b_fps, b_ms;
+        for (int k = 0; k < reps; ++k) {
+          const cli::Measurement b = measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
+          const cli::Measurement m = measure(c.mapping);
+          b_fps.push_back(b.throughput_fps);
+          b_ms.push_back(b.latency_ms);
+          fps.push_back(m.throughput_fps);
+          ms.push_back(m.latency_ms);
+        }
+        const planner::Prediction p = dag_model.predict(c.mapping);
+        char line[512];
+        std::snprintf(line, sizeof line, "| %s | %s | %s | %.1f | %.3f | %.1f | %.3f | %.2fx | %.2fx |\n",
+                      i == 0 ? "best latency" : ("pareto " + std::to_string(i)).c_str(), mode_name(c.mapping.mode),
+                      planner::para_pipe_kind(dag_model, c.mapping).c_str(), p.throughput_fps, p.latency_ms,
+                      profiler::median(fps), profiler::median(ms), profiler::median(fps) / profiler::median(b_fps),
+                      profiler::median(b_ms) / profiler::median(ms));
+        std::cout << line;
+      }
+      std::cout << "\n";
+      for (size_t i = 0; i < plans.size(); ++i) {
+        std::cout << (i == 0 ? "best latency" : "pareto " + std::to_string(i)) << ": "
+                  << planner::command_line(model, plans[i].mapping) << "\n";
+      }
+      std::cout << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "co_up_bench_para_pipe: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

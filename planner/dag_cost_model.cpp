@@ -1,0 +1,332 @@
+#include "planner/dag_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/error.h"
+
+namespace co_up::planner {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  if (values.size() % 2 == 1) return values[mid];
+  const double upper = values[mid];
+  return (upper + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
+}  // namespace
+
+struct DagCostModel::Plan {
+  struct Out {
+    uint32_t destination;
+    uint32_t capacity;
+  };
+  std::vector<size_t> processor;  // per sub-graph: index in letters()
+  std::vector<uint32_t> first, last;
+  std::vector<double> cost_us;
+  std::vector<std::vector<uint32_t>> sources;  // sub-graphs it reads, ascending
+  std::vector<std::vector<Out>> outs;
+  std::vector<bool> reads_input, writes_output;
+  std::vector<double> busy_us;  // per processor
+  std::vector<bool> used;
+};
+
+DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOptions options)
+    : model_(&model), dag_(std::move(dag)), options_(options) {
+  const uint32_t n = model.layer_count();
+  if (dag_.predecessors.size() != n || dag_.outputs.size() != n) {
+    throw InputError("the network's unit graph has " + std::to_string(dag_.predecessors.size()) +
+                     " units but the profile has " + std::to_string(n) +
+                     " layer units (was it profiled with other --units?)");
+  }
+  if (dag_.inputs.size() != n) {
+    dag_.inputs.assign(n, false);
+    if (n > 0) dag_.inputs[0] = true;
+  }
+  for (uint32_t u = 0; u < n; ++u) {
+    for (uint32_t q : dag_.predecessors[u]) {
+      if (q >= u) throw std::logic_error("unit DAG: a predecessor is not before its unit");
+    }
+  }
+  if (options_.pipeline_frames < 2) options_.pipeline_frames = 2;
+  if (options_.receiver_buffers < 1) options_.receiver_buffers = 1;
+}
+
+DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
+  const CostModel& model = *model_;
+  model.check(m);
+  const uint32_t n = model.layer_count();
+  Plan plan;
+  std::vector<uint32_t> sg_of(n);
+  for (uint32_t u = 0; u < n; ++u) {
+    if (u == 0 || m.order[u] != m.order[u - 1]) {
+      plan.processor.push_back(model.index_of(m.order[u]));
+      plan.first.push_back(u);
+      plan.last.push_back(u);
+    }
+    plan.last.back() = u;
+    sg_of[u] = static_cast<uint32_t>(plan.processor.size() - 1);
+  }
+  const size_t count = plan.processor.size();
+  plan.cost_us.assign(count, 0.0);
+  plan.sources.resize(count);
+  plan.outs.resize(count);
+  plan.reads_input.assign(count, false);
+  plan.writes_output.assign(count, false);
+  std::vector<std::vector<bool>> adjacent(count, std::vector<bool>(count, false));
+  for (uint32_t u = 0; u < n; ++u) {
+    const uint32_t d = sg_of[u];
+    const size_t pd = plan.processor[d];
+    plan.cost_us[d] += model.layer_us(u, pd, m.levels);
+    if (dag_.inputs[u] && !plan.reads_input[d]) {
+      plan.reads_input[d] = true;
+      plan.cost_us[d] += model.input_us(pd);
+    }
+    if (dag_.outputs[u]) plan.writes_output[d] = true;
+    for (uint32_t q : dag_.predecessors[u]) {
+      const uint32_t s = sg_of[q];
+      if (s == d) continue;
+      // One edge per (producing unit, destination sub-graph), as Partition makes one per tensor.
+      bool seen = false;
+      for (uint32_t v = plan.first[d]; v < u && !seen; ++v) {
+        seen = std::find(dag_.predecessors[v].begin(), dag_.predecessors[v].end(), q) !=
+               dag_.predecessors[v].end();
+      }
+      if (seen) continue;
+      const size_t ps = plan.processor[s];
+      plan.cost_us[s] += model.send_us(q, ps, pd, m.mode);
+      plan.cost_us[d] += model.receive_us(q, ps, pd, m.mode);
+      if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += options_.switch_edge_us;
+      adjacent[s][d] = true;
+    }
+  }
+  if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
+    plan.writes_output.back() = true;
+  }
+  // Receiver capacities as core/partition.cpp's receiver_capacities: base x longest hop count.
+  std::vector<std::vector<uint32_t>> hops(count, std::vector<uint32_t>(count, 0));
+  for (size_t a = count; a-- > 0;) {
+    for (size_t b = a + 1; b < count; ++b) {
+      if (adjacent[a][b]) hops[a][b] = std::max(hops[a][b], 1u);
+      for (size_t k = a + 1; k < b; ++k) {
+        if (adjacent[a][k] && hops[k][b] > 0) hops[a][b] = std::max(hops[a][b], 1 + hops[k][b]);
+      }
+    }
+  }
+  for (size_t s = 0; s < count; ++s) {
+    for (size_t d = s + 1; d < count; ++d) {
+      if (!adjacent[s][d]) continue;
+      plan.sources[d].push_back(static_cast<uint32_t>(s));
+      plan.outs[s].push_back({static_cast<uint32_t>(d), options_.receiver_buffers * std::max(1u, hops[s][d])});
+    }
+  }
+  plan.busy_us.assign(model.letters().size(), 0.0);
+  plan.used.assign(model.letters().size(), false);
+  for (size_t s = 0; s < count; ++s) {
+    plan.busy_us[plan.processor[s]] += plan.cost_us[s];
+    plan.used[plan.processor[s]] = true;
+  }
+  return plan;
+}
+
+std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mode mode,
+                                           FrameSchedule* first) const {
+  const size_t count = plan.processor.size();
+  const size_t n_proc = model_->letters().size();
+  std::vector<std::vector<uint32_t>> of_processor(n_proc);
+  for (uint32_t s = 0; s < count; ++s) of_processor[plan.processor[s]].push_back(s);
+  std::vector<uint64_t> next(count, 0);  // frames committed (= the frame it runs next)
+  std::vector<uint32_t> running(n_proc, UINT32_MAX);
+  std::vector<double> running_end(n_proc, kNever), last_end(n_proc, 0.0);
+  std::vector<uint32_t> last_run(n_proc, UINT32_MAX);
+  std::vector<double> frame_start(frames, -1.0), frame_end(frames, -1.0);
+  std::vector<double> sg_start(count, 0.0), sg_end(count, 0.0);  // of frame 0
+  std::vector<uint32_t> waited_for(count, UINT32_MAX);           // frame 0's critical predecessor
+  uint64_t completed = 0;
+  double now = 0;
+
+  auto ready = [&](uint32_t s) {
+    const uint64_t f = next[s];
+    if (f >= frames) return false;
+    if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
+    for (uint32_t src : plan.sources[s]) {
+      if (next[src] <= f) return false;
+    }
+    for (const Plan::Out& out : plan.outs[s]) {
+      if (f + 1 > next[out.destination] + out.capacity) return false;
+    }
+    return true;
+  };
+
+  while (true) {
+    for (size_t p = 0; p < n_proc; ++p) {
+      if (running[p] != UINT32_MAX) continue;
+      uint32_t pick = UINT32_MAX;
+      for (uint32_t s : of_processor[p]) {
+        if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) pick = s;
+      }
+      if (pick == UINT32_MAX) continue;
+      const uint64_t f = next[pick];
+      if (plan.reads_input[pick] && frame_start[f] < 0) frame_start[f] = now;
+      if (f == 0 && first != nullptr) {
+        sg_start[pick] = now;
+        // What it waited for: the input that arrived last, unless the processor was busy longer.
+        uint32_t cause = UINT32_MAX;
+        double at = -1;
+        for (uint32_t src : plan.sources[pick]) {
+          if (sg_end[src] > at) {
+            at = sg_end[src];
+            cause = src;
+          }
+        }
+        if (last_run[p] != UINT32_MAX && last_end[p] > at && next[last_run[p]] == 1 &&
+            plan.processor[last_run[p]] == p) {
+          cause = last_run[p];
+        }
+        waited_for[pick] = cause;
+      }
+      running[p] = pick;
+      running_end[p] = now + plan.cost_us[pick];
+    }
+    double t = kNever;
+    for (size_t p = 0; p < n_proc; ++p) t = std::min(t, running_end[p]);
+    if (t == kNever) break;
+    now = t;
+    // Commits at the same instant in sub-graph order, as the lowest index would take the lock first.
+    std::vector<size_t> ending;
+    for (size_t p = 0; p < n_proc; ++p) {
+      if (running_end[p] == t) ending.push_back(p);
+    }
+    std::sort(ending.begin(), ending.end(), [&](size_t a, size_t b) { return running[a] < running[b]; });
+    for (size_t p : ending) {
+      const uint32_t s = running[p];
+      if (next[s] == 0) sg_end[s] = now;
+      ++next[s];
+      last_run[p] = s;
+      last_end[p] = now;
+      running[p] = UINT32_MAX;
+      running_end[p] = kNever;
+      if (plan.writes_output[s]) {
+        uint64_t done = frames;
+        for (uint32_t o = 0; o < count; ++o) {
+          if (plan.writes_output[o]) done = std::min<uint64_t>(done, next[o]);
+        }
+        for (; completed < done; ++completed) frame_end[completed] = now;
+      }
+    }
+  }
+  if (completed < frames) throw std::logic_error("DAG cost model: the simulated executor stalled");
+
+  std::vector<double> latency(frames);
+  for (uint32_t f = 0; f < frames; ++f) latency[f] = frame_end[f] - std::max(0.0, frame_start[f]);
+  if (first != nullptr) {
+    FrameSchedule& fs = *first;
+    const double t0 = std::max(0.0, frame_start[0]);
+    fs.latency_us = latency[0];
+    uint32_t last = UINT32_MAX;
+    for (uint32_t s = 0; s < count; ++s) {
+      fs.subgraphs.push_back({s, model_->letters()[plan.processor[s]], plan.first[s], plan.last[s],
+                              sg_start[s] - t0, sg_end[s] - t0});
+      if (plan.writes_output[s] && (last == UINT32_MAX || sg_end[s] >= sg_end[last])) last = s;
+    }
+    for (uint32_t s = last; s != UINT32_MAX; s = waited_for[s]) fs.critical_path.push_back(s);
+    std::reverse(fs.critical_path.begin(), fs.critical_path.end());
+    for (size_t p = 0; p < n_proc; ++p) {
+      if (!plan.used[p]) continue;
+      fs.processors += model_->letters()[p];
+      fs.busy_us.push_back(plan.busy_us[p]);
+      fs.idle_us.push_back(std::max(0.0, fs.latency_us - plan.busy_us[p]));
+    }
+  }
+  return latency;
+}
+
+Prediction DagCostModel::predict(const Mapping& m) const {
+  const Plan plan = build(m);
+  Prediction out;
+  const uint32_t frames = m.mode == Mode::kSwitch ? 1 : options_.pipeline_frames;
+  const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr);
+  out.latency_ms = median(latency) / 1000.0;
+  out.resources.resize(model_->resource_count());
+  for (size_t p = 0; p < model_->letters().size(); ++p) {
+    out.resources[model_->resource_of(p)].processors += model_->letters()[p];
+    out.resources[model_->resource_of(p)].busy_us += plan.busy_us[p];
+  }
+  double bottleneck = 0;
+  for (const ResourceTime& r : out.resources) bottleneck = std::max(bottleneck, r.busy_us);
+  out.period_us = m.mode == Mode::kPipeline ? bottleneck : latency[0];
+  out.throughput_fps = out.period_us > 0 ? 1e6 / out.period_us : std::numeric_limits<double>::infinity();
+  out.energy_mj_per_frame = model_->energy_mj(plan.busy_us, plan.used, out.period_us, m.levels);
+  return out;
+}
+
+FrameSchedule DagCostModel::schedule(const Mapping& mapping) const {
+  Mapping m = mapping;
+  m.mode = Mode::kSwitch;
+  const Plan plan = build(m);
+  FrameSchedule fs;
+  simulate(plan, 1, Mode::kSwitch, &fs);
+  return fs;
+}
+
+double DagCostModel::switch_latency_us(const Mapping& mapping) const {
+  Mapping m = mapping;
+  m.mode = Mode::kSwitch;
+  return simulate(build(m), 1, Mode::kSwitch, nullptr)[0];
+}
+
+double DagCostModel::pipeline_period_us(const Mapping& mapping) const {
+  Mapping m = mapping;
+  m.mode = Mode::kPipeline;
+  const Plan plan = build(m);
+  std::vector<double> busy(model_->resource_count(), 0.0);
+  for (size_t p = 0; p < plan.busy_us.size(); ++p) busy[model_->resource_of(p)] += plan.busy_us[p];
+  return busy.empty() ? 0.0 : *std::max_element(busy.begin(), busy.end());
+}
+
+double DagCostModel::latency_lower_bound_us(const std::string& order, const std::vector<int>& levels) const {
+  const CostModel& model = *model_;
+  const uint32_t n = model.layer_count();
+  std::vector<double> path(n, 0.0), per_processor(model.letters().size(), 0.0);
+  double bound = 0;
+  for (uint32_t u = 0; u < n; ++u) {
+    double w;
+    const size_t placed = u < order.size() ? model.index_of(order[u]) : model.letters().size();
+    if (placed < model.letters().size()) {
+      const size_t p = placed;
+      w = model.layer_us(u, p, levels);
+      per_processor[p] += w;
+    } else {
+      w = kNever;
+      for (size_t p = 0; p < model.letters().size(); ++p) w = std::min(w, model.layer_us(u, p, levels));
+    }
+    double before = 0;
+    for (uint32_t q : dag_.predecessors[u]) before = std::max(before, path[q]);
+    path[u] = before + w;
+    bound = std::max(bound, path[u]);
+  }
+  for (double busy : per_processor) bound = std::max(bound, busy);
+  return bound;
+}
+
+double DagCostModel::period_lower_bound_us(const std::string& order, const std::vector<int>& levels,
+                                           Mode mode) const {
+  if (mode == Mode::kSwitch) return latency_lower_bound_us(order, levels);
+  const CostModel& model = *model_;
+  std::vector<double> busy(model.resource_count(), 0.0);
+  for (uint32_t u = 0; u < order.size() && u < model.layer_count(); ++u) {
+    const size_t p = model.index_of(order[u]);
+    if (p >= model.letters().size()) continue;
+    busy[model.resource_of(p)] += model.layer_us(u, p, levels);
+  }
+  return busy.empty() ? 0.0 : *std::max_element(busy.begin(), busy.end());
+}
+
+}  // namespace co_up::planner

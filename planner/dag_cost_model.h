@@ -1,0 +1,99 @@
+// DAG cost model: latency of a mapping whose sub-graphs form a DAG (independent branches of one
+// frame on different processors), as the executor (core/executor.h) runs it.
+//
+// Sub-graphs are the runs of one letter of the order (core/partition.h); sub-graph s feeds d when
+// a unit of d reads a unit of s (graph::UnitDag). A sub-graph's time on its processor is the sum
+// of its units' times (CostModel::layer_us) plus, per edge it sends (receives), the profile's
+// transfer of the producing unit's outputs (CostModel::send_us / receive_us: with the pair's
+// hand-off in pipeline mode) plus, in switch mode, `switch_edge_us` per cross-processor edge it
+// receives (the wake-up of a waiting processor thread; 0 unless fitted, see the bench), plus the
+// input transfer for the sub-graph that reads the network input.
+//
+// Latency: the executor is simulated, event by event. One thread per processor; an idle
+// processor starts, among its sub-graphs that are ready (every input holds the frame, every
+// receiver it feeds has a free slot, in switch mode the previous frame has left), the one with the
+// oldest frame, then the lowest index; a sub-graph publishes its outputs when it ends, so a branch
+// waits for the whole sub-graph that produces its input. Receivers hold receiver_capacities(.., 2)
+// frames. Concurrent branches on different processors overlap; branches on one processor run in
+// sequence in that order.
+//   switch:   latency = one frame's makespan; period = latency.
+//   pipeline: latency = median frame latency over `pipeline_frames` frames all admitted at once
+//             (what `co_up` and `plan --verify` measure: queueing included); period = the busiest
+//             resource as in CostModel (sub-graph times summed per resource), throughput 1/period.
+// Energy: CostModel::energy_mj over the sub-graph times per processor.
+// Resources that share cores (a GPU's host thread) are not slowed by each other here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/parallel_regions.h"
+#include "planner/cost_model.h"
+
+namespace co_up::planner {
+
+struct DagCostOptions {
+  double switch_edge_us = 0;     // per cross-processor edge, switch mode
+  uint32_t pipeline_frames = 32; // simulated frames for pipeline latency
+  uint32_t receiver_buffers = 2; // ExecutorOptions::receiver_buffers
+};
+
+// One sub-graph run of a simulated frame.
+struct ScheduledSubGraph {
+  uint32_t index = 0;  // sub-graph index (order of first unit)
+  char processor = 0;
+  uint32_t first_layer = 0, last_layer = 0;
+  double start_us = 0, end_us = 0;  // from the frame's start
+};
+
+// One frame as the model sees it (switch mode): every sub-graph's start and end, the critical
+// path (sub-graph indices, first to last: each waited for the one before it, by data or because
+// it held the processor) and each used processor's idle time inside the frame.
+struct FrameSchedule {
+  double latency_us = 0;
+  std::vector<ScheduledSubGraph> subgraphs;
+  std::vector<uint32_t> critical_path;
+  std::string processors;             // used letters, in order of first use
+  std::vector<double> busy_us, idle_us;  // per letter of `processors`
+};
+
+class DagCostModel {
+ public:
+  // `dag` must have model.layer_count() units; throws InputError otherwise. `model` must outlive
+  // this object.
+  DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOptions options = {});
+
+  const CostModel& model() const { return *model_; }
+  const graph::UnitDag& dag() const { return dag_; }
+  const DagCostOptions& options() const { return options_; }
+  void set_switch_edge_us(double us) { options_.switch_edge_us = us; }
+
+  // Throws InputError as CostModel::check does.
+  Prediction predict(const Mapping& mapping) const;
+  FrameSchedule schedule(const Mapping& mapping) const;  // switch mode, one frame
+  // The searches' objectives without the rest of predict(): one switch frame's latency, and the
+  // pipeline period (busiest resource).
+  double switch_latency_us(const Mapping& mapping) const;
+  double pipeline_period_us(const Mapping& mapping) const;
+
+  // Lower bounds for branch-and-bound: with units [0, assigned) placed as `order` says and the
+  // rest free, no completion has a smaller switch latency (longest unit path with free units at
+  // their fastest, or one processor's sum of its units) or a smaller pipeline period (busiest
+  // resource over the placed units). `order` has one character per unit; units whose character is
+  // not one of the model's letters ('?') are free.
+  double latency_lower_bound_us(const std::string& order, const std::vector<int>& levels) const;
+  double period_lower_bound_us(const std::string& order, const std::vector<int>& levels, Mode mode) const;
+
+ private:
+  struct Plan;
+  Plan build(const Mapping& mapping) const;
+  std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first) const;
+
+  const CostModel* model_;
+  graph::UnitDag dag_;
+  DagCostOptions options_;
+  std::vector<double> fastest_us_;  // per unit: min over processors at fastest levels (bounds)
+};
+
+}  // namespace co_up::planner

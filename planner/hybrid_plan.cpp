@@ -1,0 +1,193 @@
+#include "planner/hybrid_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+#include "planner/hybrid_search.h"
+#include "planner/search/search_support.h"
+
+namespace co_up::planner {
+namespace {
+
+std::string number(const char* spec, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
+}
+
+}  // namespace
+
+std::string para_pipe_kind(const DagCostModel& model, const Mapping& m) {
+  std::string used;
+  for (char c : m.order) {
+    if (used.find(c) == std::string::npos) used += c;
+  }
+  if (used.size() <= 1) return "single";
+  bool spread = false;
+  for (const graph::DagRegion& r : graph::find_unit_regions(model.dag())) {
+    std::string letters;
+    for (const auto& branch : r.branches) {
+      for (uint32_t u : branch) {
+        if (letters.find(m.order[u]) == std::string::npos) letters += m.order[u];
+      }
+    }
+    spread = spread || letters.size() > 1;
+  }
+  if (m.mode == Mode::kSwitch) return spread ? "para-only" : "switch";
+  return spread ? "hybrid" : "pipe-only";
+}
+
+PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t top,
+                       const HybridPlanOptions& options) {
+  const CostModel& cost = model.model();
+  PlanResult chain = plan(cost, objective, std::max<size_t>(top, 16), options.seed);
+  auto predicted = [&](Candidate c) {
+    c.mapping = cost.normalized(c.mapping);
+    c.prediction = model.predict(c.mapping);
+    return c;
+  };
+  std::vector<Candidate> pool;
+  for (const Candidate& c : chain.ranked) pool.push_back(predicted(c));
+
+  std::vector<Mode> modes;
+  if (objective == Objective::kLatency || objective == Objective::kPareto) modes.push_back(Mode::kSwitch);
+  if (objective == Objective::kThroughput || objective == Objective::kPareto) modes.push_back(Mode::kPipeline);
+  std::vector<Mapping> visited;
+  std::vector<Mapping> bests;  // per mode searched
+  for (Mode mode : modes) {
+    HybridSearchOptions search;
+    search.mode = mode;
+    search.seed = options.seed;
+    search.node_budget = options.node_budget;
+    for (const Candidate& c : pool) search.starts.push_back(c.mapping);
+    HybridSearchResult r = hybrid_search(model, search);
+    pool.push_back(r.best);
+    bests.push_back(r.best.mapping);
+    visited.insert(visited.end(), r.improvements.begin(), r.improvements.end());
+  }
+  if (objective == Objective::kPareto && bests.size() == 2) {
+    // Between the two ends (Para-Pipe's hybrid-T .. hybrid-L): from the best pipeline, take the
+    // least-latency plan's branch assignment one region at a time, the region that lowers the
+    // pipeline latency most first; every step is a candidate.
+    const std::vector<graph::DagRegion> regions = graph::find_unit_regions(model.dag());
+    const std::string& para = bests[0].order;
+    std::string current = bests[1].order;
+    std::vector<bool> applied(regions.size(), false);
+    for (size_t step = 0; step < regions.size(); ++step) {
+      size_t pick = regions.size();
+      double best_latency = kInf;
+      for (size_t i = 0; i < regions.size(); ++i) {
+        if (applied[i]) continue;
+        std::string order = current;
+        for (const auto& branch : regions[i].branches) {
+          for (uint32_t u : branch) order[u] = para[u];
+        }
+        if (regions[i].join != graph::kDagExit) order[regions[i].join] = para[regions[i].join];
+        if (order == current) {
+          applied[i] = true;
+          continue;
+        }
+        const Candidate c = predicted(Candidate{Mapping{order, Mode::kPipeline, bests[1].levels}, {}, "hybrid-path"});
+        if (c.prediction.latency_ms < best_latency) {
+          best_latency = c.prediction.latency_ms;
+          pick = i;
+        }
+        pool.push_back(c);
+      }
+      if (pick == regions.size()) break;
+      applied[pick] = true;
+      for (const auto& branch : regions[pick].branches) {
+        for (uint32_t u : branch) current[u] = para[u];
+      }
+      if (regions[pick].join != graph::kDagExit) current[regions[pick].join] = para[regions[pick].join];
+    }
+  }
+  if (objective == Objective::kPareto) {  // each accepted mapping in both modes
+    for (const Mapping& v : visited) {
+      for (Mode mode : {Mode::kSwitch, Mode::kPipeline}) {
+        pool.push_back(predicted(Candidate{Mapping{v.order, mode, v.levels}, {}, "hybrid-bnb"}));
+      }
+    }
+    for (const Candidate& c : std::vector<Candidate>(pool)) {
+      const Mode other = c.mapping.mode == Mode::kSwitch ? Mode::kPipeline : Mode::kSwitch;
+      pool.push_back(predicted(Candidate{Mapping{c.mapping.order, other, c.mapping.levels}, {}, c.source}));
+    }
+  }
+  pool.push_back(predicted(chain.single_processor));
+  pool.erase(std::remove_if(pool.begin(), pool.end(), [&](const Candidate& c) { return !cost.runs(c.mapping.order); }),
+             pool.end());
+
+  // Constraints.
+  if (options.min_fps > 0 || options.max_latency_ms > 0) {
+    const Candidate* closest = nullptr;
+    for (const Candidate& c : pool) {
+      if (closest == nullptr || (options.min_fps > 0 ? c.prediction.throughput_fps > closest->prediction.throughput_fps
+                                                     : c.prediction.latency_ms < closest->prediction.latency_ms)) {
+        closest = &c;
+      }
+    }
+    std::vector<Candidate> kept;
+    for (const Candidate& c : pool) {
+      if ((options.min_fps <= 0 || c.prediction.throughput_fps >= options.min_fps) &&
+          (options.max_latency_ms <= 0 || c.prediction.latency_ms <= options.max_latency_ms)) {
+        kept.push_back(c);
+      }
+    }
+    if (kept.empty()) {
+      std::string asked;
+      if (options.min_fps > 0) asked += "--min-fps=" + number("%g", options.min_fps);
+      if (options.max_latency_ms > 0) asked += (asked.empty() ? "" : " with ") + ("--max-latency-ms=" + number("%g", options.max_latency_ms));
+      throw InputError("no plan reaches " + asked + ": the closest predicts " +
+                       number("%.2f fps", closest->prediction.throughput_fps) + " and " +
+                       number("%.3f ms", closest->prediction.latency_ms) + " (relax the constraint)");
+    }
+    pool = std::move(kept);
+  }
+
+  for (Candidate& c : pool) {
+    const std::string kind = para_pipe_kind(model, c.mapping);
+    if (c.source.find(kind) == std::string::npos) c.source += ", " + kind;
+  }
+  auto key = [&](const Candidate& c) {
+    const Prediction& p = c.prediction;
+    const double energy = p.has_energy() ? p.energy_mj_per_frame : kInf;
+    switch (objective) {
+      case Objective::kThroughput: return std::make_tuple(p.period_us, p.latency_ms, energy);
+      case Objective::kLatency: return std::make_tuple(p.latency_ms, p.period_us, energy);
+      case Objective::kEnergy: return std::make_tuple(energy, p.period_us, p.latency_ms);
+      default: return std::make_tuple(-p.throughput_fps, p.latency_ms, energy);
+    }
+  };
+  std::stable_sort(pool.begin(), pool.end(), [&](const Candidate& a, const Candidate& b) { return key(a) < key(b); });
+  std::vector<Candidate> unique;
+  std::set<std::string> seen;
+  for (Candidate& c : pool) {
+    if (seen.insert(command_line(cost, c.mapping)).second) unique.push_back(std::move(c));
+  }
+  PlanResult result;
+  if (objective == Objective::kPareto) {
+    std::vector<std::vector<double>> points;
+    for (const Candidate& c : unique) points.push_back(objectives(c.prediction, cost.has_energy()));
+    const std::vector<std::vector<size_t>> fronts = non_dominated_sort(points);
+    std::vector<size_t> front = fronts.empty() ? std::vector<size_t>{} : fronts.front();
+    std::sort(front.begin(), front.end());  // `unique` is sorted by throughput already
+    for (size_t i : front) {
+      if (result.ranked.size() >= top) break;
+      result.ranked.push_back(unique[i]);
+    }
+  } else {
+    for (Candidate& c : unique) {
+      if (result.ranked.size() >= top) break;
+      result.ranked.push_back(std::move(c));
+    }
+  }
+  result.single_processor = predicted(chain.single_processor);
+  result.single_processor.source += ", single";
+  result.heft = predicted(chain.heft);
+  return result;
+}
+
+}  // namespace co_up::planner

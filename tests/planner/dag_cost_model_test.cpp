@@ -1,0 +1,154 @@
+// DAG cost model: one frame's latency over the sub-graph DAG equals hand-computed schedules of the
+// executor on small graphs (branches on different processors overlap, a sub-graph publishes when
+// it ends, one processor runs its ready sub-graphs lowest index first), with transfers and
+// hand-offs per edge; the period is the busiest resource.
+#include "planner/dag_cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "planner/synthetic_profile.h"
+
+namespace co_up::planner {
+namespace {
+
+// B and L on separate cores, the given times per unit, transfers `send`/`receive` on every
+// boundary (0: none), hand-off `handoff`, no input transfer.
+LayerProfile profile(const std::vector<double>& b, const std::vector<double>& l, double send = 0,
+                     double receive = 0, double handoff = 0) {
+  SyntheticSpec spec;
+  spec.layers = static_cast<uint32_t>(b.size());
+  spec.processors = 2;
+  spec.shared_hosts = false;
+  spec.transfers = true;
+  LayerProfile p = make_synthetic_profile(spec);
+  for (LayerTimes& t : p.layer_times) t.median_us = t.processor == 'B' ? b : l;
+  for (TransferTimes& t : p.transfers) {
+    t.send_us.assign(b.size() - 1, send);
+    t.receive_us.assign(b.size() - 1, receive);
+  }
+  for (auto& [letter, us] : p.input_transfer_us) us = 0;
+  p.handoffs.clear();
+  if (handoff > 0) p.set_handoff('B', 'L', handoff);
+  return p;
+}
+
+graph::UnitDag dag(std::vector<std::vector<uint32_t>> predecessors) {
+  graph::UnitDag d;
+  d.outputs.assign(predecessors.size(), false);
+  d.outputs.back() = true;
+  d.inputs.assign(predecessors.size(), false);
+  d.inputs.front() = true;
+  d.predecessors = std::move(predecessors);
+  return d;
+}
+
+// 0 -> {1, 2} -> 3
+const std::vector<std::vector<uint32_t>> kDiamond = {{}, {0}, {0}, {1, 2}};
+
+TEST(DagCostModel, BranchesOnTwoProcessorsOverlap) {
+  const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
+  const DagCostModel dag_model(model, dag(kDiamond));
+  // BLBL: B 0 [0,10]; L 1 [10,35]; B 2 [10,40]; L 3 waits for 2: [40,48].
+  const Mapping m{"BLBL", Mode::kSwitch, {}};
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us(m), 48);
+  EXPECT_DOUBLE_EQ(dag_model.predict(m).latency_ms, 0.048);
+  EXPECT_DOUBLE_EQ(model.predict(m).latency_ms, 0.073);  // the chain model adds the branches up
+  const FrameSchedule s = dag_model.schedule(m);
+  ASSERT_EQ(s.subgraphs.size(), 4u);
+  EXPECT_DOUBLE_EQ(s.subgraphs[1].start_us, 10);
+  EXPECT_DOUBLE_EQ(s.subgraphs[1].end_us, 35);
+  EXPECT_DOUBLE_EQ(s.subgraphs[2].start_us, 10);
+  EXPECT_DOUBLE_EQ(s.subgraphs[3].start_us, 40);
+  EXPECT_EQ(s.critical_path, (std::vector<uint32_t>{0, 2, 3}));
+  EXPECT_EQ(s.processors, "BL");
+  EXPECT_EQ(s.busy_us, (std::vector<double>{40, 33}));
+  EXPECT_EQ(s.idle_us, (std::vector<double>{8, 15}));
+}
+
+TEST(DagCostModel, ASubGraphPublishesOnlyWhenItEnds) {
+  const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
+  const DagCostModel dag_model(model, dag(kDiamond));
+  // BBLB: B {0,1} [0,30]; L 2 needs unit 0, published at 30: [30,70]; B 3 [70,75].
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BBLB", Mode::kSwitch, {}}), 75);
+  // BLBB: B 0 [0,10]; L 1 [10,35]; B {2,3} needs unit 1 too: [35,70].
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBB", Mode::kSwitch, {}}), 70);
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BBBB", Mode::kSwitch, {}}), 65);
+}
+
+TEST(DagCostModel, OneProcessorRunsItsReadySubGraphsLowestIndexFirst) {
+  // 0 -> {1, 2, 3} -> 4, BLBLB: after B 0 [0,10], L runs 1 [10,30] then 3 [30,70]; B runs 2
+  // [10,20]; B 4 waits for 3: [70,71]. Critical path 0 -> 1 -> 3 (held L) -> 4.
+  const CostModel model(profile({10, 5, 10, 5, 1}, {50, 20, 50, 40, 50}));
+  const DagCostModel dag_model(model, dag({{}, {0}, {0}, {0}, {1, 2, 3}}));
+  const Mapping m{"BLBLB", Mode::kSwitch, {}};
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us(m), 71);
+  EXPECT_EQ(dag_model.schedule(m).critical_path, (std::vector<uint32_t>{0, 1, 3, 4}));
+}
+
+TEST(DagCostModel, TransfersAndHandOffsArePerEdge) {
+  // Send 1 / receive 2 per cross-processor edge: B 0 [0,11] (sends unit 0 to L); L 1 [11,38];
+  // B 2 [11,42] (sends unit 2 to L); L 3 receives unit 2 (2 us) after 42: [42,52]. Unit 1 stays
+  // on L (no transfer), unit 0 to B 2 stays on B.
+  const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2));
+  const DagCostModel dag_model(model, dag(kDiamond));
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 52);
+  // An extra per-edge cost in switch mode (a waiting thread's wake-up) on each receiving side:
+  // L 1 [11,41]; L 3 [42,55].
+  DagCostModel with_wakeup(model, dag(kDiamond), DagCostOptions{3});
+  EXPECT_DOUBLE_EQ(with_wakeup.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 55);
+  // Pipeline: a hand-off of 4 on both sides of each cross-processor edge. Busy B = 10 + 30 + 2 x
+  // (1 + 4) = 50, L = 25 + 8 + 2 x (2 + 4) = 45: period 50.
+  const CostModel handoff(profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2, 4));
+  const DagCostModel pipelined(handoff, dag(kDiamond));
+  const Mapping m{"BLBL", Mode::kPipeline, {}};
+  EXPECT_DOUBLE_EQ(pipelined.pipeline_period_us(m), 50);
+  const Prediction p = pipelined.predict(m);
+  EXPECT_DOUBLE_EQ(p.period_us, 50);
+  EXPECT_DOUBLE_EQ(p.throughput_fps, 1e6 / 50);
+  // Queueing: frames wait for busy stages, never less than one frame alone (with its hand-offs).
+  EXPECT_GE(p.latency_ms * 1000, 10 + 1 + 4 + 30 + 1 + 4 + 2 + 4 + 8 - 1e-9);
+}
+
+TEST(DagCostModel, OnAChainItAgreesWithTheChainModel) {
+  SyntheticSpec spec;
+  spec.layers = 7;
+  spec.processors = 3;
+  spec.shared_hosts = false;
+  spec.seed = 5;
+  spec.handoff_us = 20;
+  const CostModel model(make_synthetic_profile(spec));
+  graph::UnitDag chain = dag({{}, {0}, {1}, {2}, {3}, {4}, {5}});
+  const DagCostModel dag_model(model, chain);
+  for (const std::string order : {"BBBBBBB", "BBLLLGG", "BLGBLGB", "GGGLLLB"}) {
+    const Mapping s{order, Mode::kSwitch, {}};
+    EXPECT_NEAR(dag_model.predict(s).latency_ms, model.predict(s).latency_ms, 1e-9) << order;
+    const Mapping p{order, Mode::kPipeline, {}};
+    EXPECT_NEAR(dag_model.predict(p).period_us, model.predict(p).period_us, 1e-6) << order;
+  }
+}
+
+TEST(DagCostModel, LowerBoundsNeverExceedTheValue) {
+  const CostModel model(profile({10, 5, 10, 5, 1}, {50, 20, 50, 40, 50}, 1, 2, 3));
+  const DagCostModel dag_model(model, dag({{}, {0}, {0}, {0}, {1, 2, 3}}));
+  for (const std::string order : {"BLBLB", "BBBBB", "LLLLL", "BLLLB", "LBLBL"}) {
+    for (size_t placed = 0; placed <= order.size(); ++placed) {
+      std::string partial = order.substr(0, placed) + std::string(order.size() - placed, '?');
+      EXPECT_LE(dag_model.latency_lower_bound_us(partial, {}),
+                dag_model.switch_latency_us({order, Mode::kSwitch, {}}) + 1e-9) << partial;
+      EXPECT_LE(dag_model.period_lower_bound_us(partial, {}, Mode::kPipeline),
+                dag_model.pipeline_period_us({order, Mode::kPipeline, {}}) + 1e-9) << partial;
+    }
+  }
+}
+
+TEST(DagCostModel, AUnitGraphOfAnotherSizeIsAnInputError) {
+  const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
+  EXPECT_THROW(DagCostModel(model, dag({{}, {0}})), InputError);
+}
+
+}  // namespace
+}  // namespace co_up::planner
