@@ -42,6 +42,8 @@ Options parse_options(const std::vector<std::string>& args) {
          o.units = v;
        }},
       {"split", [&](const std::string& v) { o.split = v; }},
+      {"stages", [&](const std::string& v) { o.stages = v; }},
+      {"stage-plan", [&](const std::string& v) { o.stage_plan = v; }},
       {"image-size", [&](const std::string& v) { o.image_size = parse_int("image-size", v, 1, 4096); }},
       {"seed", [&](const std::string& v) { o.seed = static_cast<uint64_t>(parse_int("seed", v, 0, INT64_MAX)); }},
       {"buffers", [&](const std::string& v) { o.buffers = static_cast<uint32_t>(parse_int("buffers", v, 1, 64)); }},
@@ -183,6 +185,11 @@ network
                         layers over slices of its output channels (joined by a Concat), so the
                         order string can give them to different processors (L as --list-layers
                         shows without --split; each split adds P-1 letters)
+  --stages=P:R/R/..;I:R/R/..  width-partitioned stages of a multi-exit --model (outputs exit0,
+                        exit1, ...): P fractions of each layer's channels per stage, I which
+                        stages' features later stages reuse (rows = stages, entries = layers);
+                        each stage becomes one layer unit (docs/map_and_conquer.md)
+  --stage-plan=FILE     the same as JSON: {"P": [[...], ...], "I": [[...], ...]}
   --image-size=N        input height/width (default: the network's own; smaller runs faster)
   --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)
   --image=FILE          input image (PPM, PNG, JPEG), preprocessed as the network expects

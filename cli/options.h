@@ -26,6 +26,8 @@ struct Options {
   int64_t frames = 10;       // --n
   std::string units = "layers";  // --units=layers|ops
   std::string split;             // --split=UNIT:PARTS[,...] (NetworkSpec::split)
+  std::string stages;            // --stages=P:...;I:... (NetworkSpec::stages, graph/stage_plan.h)
+  std::string stage_plan;        // --stage-plan=FILE.json (NetworkSpec::stage_plan_file)
   int64_t image_size = 0;    // --image-size (0: the network's own)
   uint64_t seed = 1;         // --seed for generated weights and input
   uint32_t buffers = 2;      // --buffers: receive buffers between adjacent stages

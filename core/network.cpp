@@ -14,6 +14,7 @@
 #include "graph/onnx/layer_units.h"
 #include "graph/onnx/onnx_importer.h"
 #include "graph/passes.h"
+#include "graph/stage_plan.h"
 #include "graph/zoo/zoo.h"
 
 namespace co_up {
@@ -146,6 +147,24 @@ uint64_t available_memory_bytes() {
   return available;
 }
 
+namespace {
+
+// --stages / --stage-plan: the model's stages as its layer units (graph/stage_plan.h).
+void apply_stage_plan(graph::Graph& g, const NetworkSpec& spec) {
+  if (!spec.stages.empty() && !spec.stage_plan_file.empty()) {
+    throw InputError("--stages and --stage-plan both given; use one");
+  }
+  if (spec.units == "ops" || !spec.split.empty()) {
+    throw InputError("--stages/--stage-plan make each stage one layer unit; drop --units=ops and --split");
+  }
+  const bool inline_plan = !spec.stages.empty();
+  const graph::StagePlan plan = inline_plan ? graph::parse_stage_plan(spec.stages)
+                                            : graph::read_stage_plan_file(spec.stage_plan_file);
+  graph::assign_stage_units(g, plan, inline_plan ? "--stages" : "stage plan '" + spec.stage_plan_file + "'");
+}
+
+}  // namespace
+
 graph::Graph build_network(const NetworkSpec& spec) {
   if (spec.units != "layers" && spec.units != "ops") {
     throw InputError("unknown --units='" + spec.units + "' (use layers or ops)");
@@ -164,7 +183,9 @@ graph::Graph build_network(const NetworkSpec& spec) {
     graph::optimize_for_inference(g);
     check_fits(g, "model '" + spec.model + "'", available_memory_bytes(),
                "use a smaller --input-shape");
-    if (spec.units == "ops") {
+    if (!spec.stages.empty() || !spec.stage_plan_file.empty()) {
+      apply_stage_plan(g, spec);
+    } else if (spec.units == "ops") {
       graph::assign_op_units(g);
     } else {
       graph::assign_block_units(g);
@@ -175,6 +196,9 @@ graph::Graph build_network(const NetworkSpec& spec) {
   }
   if (!spec.input_shape.empty()) {
     throw InputError("--input-shape applies to --model; use --image-size with --graph");
+  }
+  if (!spec.stages.empty() || !spec.stage_plan_file.empty()) {
+    throw InputError("--stages and --stage-plan apply to --model (a multi-exit ONNX model with outputs exit0, exit1, ...)");
   }
   graph::ZooOptions options;
   options.image_size = spec.image_size;

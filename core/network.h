@@ -30,6 +30,10 @@ struct NetworkSpec {
   // --split=UNIT:PARTS[,UNIT:PARTS...]: layer units (numbered as without the option) whose compute
   // op is split by output channels into PARTS units (graph::split_output_channels). Empty: none.
   std::string split;
+  // Width-partitioned stages of a multi-exit model (graph/stage_plan.h): --stages=P:...;I:...
+  // or --stage-plan=FILE; each stage becomes one layer unit. Empty: none.
+  std::string stages;
+  std::string stage_plan_file;
 };
 
 // Throws InputError (unknown network, bad weights directory, unreadable or unsupported model, ...).
