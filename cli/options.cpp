@@ -100,6 +100,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"output", [&](const std::string& v) { o.output = v; }},
       {"export-partitions", [&](const std::string& v) { o.export_partitions = v; }},
       {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
+      {"exit-logits", [&](const std::string& v) { o.exit_logits = v; }},  // plan with a stage plan
+      {"exit-labels", [&](const std::string& v) { o.exit_labels = v; }},
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},

@@ -71,7 +71,10 @@ struct Options {
   // `co_up plan` (cli/plan_command.h). There --profile=FILE is the layer profile to plan
   // from (profile_file); for runs --profile stays the profiling level above.
   std::string profile_file;
-  std::string objective = "throughput";  // --objective=throughput|latency|energy|pareto
+  std::string objective;                 // --objective=throughput|latency|energy|pareto ("": throughput;
+                                         // with a stage plan: latency|energy|accuracy|pareto, "": pareto)
+  std::string exit_logits;  // --exit-logits=FILE.npy: every exit's validation logits (stage plans)
+  std::string exit_labels;  // --exit-labels=FILE.npy: their labels
   int top = 5;                           // --top=K mappings printed
 };
 

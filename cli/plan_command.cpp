@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/stage_plan_command.h"
 #include "cli/verify_mappings.h"
 #include "core/error.h"
 #include "core/network.h"
@@ -18,7 +19,7 @@ namespace co_up::cli {
 namespace {
 
 planner::Objective parse_objective(const std::string& text) {
-  if (text == "throughput") return planner::Objective::kThroughput;
+  if (text == "throughput" || text.empty()) return planner::Objective::kThroughput;
   if (text == "latency") return planner::Objective::kLatency;
   if (text == "energy") return planner::Objective::kEnergy;
   if (text == "pareto") return planner::Objective::kPareto;
@@ -88,6 +89,7 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
 }  // namespace
 
 int run_plan_command(const Options& o) {
+  if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o);
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }

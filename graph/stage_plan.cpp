@@ -213,7 +213,7 @@ std::vector<int64_t> stage_channels(const StagePlan& plan, size_t layer, int64_t
   return out;
 }
 
-void assign_stage_units(Graph& graph, const StagePlan& plan, const std::string& where) {
+StageStructure find_stages(const Graph& graph, const StagePlan& plan, const std::string& where) {
   const size_t m = plan.stage_count(), n = plan.layer_count();
   // The exits: graph outputs named exit0, exit1, ... (the multi-exit convention); an importer
   // that names output tensors after their producers keeps the file's output order, which the
@@ -238,7 +238,7 @@ void assign_stage_units(Graph& graph, const StagePlan& plan, const std::string& 
                      "; a stage plan needs a multi-exit model with one exit per stage (outputs exit0, exit1, ...)");
   }
   // Stage of a node: the first exit whose computation needs it.
-  constexpr uint32_t kUnassigned = UINT32_MAX;
+  constexpr uint32_t kUnassigned = kNoStage;
   std::vector<uint32_t> stage(graph.nodes().size(), kUnassigned);
   for (const auto& [k, out] : exits) {
     std::vector<TensorId> stack{out};
@@ -311,6 +311,12 @@ void assign_stage_units(Graph& graph, const StagePlan& plan, const std::string& 
       }
     }
   }
+  return StageStructure{std::move(stage), std::move(compute)};
+}
+
+void assign_stage_units(Graph& graph, const StagePlan& plan, const std::string& where) {
+  const size_t m = plan.stage_count();
+  const std::vector<uint32_t> stage = find_stages(graph, plan, where).node_stage;
 
   // Rebuilt stage by stage (a stable sort by stage keeps a topological order: a node's inputs
   // are needed by its own exit, so they belong to the same or an earlier stage).

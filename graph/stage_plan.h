@@ -51,6 +51,17 @@ void validate_stage_plan(const StagePlan& plan, const std::string& where);
 // last, which takes the rest (as the training script splits them).
 std::vector<int64_t> stage_channels(const StagePlan& plan, size_t layer, int64_t width);
 
+// The stages of a multi-exit `graph` as the plan describes them, checked against it: the stage
+// of every node (the first exit whose computation needs it; kNoStage for Input nodes) and each
+// stage's compute ops (Conv, FullyConnected) in order: its n layers, then its exit classifier.
+// Throws InputError as assign_stage_units does.
+inline constexpr uint32_t kNoStage = UINT32_MAX;
+struct StageStructure {
+  std::vector<uint32_t> node_stage;           // [node id]
+  std::vector<std::vector<NodeId>> compute;  // [stage][layer, ..., exit]
+};
+StageStructure find_stages(const Graph& graph, const StagePlan& plan, const std::string& where);
+
 // Makes every stage of the multi-exit `graph` one layer unit ("stage1", "stage2", ...): a node
 // belongs to the first exit that needs it; nodes are reordered stage by stage (still a
 // topological order). Throws InputError when the graph's exits, layers, channels or feature
