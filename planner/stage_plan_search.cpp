@@ -52,40 +52,73 @@ std::string key(const StageCandidate& c) {
 
 }  // namespace
 
-ExitOutcome evaluate_exit_thresholds(const ExitScores& s, const std::vector<double>& thresholds) {
-  if (s.exits == 0 || s.classes == 0 || s.logits.size() != s.frames * s.exits * s.classes ||
-      s.labels.size() != s.frames) {
-    throw InputError("exit scores: " + std::to_string(s.logits.size()) + " logits and " +
-                     std::to_string(s.labels.size()) + " labels do not fit " + std::to_string(s.frames) +
-                     " frames x " + std::to_string(s.exits) + " exits x " + std::to_string(s.classes) + " classes");
-  }
-  if (thresholds.size() + 1 != s.exits) {
-    throw InputError("exit thresholds: " + std::to_string(thresholds.size()) + " given for " +
-                     std::to_string(s.exits) + " exits; give one per exit but the last");
-  }
-  ExitOutcome out;
-  out.exit_fraction.assign(s.exits, 0.0);
-  size_t correct = 0;
-  for (size_t f = 0; f < s.frames; ++f) {
-    for (size_t k = 0; k < s.exits; ++k) {
-      const float* z = &s.logits[(f * s.exits + k) * s.classes];
-      const float* best = std::max_element(z, z + s.classes);
-      double sum = 0;
-      for (size_t c = 0; c < s.classes; ++c) sum += std::exp(static_cast<double>(z[c] - *best));
-      const double confidence = 1.0 / sum;  // softmax of the arg-max class
-      if (k + 1 < s.exits && confidence < thresholds[k]) continue;
-      out.exit_fraction[k] += 1;
-      if (best - z == s.labels[f]) ++correct;
-      break;
+namespace {
+
+// Every frame's confidence (softmax maximum) and correctness at every exit, computed once.
+class ExitTable {
+ public:
+  explicit ExitTable(const ExitScores& s) : frames_(s.frames), exits_(s.exits) {
+    if (s.exits == 0 || s.classes == 0 || s.logits.size() != s.frames * s.exits * s.classes ||
+        s.labels.size() != s.frames) {
+      throw InputError("exit scores: " + std::to_string(s.logits.size()) + " logits and " +
+                       std::to_string(s.labels.size()) + " labels do not fit " + std::to_string(s.frames) +
+                       " frames x " + std::to_string(s.exits) + " exits x " + std::to_string(s.classes) + " classes");
+    }
+    for (size_t f = 0; f < s.frames; ++f) {
+      for (size_t k = 0; k < s.exits; ++k) {
+        const float* z = &s.logits[(f * s.exits + k) * s.classes];
+        const float* best = std::max_element(z, z + s.classes);
+        double sum = 0;
+        for (size_t c = 0; c < s.classes; ++c) sum += std::exp(static_cast<double>(z[c] - *best));
+        confidence_.push_back(1.0 / sum);  // softmax of the arg-max class
+        correct_.push_back(best - z == s.labels[f]);
+      }
     }
   }
-  const double n = s.frames == 0 ? 1.0 : static_cast<double>(s.frames);
-  for (double& v : out.exit_fraction) v /= n;
-  out.accuracy = static_cast<double>(correct) / n;
-  return out;
+
+  ExitOutcome evaluate(const std::vector<double>& thresholds) const {
+    if (thresholds.size() + 1 != exits_) {
+      throw InputError("exit thresholds: " + std::to_string(thresholds.size()) + " given for " +
+                       std::to_string(exits_) + " exits; give one per exit but the last");
+    }
+    ExitOutcome out;
+    out.exit_fraction.assign(exits_, 0.0);
+    size_t correct = 0;
+    for (size_t f = 0; f < frames_; ++f) {
+      for (size_t k = 0; k < exits_; ++k) {
+        if (k + 1 < exits_ && confidence_[f * exits_ + k] < thresholds[k]) continue;
+        out.exit_fraction[k] += 1;
+        correct += correct_[f * exits_ + k] ? 1 : 0;
+        break;
+      }
+    }
+    const double n = frames_ == 0 ? 1.0 : static_cast<double>(frames_);
+    for (double& v : out.exit_fraction) v /= n;
+    out.accuracy = static_cast<double>(correct) / n;
+    return out;
+  }
+
+ private:
+  size_t frames_, exits_;
+  std::vector<double> confidence_;
+  std::vector<bool> correct_;
+};
+
+StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table, StageCandidate c);
+
+}  // namespace
+
+ExitOutcome evaluate_exit_thresholds(const ExitScores& s, const std::vector<double>& thresholds) {
+  return ExitTable(s).evaluate(thresholds);
 }
 
 StageCandidate evaluate_stage_candidate(const StageSearchInput& in, StageCandidate c) {
+  return evaluate_with(in, ExitTable(in.scores), std::move(c));
+}
+
+namespace {
+
+StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table, StageCandidate c) {
   const size_t m = in.reuse.size();
   StageCosts costs;
   costs.reuse = in.reuse;
@@ -107,7 +140,7 @@ StageCandidate evaluate_stage_candidate(const StageSearchInput& in, StageCandida
     }
   }
   const std::vector<ExitCost> exits = exit_costs(costs);
-  const ExitOutcome outcome = evaluate_exit_thresholds(in.scores, c.thresholds);
+  const ExitOutcome outcome = table.evaluate(c.thresholds);
   c.latency_ms = 0;
   c.energy_mj = 0;
   for (size_t k = 0; k < m; ++k) {
@@ -119,6 +152,8 @@ StageCandidate evaluate_stage_candidate(const StageSearchInput& in, StageCandida
   c.exit_fraction = outcome.exit_fraction;
   return c;
 }
+
+}  // namespace
 
 StageSearchResult search_stage_mappings(const StageSearchInput& in) {
   const size_t m = in.reuse.size();
@@ -137,6 +172,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
                      " distinct processors, the profile has " + std::to_string(letters.size()) + " (" + letters + ")");
   }
   const std::vector<double> never(m - 1, 2.0);
+  const ExitTable table(in.scores);
   StageSearchResult result;
 
   // Baselines. Every stage on one processor runs them one after another, to the last exit.
@@ -150,7 +186,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
     for (const auto& row : o.tau_ms) {
       for (double t : row) total += t;
     }
-    const ExitOutcome outcome = evaluate_exit_thresholds(in.scores, never);
+    const ExitOutcome outcome = table.evaluate(never);
     c.latency_ms = total;
     c.energy_mj = o.power_w >= 0 ? total * o.power_w : -1;
     c.accuracy = outcome.accuracy;
@@ -170,7 +206,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
       const std::string k = key(c);
       const bool dup = std::any_of(result.static_split.begin(), result.static_split.end(),
                                    [&](const StageCandidate& s) { return key(s) == k; });
-      if (!dup) result.static_split.push_back(evaluate_stage_candidate(in, c));
+      if (!dup) result.static_split.push_back(evaluate_with(in, table, c));
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
 
@@ -200,7 +236,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
   }
   for (size_t tries = 0; population.size() < pop_size && tries < 100 * pop_size; ++tries) {
     StageCandidate c = random_candidate();
-    if (seen.insert(key(c)).second) population.push_back(evaluate_stage_candidate(in, c));
+    if (seen.insert(key(c)).second) population.push_back(evaluate_with(in, table, c));
   }
   auto rank = [](const std::vector<StageCandidate>& pop, std::vector<size_t>& out_rank, std::vector<double>& out_crowd) {
     std::vector<std::vector<double>> points;
@@ -264,7 +300,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
       }
       if (!keys.insert(key(child)).second) continue;
       child.source = "nsga2";
-      combined.push_back(evaluate_stage_candidate(in, child));
+      combined.push_back(evaluate_with(in, table, child));
       ++made;
     }
     std::vector<size_t> r;
