@@ -83,5 +83,27 @@ TEST(StagePlanCli, ObjectivesThatDoNotApplyAreOneLineErrors) {
   EXPECT_EQ(r.err, "co_up: error: --objective='throughput' with a stage plan must be latency, energy, accuracy or pareto\n");
 }
 
+TEST(StagePlanCli, BadStagePlansAreOneLineErrorsWithExitCode2) {
+  test::ScratchDir scratch;
+  const std::string model = "--model=" + (kDir / "multi_exit.onnx").string();
+  const test::CommandResult sum = test::run_program(
+      CO_UP_BINARY, {model, "--stages=P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.4;I:1,1,1/0,1,1/0,0,0", "--list-layers"},
+      scratch.path());
+  EXPECT_EQ(sum.exit_code, 2) << sum;
+  EXPECT_EQ(sum.err, "co_up: error: --stages: P column 3 (layer 3) sums to 0.9, not 1; a layer's fractions over the "
+                     "stages must sum to 1\n");
+  const test::CommandResult later = test::run_program(
+      CO_UP_BINARY, {model, "--stages=P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,1,1/0,1,1/1,0,0", "--order=BLB"},
+      scratch.path());
+  EXPECT_EQ(later.exit_code, 2) << later;
+  EXPECT_EQ(later.err, "co_up: error: --stages: I[3][1] = 1 shares stage 3's features with a later stage, but it is "
+                       "the last stage; its row must be all 0\n");
+  const test::CommandResult zoo =
+      test::run_program(CO_UP_BINARY, {"--graph=alexnet", "--stages=P:1;I:0", "--list-layers"}, scratch.path());
+  EXPECT_EQ(zoo.exit_code, 2) << zoo;
+  EXPECT_EQ(zoo.err, "co_up: error: --stages and --stage-plan apply to --model (a multi-exit ONNX model with outputs "
+                     "exit0, exit1, ...)\n");
+}
+
 }  // namespace
 }  // namespace co_up
