@@ -293,8 +293,11 @@ StageStructure find_stages(const Graph& graph, const StagePlan& plan, const std:
   for (size_t i = 0; i < m; ++i) {
     for (size_t j = 0; j <= n; ++j) {
       const ComputeInputs in = compute_inputs(graph, graph.node(compute[i][j]));
-      for (size_t k = 0; k < m; ++k) {
-        if (j == 0) break;
+      if (j == 0 && (!in.reads_input || !in.producers.empty())) {
+        throw InputError(where + ": the model's stage " + std::to_string(i + 1) +
+                         " layer 1 does not read the network input alone; not a width-partitioned stage");
+      }
+      for (size_t k = 0; j > 0 && k < m; ++k) {
         const bool reads = in.producers.count(compute[k][j - 1]) != 0;
         const bool expected = k == i || (k < i && plan.reuse[k][j - 1] == 1);
         if (reads == expected) continue;
