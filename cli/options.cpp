@@ -259,6 +259,11 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --seed=N              seeds the NSGA-II search (same seed, same plan)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency
+  --stage-plan=FILE | --stages=...  with --model (multi-exit) and a --units=ops profile: plan
+                        stage -> processor, DVFS levels and exit thresholds (Map-and-Conquer;
+                        --objective=latency|energy|accuracy|pareto, default pareto)
+  --exit-logits=FILE.npy  every exit's logits on a labelled validation set [frames,exits,classes]
+  --exit-labels=FILE.npy  their labels (docs/map_and_conquer.md)
 
 exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 128+signal when stopped by SIGINT
 (130), SIGTERM (143), SIGHUP (129) or SIGQUIT (131): the profile is written and DVFS restored; a
