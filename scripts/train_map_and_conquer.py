@@ -3,7 +3,9 @@
 multi-exit version, and exports them as ONNX with PyTorch's reference outputs.
 
 Debian packages: python3-torch python3-onnx dataset-fashion-mnist (the data lands in
-/usr/share/datasets/fashion-mnist). CPU only, seeded; a few minutes on 2 cores.
+/usr/share/datasets/fashion-mnist). CPU only, seeded (--seed, 2 threads by default). The
+committed fixtures took 46 minutes in all on a shared, heavily loaded 2-core host (14 for the
+static CNN, 32 for the multi-exit one, whose many small convolutions cost more per image).
 
   scripts/train_map_and_conquer.py                      # -> tests/fixtures/map_and_conquer/
   scripts/train_map_and_conquer.py --out DIR --epochs 4 --seed 1
