@@ -102,6 +102,12 @@ Options parse_options(const std::vector<std::string>& args) {
       {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
       {"exit-logits", [&](const std::string& v) { o.exit_logits = v; }},  // plan with a stage plan
       {"exit-labels", [&](const std::string& v) { o.exit_labels = v; }},
+      {"stage-timing", [&](const std::string& v) {
+         if (v != "layers" && v != "stages") {
+           throw InputError("--stage-timing='" + v + "' must be 'layers' (the paper's Eq. 8) or 'stages' (whole sub-graphs)");
+         }
+         o.stage_timing = v;
+       }},
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
@@ -264,6 +270,9 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
                         --objective=latency|energy|accuracy|pareto, default pareto)
   --exit-logits=FILE.npy  every exit's logits on a labelled validation set [frames,exits,classes]
   --exit-labels=FILE.npy  their labels (docs/map_and_conquer.md)
+  --stage-timing=layers|stages  a stage's sub-layers start when their inputs are there (the
+                        paper's Eq. 8, default) or whole stages wait for the stages they read
+                        (how co_up's executor runs sub-graphs)
 
 exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 128+signal when stopped by SIGINT
 (130), SIGTERM (143), SIGHUP (129) or SIGQUIT (131): the profile is written and DVFS restored; a

@@ -129,6 +129,7 @@ int run_stage_plan_command(const Options& o) {
   planner::StageSearchInput in;
   in.reuse = plan.reuse;
   in.seed = o.seed;
+  in.whole_stages = o.stage_timing == "stages";
   in.scores = read_exit_scores(o);
   for (const planner::LayerTimes& lt : profile.layer_times) {
     planner::ProcessorOption option;
@@ -198,7 +199,8 @@ int run_stage_plan_command(const Options& o) {
   }
   out << "\nobjective: " << objective
       << (objective == "latency" || objective == "energy" ? " (within 1 percentage point of the last exit's accuracy)" : "")
-      << "; mean per frame, predicted by Eq. 8-14 over the validation exits (measure with --verify)\n\n";
+      << "; mean per frame, predicted by Eq. 8-14 over the validation exits"
+      << (in.whole_stages ? " with whole stages as sub-graphs" : "") << " (measure with --verify)\n\n";
   for (size_t i = 0; i < ranked.size(); ++i) print_candidate(out, o, format("%3.0f. ", static_cast<double>(i + 1)), ranked[i]);
   const auto best = [&](const std::vector<planner::StageCandidate>& cs) {
     return *std::min_element(cs.begin(), cs.end(), [&](const planner::StageCandidate& a, const planner::StageCandidate& b) {

@@ -75,8 +75,31 @@ std::vector<double> stage_energy(const StageCosts& c) {
   return out;
 }
 
-std::vector<ExitCost> exit_costs(const StageCosts& c) {
-  const std::vector<double> t = stage_latency(c);
+std::vector<double> whole_stage_latency(const StageCosts& c) {
+  check_shapes(c);
+  const size_t m = c.tau.size(), layers = c.tau[0].size();
+  std::vector<double> t(m, 0.0);
+  for (size_t i = 0; i < m; ++i) {
+    double own = 0;
+    for (double tau : c.tau[i]) own += tau;
+    double ready = 0;
+    for (size_t k = 0; k < i; ++k) {
+      bool reads = false;
+      double moved = 0;
+      for (size_t j = 0; j + 1 < layers; ++j) {
+        if (c.reuse[k][j] != 1) continue;
+        reads = true;
+        moved += c.transfer.empty() ? 0.0 : c.transfer[k][i][j];
+      }
+      if (reads) ready = std::max(ready, t[k] + moved);
+    }
+    t[i] = own + ready;
+  }
+  return t;
+}
+
+std::vector<ExitCost> exit_costs(const StageCosts& c, bool whole_stages) {
+  const std::vector<double> t = whole_stages ? whole_stage_latency(c) : stage_latency(c);
   const std::vector<double> e = c.power_w.empty() ? std::vector<double>(t.size(), 0.0) : stage_energy(c);
   std::vector<ExitCost> out;
   ExitCost running;

@@ -39,11 +39,19 @@ std::vector<double> stage_latency(const StageCosts& costs);
 // Eq. 11-12: E_S[i] in mJ (needs power_w).
 std::vector<double> stage_energy(const StageCosts& costs);
 
-// Eq. 13-14 for frames that stop after stage m (0-based): latency (ms) and energy (mJ).
+// Eq. 8-9 at the granularity of whole stages, as co_up's executor runs them: a stage is one
+// sub-graph, which starts when every input it reads is there, so stage i waits for the end of
+// every earlier stage k whose features it reads (any reuse[k][j] = 1), plus the transfers of
+// those features:
+//   T_S[i] = sum_j tau[i][j] + max(0, T_S[k] + sum_{j: reuse[k][j] = 1} u[k][i][j]  for such k)
+std::vector<double> whole_stage_latency(const StageCosts& costs);
+
+// Eq. 13-14 for frames that stop after stage m (0-based): latency (ms) and energy (mJ), with
+// T_S from Eq. 8-9 (stage_latency) or, when `whole_stages`, from whole_stage_latency.
 struct ExitCost {
   double latency_ms = 0;
   double energy_mj = 0;
 };
-std::vector<ExitCost> exit_costs(const StageCosts& costs);
+std::vector<ExitCost> exit_costs(const StageCosts& costs, bool whole_stages = false);
 
 }  // namespace co_up::planner

@@ -139,7 +139,7 @@ StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table,
       for (size_t j = 0; j + 1 < layers && j < it->second.at(k).size(); ++j) costs.transfer[k][i][j] = it->second[k][j];
     }
   }
-  const std::vector<ExitCost> exits = exit_costs(costs);
+  const std::vector<ExitCost> exits = exit_costs(costs, in.whole_stages);
   const ExitOutcome outcome = table.evaluate(c.thresholds);
   c.latency_ms = 0;
   c.energy_mj = 0;

@@ -48,6 +48,9 @@ struct StageSearchInput {
   std::map<std::pair<char, char>, std::vector<std::vector<double>>> transfer_ms;
   ExitScores scores;
   std::vector<double> threshold_grid = {0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 2.0};
+  // false: the paper's Eq. 8 (a sub-layer starts when the features it reads are there); true:
+  // whole stages, as co_up's executor runs sub-graphs (stage_latency_model.h).
+  bool whole_stages = false;
   uint64_t seed = 1;
   int generations = 60;
   int population = 40;

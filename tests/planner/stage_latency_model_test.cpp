@@ -60,6 +60,21 @@ TEST(StageLatencyModel, Eq8To14ThreeStagesMatchHandComputedValues) {
   EXPECT_DOUBLE_EQ(exits[2].energy_mj, 24);
 }
 
+// The same three stages run as whole sub-graphs: stage sums 3, 6, 3.
+//   T_S[0] = 3
+//   T_S[1] = 6 + (T_S[0] + u of layers 1 and 2 = 3 + 1) = 10
+//   T_S[2] = 3 + max(T_S[0] + 1, T_S[1] + 0.5) = 13.5   (stage 1 shares only its layer 1)
+TEST(StageLatencyModel, WholeStagesWaitForEveryStageTheyRead) {
+  StageCosts c;
+  c.tau = {{1, 1, 1}, {2, 2, 2}, {1, 1, 1}};
+  c.reuse = {{1, 1}, {1, 0}, {0, 0}};
+  c.transfer.assign(3, std::vector<std::vector<double>>(3, std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ(whole_stage_latency(c), (std::vector<double>{3, 10, 13.5}));
+  const auto exits = exit_costs(c, true);
+  EXPECT_DOUBLE_EQ(exits[1].latency_ms, 10);
+  EXPECT_DOUBLE_EQ(exits[2].latency_ms, 13.5);
+}
+
 TEST(StageLatencyModel, Eq10PowerIsLinearInTheScalingFactor) {
   EXPECT_DOUBLE_EQ(stage_power_w(0.5, 0.25, 4), 1.5);
 }
