@@ -380,6 +380,8 @@ int run(const Options& o, StopSignal& stop) {
 
   NetworkSpec spec{o.graph, o.units, o.image_size, o.seed, o.data};
   spec.split = o.split;
+  spec.stages = o.stages;
+  spec.stage_plan_file = o.stage_plan;
   spec.model = o.model;
   spec.input_shape = o.input_shape;
   spec.exits_file = o.exits;

@@ -44,6 +44,8 @@ Options parse_options(const std::vector<std::string>& args) {
          o.units = v;
        }},
       {"split", [&](const std::string& v) { o.split = v; }},
+      {"stages", [&](const std::string& v) { o.stages = v; }},
+      {"stage-plan", [&](const std::string& v) { o.stage_plan = v; }},
       {"image-size", [&](const std::string& v) { o.image_size = parse_int("image-size", v, 1, 4096); }},
       {"seed", [&](const std::string& v) { o.seed = static_cast<uint64_t>(parse_int("seed", v, 0, INT64_MAX)); }},
       {"buffers", [&](const std::string& v) { o.buffers = static_cast<uint32_t>(parse_int("buffers", v, 1, 64)); }},
@@ -104,6 +106,14 @@ Options parse_options(const std::vector<std::string>& args) {
       {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
       {"min-fps", [&](const std::string& v) { o.min_fps = v; }},            // plan; checked there too
       {"max-latency-ms", [&](const std::string& v) { o.max_latency_ms = v; }},
+      {"exit-logits", [&](const std::string& v) { o.exit_logits = v; }},  // plan with a stage plan
+      {"exit-labels", [&](const std::string& v) { o.exit_labels = v; }},
+      {"stage-timing", [&](const std::string& v) {
+         if (v != "layers" && v != "stages") {
+           throw InputError("--stage-timing='" + v + "' must be 'layers' (the paper's Eq. 8) or 'stages' (whole sub-graphs)");
+         }
+         o.stage_timing = v;
+       }},
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
@@ -198,6 +208,11 @@ network
                         layers over slices of its output channels (joined by a Concat), so the
                         order string can give them to different processors (L as --list-layers
                         shows without --split; each split adds P-1 letters)
+  --stages=P:R/R/..;I:R/R/..  width-partitioned stages of a multi-exit --model (outputs exit0,
+                        exit1, ...): P fractions of each layer's channels per stage, I which
+                        stages' features later stages reuse (rows = stages, entries = layers);
+                        each stage becomes one layer unit (docs/map_and_conquer.md)
+  --stage-plan=FILE     the same as JSON: {"P": [[...], ...], "I": [[...], ...]}
   --image-size=N        input height/width (default: the network's own; smaller runs faster)
   --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)
   --image=FILE          input image (PPM, PNG, JPEG), preprocessed as the network expects
@@ -280,6 +295,14 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --seed=N              seeds the NSGA-II search (same seed, same plan)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency
+  --stage-plan=FILE | --stages=...  with --model (multi-exit) and a --units=ops profile: plan
+                        stage -> processor, DVFS levels and exit thresholds (Map-and-Conquer;
+                        --objective=latency|energy|accuracy|pareto, default pareto)
+  --exit-logits=FILE.npy  every exit's logits on a labelled validation set [frames,exits,classes]
+  --exit-labels=FILE.npy  their labels (docs/map_and_conquer.md)
+  --stage-timing=layers|stages  a stage's sub-layers start when their inputs are there (the
+                        paper's Eq. 8, default) or whole stages wait for the stages they read
+                        (how co_up's executor runs sub-graphs)
 
 several networks (co_up profile|plan --workload=FILE.json; docs/hetero2pipe_planning.md)
   co_up profile --workload=W --profile-out=P [--processors=..] [--repetitions=N] [--coruns=N]

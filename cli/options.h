@@ -28,6 +28,8 @@ struct Options {
   int64_t frames = 10;       // --n
   std::string units = "layers";  // --units=layers|ops
   std::string split;             // --split=UNIT:PARTS[,...] (NetworkSpec::split)
+  std::string stages;            // --stages=P:...;I:... (NetworkSpec::stages, graph/stage_plan.h)
+  std::string stage_plan;        // --stage-plan=FILE.json (NetworkSpec::stage_plan_file)
   int64_t image_size = 0;    // --image-size (0: the network's own)
   uint64_t seed = 1;         // --seed for generated weights and input
   uint32_t buffers = 2;      // --buffers: receive buffers between adjacent stages
@@ -73,7 +75,11 @@ struct Options {
   // `co_up plan` (cli/plan_command.h). There --profile=FILE is the layer profile to plan
   // from (profile_file); for runs --profile stays the profiling level above.
   std::string profile_file;
-  std::string objective = "throughput";  // --objective=throughput|latency|energy|pareto
+  std::string objective;                 // --objective=throughput|latency|energy|pareto ("": throughput;
+                                         // with a stage plan: latency|energy|accuracy|pareto, "": pareto)
+  std::string exit_logits;  // --exit-logits=FILE.npy: every exit's validation logits (stage plans)
+  std::string exit_labels;  // --exit-labels=FILE.npy: their labels
+  std::string stage_timing = "layers";  // --stage-timing=layers (paper Eq. 8) | stages (whole sub-graphs)
   int top = 5;                           // --top=K mappings printed
 
   // Several networks at once: `co_up profile|plan --workload=FILE.json` (cli/workload_*.h).

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/stage_plan_command.h"
 #include "cli/verify_mappings.h"
 #include "cli/workload_plan_command.h"
 #include "core/error.h"
@@ -25,7 +26,7 @@ namespace co_up::cli {
 namespace {
 
 planner::Objective parse_objective(const std::string& text) {
-  if (text == "throughput") return planner::Objective::kThroughput;
+  if (text == "throughput" || text.empty()) return planner::Objective::kThroughput;
   if (text == "latency") return planner::Objective::kLatency;
   if (text == "energy") return planner::Objective::kEnergy;
   if (text == "pareto") return planner::Objective::kPareto;
@@ -132,6 +133,7 @@ std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerP
 
 int run_plan_command(const Options& o) {
   if (!o.workload.empty()) return run_workload_plan_command(o);
+  if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o);
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }

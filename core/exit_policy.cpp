@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <system_error>
 
 #include "core/error.h"
@@ -13,7 +14,7 @@ namespace {
 
 constexpr const char* kForms =
     "use softmax-max>=T, entropy<=T, a threshold per exit such as softmax-max>=0.8,0.9, or none; "
-    "T in [0,1]";
+    "T in [0,1] or off";
 
 std::string format_threshold(double t) {
   char text[32];
@@ -72,11 +73,17 @@ ExitPolicy ExitPolicy::parse(const std::string& spec) {
     const size_t comma = list.find(',', begin);
     const size_t length = comma == std::string::npos ? std::string::npos : comma - begin;
     const std::string item = list.substr(begin, length);
+    if (item == "off") {  // this exit never stops a frame (a plan that keeps only later exits)
+      policy.thresholds_.push_back(std::numeric_limits<double>::quiet_NaN());
+      if (comma == std::string::npos) break;
+      begin = comma + 1;
+      continue;
+    }
     double value = 0;
     const char* end = item.data() + item.size();
     const auto [ptr, ec] = std::from_chars(item.data(), end, value);
     if (item.empty() || ec != std::errc() || ptr != end) {
-      throw InputError(quoted + ": '" + item + "' is not a number (each threshold is in [0,1])");
+      throw InputError(quoted + ": '" + item + "' is not a number (each threshold is in [0,1], or off)");
     }
     if (!(value >= 0.0 && value <= 1.0)) {
       throw InputError(quoted + ": threshold " + item + " is outside [0,1]");
@@ -119,6 +126,7 @@ double ExitPolicy::score(std::span<const float> values) const {
 bool ExitPolicy::stops(uint32_t exit, std::span<const float> values) const {
   if (never_stops()) return false;
   const double t = thresholds_.size() == 1 ? thresholds_[0] : thresholds_.at(exit);
+  if (std::isnan(t)) return false;
   const double s = score(values);
   return criterion_ == Criterion::kEntropy ? s <= t : s >= t;
 }
@@ -128,7 +136,7 @@ std::string ExitPolicy::describe() const {
   std::string text = criterion_ == Criterion::kEntropy ? "entropy<=" : "softmax-max>=";
   for (size_t i = 0; i < thresholds_.size(); ++i) {
     if (i > 0) text += ',';
-    text += format_threshold(thresholds_[i]);
+    text += std::isnan(thresholds_[i]) ? std::string("off") : format_threshold(thresholds_[i]);
   }
   return text;
 }

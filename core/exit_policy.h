@@ -5,7 +5,8 @@
 // frame stops there. Specs:
 //   softmax-max>=T          stop when the largest class probability is at least T
 //   entropy<=T              stop when the normalised entropy H(p) / ln(classes) is at most T
-//   softmax-max>=T1,T2,...  one threshold per exit before the final (entropy<=T1,T2,... too)
+//   softmax-max>=T1,T2,...  one threshold per exit before the final (entropy<=T1,T2,... too);
+//                           a threshold "off" never stops a frame at that exit
 //   none                    never stop early: every frame runs every stage (the static network)
 // Every T is in [0, 1]. An exit's output is read as probabilities when it already is a
 // distribution (no negative value, sum within 1e-3 of 1, as after a Softmax node), else as logits

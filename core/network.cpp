@@ -17,6 +17,7 @@
 #include "graph/onnx/layer_units.h"
 #include "graph/onnx/onnx_importer.h"
 #include "graph/passes.h"
+#include "graph/stage_plan.h"
 #include "graph/zoo/zoo.h"
 
 namespace co_up {
@@ -177,6 +178,20 @@ void read_exits_file(const NetworkSpec& spec, graph::OnnxImportOptions& options)
   options.exits_origin = origin;
 }
 
+// --stages / --stage-plan: the model's stages as its layer units (graph/stage_plan.h).
+void apply_stage_plan(graph::Graph& g, const NetworkSpec& spec) {
+  if (!spec.stages.empty() && !spec.stage_plan_file.empty()) {
+    throw InputError("--stages and --stage-plan both given; use one");
+  }
+  if (spec.units != "layers" || !spec.split.empty()) {
+    throw InputError("--stages/--stage-plan make each stage one layer unit; drop --units and --split");
+  }
+  const bool inline_plan = !spec.stages.empty();
+  const graph::StagePlan plan = inline_plan ? graph::parse_stage_plan(spec.stages)
+                                            : graph::read_stage_plan_file(spec.stage_plan_file);
+  graph::assign_stage_units(g, plan, inline_plan ? "--stages" : "stage plan '" + spec.stage_plan_file + "'");
+}
+
 }  // namespace
 
 graph::Graph build_network(const NetworkSpec& spec) {
@@ -201,7 +216,9 @@ graph::Graph build_network(const NetworkSpec& spec) {
     graph::optimize_for_inference(g);
     check_fits(g, "model '" + spec.model + "'", available_memory_bytes(),
                "use a smaller --input-shape");
-    if (spec.units == "ops") {
+    if (!spec.stages.empty() || !spec.stage_plan_file.empty()) {
+      apply_stage_plan(g, spec);
+    } else if (spec.units == "ops") {
       graph::assign_op_units(g);
     } else if (spec.units == "branches") {
       graph::assign_branch_units(g);
@@ -217,6 +234,9 @@ graph::Graph build_network(const NetworkSpec& spec) {
   }
   if (!spec.input_shape.empty()) {
     throw InputError("--input-shape applies to --model; use --image-size with --graph");
+  }
+  if (!spec.stages.empty() || !spec.stage_plan_file.empty()) {
+    throw InputError("--stages and --stage-plan apply to --model (a multi-exit ONNX model with outputs exit0, exit1, ...)");
   }
   graph::ZooOptions options;
   options.image_size = spec.image_size;

@@ -35,6 +35,10 @@ struct NetworkSpec {
   // the model's outputs in stage order. Empty: <model>.exits.json when it exists, else outputs
   // named exit0, exit1, ... by convention.
   std::string exits_file;
+  // Width-partitioned stages of a multi-exit model (graph/stage_plan.h): --stages=P:...;I:...
+  // or --stage-plan=FILE; each stage becomes one layer unit. Empty: none.
+  std::string stages;
+  std::string stage_plan_file;
 };
 
 // Throws InputError (unknown network, bad weights directory, unreadable or unsupported model, ...).

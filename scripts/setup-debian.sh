@@ -29,6 +29,8 @@ readonly kPackages=(
   python3-onnx  # onnx_export_test runs the ONNX checker on exported files
   # the Python package co_up (python/) and its tests
   python3-dev pybind11-dev python3-numpy python3-pytest
+  # Map-and-Conquer training data (scripts/train_map_and_conquer.py; /usr/share/datasets/fashion-mnist)
+  dataset-fashion-mnist
 )
 
 die() {

@@ -182,9 +182,9 @@ TEST_F(EarlyExitCliTest, BadExitSpecsAreOneLineErrorsWithExitCodeTwo) {
   const std::vector<Case> cases = {
       {"softmax-max>=1.5", "--exit='softmax-max>=1.5': threshold 1.5 is outside [0,1]"},
       {"entropy<=-0.2", "--exit='entropy<=-0.2': threshold -0.2 is outside [0,1]"},
-      {"softmax-max>=0.8,x", "--exit='softmax-max>=0.8,x': 'x' is not a number (each threshold is in [0,1])"},
+      {"softmax-max>=0.8,x", "--exit='softmax-max>=0.8,x': 'x' is not a number (each threshold is in [0,1], or off)"},
       {"top1>=0.9", "--exit='top1>=0.9' is not an exit policy (use softmax-max>=T, entropy<=T, a threshold "
-                    "per exit such as softmax-max>=0.8,0.9, or none; T in [0,1])"},
+                    "per exit such as softmax-max>=0.8,0.9, or none; T in [0,1] or off)"},
       {"softmax-max>=0.1,0.2,0.3", "--exit='softmax-max>=0.1,0.2,0.3' gives 3 thresholds but graph "
                                    "'exitnet' has 3 exits: give one threshold, or one per exit before "
                                    "the final (2)"},

@@ -36,15 +36,15 @@ TEST(ExitPolicyTest, BadSpecsAreOneLineErrorsNamingTheSpec) {
   EXPECT_EQ(parse_error("softmax-max>=0.8,2"), "--exit='softmax-max>=0.8,2': threshold 2 is outside [0,1]");
   EXPECT_EQ(parse_error("softmax-max>=nan"), "--exit='softmax-max>=nan': threshold nan is outside [0,1]");
   EXPECT_EQ(parse_error("softmax-max>=high"),
-            "--exit='softmax-max>=high': 'high' is not a number (each threshold is in [0,1])");
+            "--exit='softmax-max>=high': 'high' is not a number (each threshold is in [0,1], or off)");
   EXPECT_EQ(parse_error("softmax-max>=0.8,"),
-            "--exit='softmax-max>=0.8,': '' is not a number (each threshold is in [0,1])");
+            "--exit='softmax-max>=0.8,': '' is not a number (each threshold is in [0,1], or off)");
   EXPECT_EQ(parse_error("softmax-max<=0.9"),
             "--exit='softmax-max<=0.9': softmax-max takes >= (softmax-max>=T, T in [0,1])");
   EXPECT_EQ(parse_error("entropy>=0.3"), "--exit='entropy>=0.3': entropy takes <= (entropy<=T, T in [0,1])");
   EXPECT_EQ(parse_error("confidence>0.9"),
             "--exit='confidence>0.9' is not an exit policy (use softmax-max>=T, entropy<=T, a "
-            "threshold per exit such as softmax-max>=0.8,0.9, or none; T in [0,1])");
+            "threshold per exit such as softmax-max>=0.8,0.9, or none; T in [0,1] or off)");
 }
 
 TEST(ExitPolicyTest, SoftmaxMaxReadsLogitsOrProbabilities) {
@@ -68,6 +68,17 @@ TEST(ExitPolicyTest, EntropyIsNormalisedAndThresholdsApplyPerExit) {
   EXPECT_FALSE(policy.stops(0, mostly));
   EXPECT_TRUE(policy.stops(1, mostly));
   EXPECT_TRUE(policy.stops(0, certain));
+}
+
+// "off" keeps an exit from ever stopping a frame (a plan that uses only later exits), even for a
+// one-hot output that any threshold in [0,1] would stop.
+TEST(ExitPolicyTest, AnExitSwitchedOffNeverStopsAFrame) {
+  const ExitPolicy policy = ExitPolicy::parse("softmax-max>=off,0.5");
+  EXPECT_EQ(policy.describe(), "softmax-max>=off,0.5");
+  const std::vector<float> certain = {1.0f, 0.0f, 0.0f};
+  EXPECT_FALSE(policy.stops(0, certain));
+  EXPECT_TRUE(policy.stops(1, certain));
+  EXPECT_NO_THROW(policy.check_exit_count(3, "n"));
 }
 
 TEST(ExitPolicyTest, ThresholdCountMustFitTheExits) {

@@ -1,0 +1,222 @@
+#include "cli/stage_plan_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/network.h"
+#include "graph/npy.h"
+#include "graph/stage_plan.h"
+#include "planner/layer_profile.h"
+
+namespace co_up::cli {
+namespace {
+
+std::string format(const char* spec, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, spec, value);
+  return buffer;
+}
+
+std::string shell_word(const std::string& s) {
+  if (s.find_first_of(" ;'\"$&|<>()*?\\") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+planner::ExitScores read_exit_scores(const Options& o) {
+  if (o.exit_logits.empty() || o.exit_labels.empty()) {
+    throw InputError("planning a stage plan needs --exit-logits=FILE.npy (every exit's logits on a labelled "
+                     "validation set, [frames, exits, classes]) and --exit-labels=FILE.npy (their labels)");
+  }
+  const graph::NpyArray logits = graph::read_npy(o.exit_logits);
+  const graph::NpyArray labels = graph::read_npy(o.exit_labels);
+  if (logits.shape.size() != 3 || logits.shape[0] < 1 || logits.shape[1] < 1 || logits.shape[2] < 2) {
+    throw InputError("--exit-logits='" + o.exit_logits + "' must have shape [frames, exits, classes]");
+  }
+  if (labels.shape.size() != 1 || labels.shape[0] != logits.shape[0]) {
+    throw InputError("--exit-labels='" + o.exit_labels + "' must hold one label per frame of --exit-logits (" +
+                     std::to_string(logits.shape[0]) + ")");
+  }
+  planner::ExitScores s;
+  s.frames = static_cast<size_t>(logits.shape[0]);
+  s.exits = static_cast<size_t>(logits.shape[1]);
+  s.classes = static_cast<size_t>(logits.shape[2]);
+  s.logits = logits.data;
+  for (float v : labels.data) {
+    if (v < 0 || v >= static_cast<float>(s.classes) || v != std::floor(v)) {
+      throw InputError("--exit-labels='" + o.exit_labels + "' holds " + format("%g", v) + ", not a class index (0.." +
+                       std::to_string(s.classes - 1) + ")");
+    }
+    s.labels.push_back(static_cast<int64_t>(v));
+  }
+  return s;
+}
+
+std::string objective_of(const Options& o) {
+  const std::string objective = o.objective.empty() ? "pareto" : o.objective;
+  if (objective != "latency" && objective != "energy" && objective != "accuracy" && objective != "pareto") {
+    throw InputError("--objective='" + objective + "' with a stage plan must be latency, energy, accuracy or pareto");
+  }
+  return objective;
+}
+
+std::string numbers(const planner::StageCandidate& c) {
+  std::string s = format("%9.3f ms", c.latency_ms);
+  s += c.energy_mj >= 0 ? format("  %9.3f mJ/frame", c.energy_mj) : std::string("  energy n/a");
+  s += format("  accuracy %5.2f %%", 100 * c.accuracy) + "  exits";
+  for (double f : c.exit_fraction) s += format(" %.0f%%", 100 * f);
+  return s;
+}
+
+void print_candidate(std::ostream& out, const Options& o, const std::string& label, const planner::StageCandidate& c) {
+  out << label << numbers(c) << "  [" << c.source << "]\n      " << stage_command_line(o, c) << "\n";
+}
+
+}  // namespace
+
+std::string stage_command_line(const Options& o, const planner::StageCandidate& c) {
+  std::string s = "co_up --model=" + shell_word(o.model);
+  s += o.stages.empty() ? " --stage-plan=" + shell_word(o.stage_plan) : " " + shell_word("--stages=" + o.stages);
+  s += " --order=" + c.order + " --mode=pipeline";
+  const bool early = std::any_of(c.thresholds.begin(), c.thresholds.end(), [](double t) { return t <= 1; });
+  if (early) {
+    std::string list;
+    for (double t : c.thresholds) {
+      if (!list.empty()) list += ',';
+      list += t <= 1 ? format("%g", t) : std::string("off");
+    }
+    s += " " + shell_word("--exit=softmax-max>=" + list);
+  }
+  std::string levels;
+  for (size_t i = 0; i < c.order.size(); ++i) {
+    if (c.order.find(c.order[i]) != i) continue;
+    levels += std::string(levels.empty() ? "" : " ") + c.order[i] + "=" + std::to_string(c.levels[i]);
+  }
+  return s + "   # DVFS levels " + levels;
+}
+
+void verify_stage_candidates(const Options&, const std::vector<planner::StageCandidate>&, std::ostream&) {
+  throw RuntimeError("--verify with a stage plan measures the front through the runtime's early exits (--exit with "
+                     "per-exit thresholds over a labelled input set), which this build does not have; run the printed "
+                     "commands once it does");
+}
+
+int run_stage_plan_command(const Options& o) {
+  if (o.model.empty()) throw InputError("a stage plan needs --model=FILE.onnx (the multi-exit model it describes)");
+  if (o.profile_file.empty()) {
+    throw InputError("co_up plan needs --profile=FILE (a layer profile of the model with --units=ops, from co_up profile)");
+  }
+  if (!o.stages.empty() && !o.stage_plan.empty()) throw InputError("--stages and --stage-plan both given; use one");
+  const std::string objective = objective_of(o);
+  const std::string where = o.stages.empty() ? "stage plan '" + o.stage_plan + "'" : "--stages";
+  const graph::StagePlan plan =
+      o.stages.empty() ? graph::read_stage_plan_file(o.stage_plan) : graph::parse_stage_plan(o.stages);
+  const planner::LayerProfile profile = planner::read_layer_profile(o.profile_file);
+  NetworkSpec spec;
+  spec.model = o.model;
+  spec.units = "ops";
+  spec.input_shape = o.input_shape;
+  const graph::Graph g = build_network(spec);
+  if (profile.network.units != "ops") {
+    throw InputError("profile '" + o.profile_file + "' was made with --units=" + profile.network.units +
+                     "; a stage plan needs per-op times: co_up profile --model=" + o.model + " --units=ops");
+  }
+  planner::check_profile_matches(profile, "", o.model, "ops", static_cast<uint32_t>(g.layer_count()));
+  const graph::StageStructure stages = graph::find_stages(g, plan, where);
+
+  planner::StageSearchInput in;
+  in.reuse = plan.reuse;
+  in.seed = o.seed;
+  in.whole_stages = o.stage_timing == "stages";
+  in.scores = read_exit_scores(o);
+  for (const planner::LayerTimes& lt : profile.layer_times) {
+    planner::ProcessorOption option;
+    option.letter = lt.processor;
+    option.level = lt.level;
+    const planner::PowerPoint* power = profile.find_power(lt.processor, lt.level);
+    option.power_w = power != nullptr ? power->busy_w : -1;
+    bool runs_all = true;
+    for (const auto& row : stages.compute) {
+      std::vector<double> tau;
+      for (graph::NodeId id : row) {
+        const double us = lt.median_us.at(g.node(id).layer);
+        runs_all = runs_all && std::isfinite(us);
+        tau.push_back(us / 1000.0);
+      }
+      option.tau_ms.push_back(tau);
+    }
+    if (runs_all) in.options.push_back(option);  // a processor that declines a layer cannot host a stage
+  }
+  for (const planner::TransferTimes& tr : profile.transfers) {
+    std::vector<std::vector<double>> per_stage;
+    for (const auto& row : stages.compute) {
+      std::vector<double> per_layer;
+      for (graph::NodeId id : row) {
+        const uint32_t unit = g.node(id).layer;
+        per_layer.push_back(unit < tr.send_us.size() ? (tr.send_us[unit] + tr.receive_us[unit]) / 1000.0 : 0.0);
+      }
+      per_stage.push_back(per_layer);
+    }
+    in.transfer_ms[{tr.from, tr.to}] = per_stage;
+  }
+  if (objective == "energy" && std::any_of(in.options.begin(), in.options.end(),
+                                           [](const planner::ProcessorOption& p) { return p.power_w < 0; })) {
+    throw InputError("--objective=energy needs each processor's power in profile '" + o.profile_file +
+                     "' (power_w; profile with power, or use --objective=latency|accuracy|pareto)");
+  }
+  const planner::StageSearchResult result = planner::search_stage_mappings(in);
+
+  // Ranking: latency and energy among the points within 1 percentage point of the last exit.
+  const double last_exit = planner::evaluate_exit_thresholds(in.scores, std::vector<double>(plan.stage_count() - 1, 2.0)).accuracy;
+  std::vector<planner::StageCandidate> ranked;
+  for (const planner::StageCandidate& c : result.front) {
+    // Points the objectives cannot tell apart (thresholds no frame reaches) are printed once.
+    const bool same = std::any_of(ranked.begin(), ranked.end(), [&](const planner::StageCandidate& r) {
+      return r.latency_ms == c.latency_ms && r.energy_mj == c.energy_mj && r.accuracy == c.accuracy;
+    });
+    if (!same && (objective == "pareto" || objective == "accuracy" || c.accuracy >= last_exit - 0.01)) ranked.push_back(c);
+  }
+  const auto by = [&](const planner::StageCandidate& a, const planner::StageCandidate& b) {
+    if (objective == "energy") return a.energy_mj < b.energy_mj;
+    if (objective == "accuracy") return a.accuracy > b.accuracy;
+    return a.latency_ms < b.latency_ms;
+  };
+  std::stable_sort(ranked.begin(), ranked.end(), by);
+  if (objective != "pareto" && ranked.size() > static_cast<size_t>(o.top)) ranked.resize(static_cast<size_t>(o.top));
+
+  std::ostream& out = std::cout;
+  out << "stage plan for --model=" << o.model << " (" << plan.stage_count() << " stages of " << plan.layer_count()
+      << " layers and an exit) from profile " << o.profile_file << " (platform '" << profile.platform_name
+      << "', processors " << profile.letters() << ")\n";
+  out << "validation: " << in.scores.frames << " labelled frames; accuracy per exit:";
+  for (size_t k = 0; k < plan.stage_count(); ++k) {
+    std::vector<double> t(plan.stage_count() - 1, 2.0);
+    for (size_t e = 0; e < k; ++e) t[e] = 2.0;
+    if (k + 1 < plan.stage_count()) t[k] = 0.0;  // every frame stops at exit k
+    out << format(" %.2f %%", 100 * planner::evaluate_exit_thresholds(in.scores, t).accuracy);
+  }
+  out << "\nobjective: " << objective
+      << (objective == "latency" || objective == "energy" ? " (within 1 percentage point of the last exit's accuracy)" : "")
+      << "; mean per frame, predicted by Eq. 8-14 over the validation exits"
+      << (in.whole_stages ? " with whole stages as sub-graphs" : "") << " (measure with --verify)\n\n";
+  for (size_t i = 0; i < ranked.size(); ++i) print_candidate(out, o, format("%3.0f. ", static_cast<double>(i + 1)), ranked[i]);
+  const auto best = [&](const std::vector<planner::StageCandidate>& cs) {
+    return *std::min_element(cs.begin(), cs.end(), [&](const planner::StageCandidate& a, const planner::StageCandidate& b) {
+      return objective == "energy" ? a.energy_mj < b.energy_mj : a.latency_ms < b.latency_ms;
+    });
+  };
+  out << "\nbaselines:\n";
+  if (!result.single_processor.empty()) print_candidate(out, o, "  single processor ", best(result.single_processor));
+  if (!result.static_split.empty()) print_candidate(out, o, "  static split     ", best(result.static_split));
+  out.flush();
+  if (!o.verify) return 0;
+  verify_stage_candidates(o, ranked, out);
+  return 0;
+}
+
+}  // namespace co_up::cli
