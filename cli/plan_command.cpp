@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "planner/cost_model.h"
 #include "planner/layer_profile.h"
 #include "planner/search.h"
+#include "planner/thread_times.h"
 
 namespace co_up::cli {
 namespace {
@@ -85,6 +87,13 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
   planner::check_profile_matches(profile, "", "", "", static_cast<uint32_t>(g.layer_count()));
 }
 
+std::map<char, int> plan_thread_counts(const Options& o) {
+  std::map<char, int> threads;
+  if (o.threads) threads['B'] = *o.threads;
+  if (o.threads_little) threads['L'] = *o.threads_little;
+  return threads;
+}
+
 }  // namespace
 
 int run_plan_command(const Options& o) {
@@ -92,7 +101,9 @@ int run_plan_command(const Options& o) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }
   const planner::Objective objective = parse_objective(o.objective);
-  const planner::LayerProfile profile = planner::read_layer_profile(o.profile_file);
+  // --threads / --threads_little: plan with those clusters' times at that intra-op thread count.
+  const planner::LayerProfile profile =
+      planner::with_thread_counts(planner::read_layer_profile(o.profile_file), plan_thread_counts(o));
   check_image_size(o, profile);
   check_network(o, profile);
   const planner::CostModel model(profile);
@@ -109,6 +120,11 @@ int run_plan_command(const Options& o) {
                      : objective == planner::Objective::kEnergy   ? "minimum energy per frame, pipeline mode"
                                                                   : "Pareto front of throughput, latency"
                                                                     " and energy, pipeline mode";
+  for (const auto& [letter, count] : plan_thread_counts(o)) {
+    out << "intra-op threads: " << letter << " runs with " << count << " (its layer times at that "
+        << "count; add " << (letter == 'B' ? "--threads=" : "--threads_little=") << count
+        << " to the commands below)\n";
+  }
   out << "objective: " << what << "; predicted by the cost model (measure with the commands, or --verify)\n\n";
   for (size_t i = 0; i < result.ranked.size(); ++i) {
     print_candidate(out, model, format("%3.0f. ", static_cast<double>(i + 1)), result.ranked[i]);
