@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <span>
 #include <string>
@@ -188,6 +190,38 @@ TEST(ClusterThreadsCli, SplitClusterRunsAPipeline) {
   const auto r = test::run_program(CO_UP_BINARY, run, scratch.path());
   EXPECT_EQ(r.exit_code, 0) << r;
   EXPECT_NE(r.out.find("order BBBBCCCC, mode pipeline, platform host-2core-cluster: 3/3 frames"), std::string::npos) << r;
+}
+
+// co_up profile measures a cluster of several cores at every thread count; co_up plan picks one
+// with --threads, and refuses a count the profile lacks in one line.
+TEST(ClusterThreadsCli, ProfileMeasuresEveryThreadCountAndPlanPicksOne) {
+  if (!two_cores()) GTEST_SKIP() << "needs two cores";
+  const test::ScratchDir scratch;
+  const std::string cluster = std::string(CO_UP_SOURCE_DIR) + "/platforms/host-2core-cluster.json";
+  const std::string profile = (scratch / "profile.json").string();
+  const auto p = test::run_program(CO_UP_BINARY,
+                                   {"profile", "--graph=alexnet", "--image-size=64", "--platform=" + cluster,
+                                    "--processors=B", "--repetitions=2", "--profile-out=" + profile},
+                                   scratch.path());
+  ASSERT_EQ(p.exit_code, 0) << p;
+  EXPECT_NE(p.out.find("  B 1 thread "), std::string::npos) << p;
+  EXPECT_NE(p.out.find("  B 2 threads "), std::string::npos) << p;
+  std::ifstream in(profile);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"threads:B:1\""), std::string::npos);
+  EXPECT_NE(text.find("\"threads:B:2\""), std::string::npos);
+  const auto plan = test::run_program(CO_UP_BINARY,
+                                      {"plan", "--profile=" + profile, "--objective=latency", "--threads=1"},
+                                      scratch.path());
+  EXPECT_EQ(plan.exit_code, 0) << plan;
+  EXPECT_NE(plan.out.find("intra-op threads: B runs with 1"), std::string::npos) << plan;
+  const auto bad = test::run_program(CO_UP_BINARY,
+                                     {"plan", "--profile=" + profile, "--objective=latency", "--threads=3"},
+                                     scratch.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad;
+  EXPECT_EQ(bad.err,
+            "co_up: error: the profile has no layer times of 'B' at 3 thread(s) (measured: 1, 2); "
+            "co_up profile measures 1..cores threads of a cluster of several cores\n") << bad;
 }
 
 }  // namespace
