@@ -142,6 +142,8 @@ rows = []
 for net in nets:
     by = lambda cfg: {r["rep"]: r["latency_ms"] for r in runs if r["net"] == net and r["config"] == cfg}
     o1, c1, o2, c2 = by("ort-1"), by("co_up-1"), by("ort-2"), by("co_up-2")
+    if not (o1 and c1 and o2 and c2):
+        continue  # an interrupted run: summarise the networks it finished
     paired = lambda a, b: spread([a[k] / b[k] for k in a if k in b])
     rows.append({"net": net, "ort1_ms": spread(list(o1.values())), "co_up1_ms": spread(list(c1.values())),
                  "ort2_ms": spread(list(o2.values())), "co_up2_ms": spread(list(c2.values())),

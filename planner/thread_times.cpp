@@ -57,6 +57,10 @@ LayerProfile with_thread_counts(const LayerProfile& profile, const std::map<char
                        "' (it has " + profile.letters() + ")");
     }
     const ThreadLayerTimes* measured = find_thread_times(profile, letter, count);
+    const ProfileProcessor& p = *profile.find_processor(letter);
+    if (measured == nullptr && count == 1 && p.host_cores.size() == 1 && p.host == letter) {
+      continue;  // a one-core cluster: its layer times are the one-thread times
+    }
     if (measured == nullptr) {
       throw InputError("the profile has no layer times of '" + std::string(1, letter) + "' at " +
                        std::to_string(count) + " thread(s) (measured: " +

@@ -27,7 +27,8 @@ std::vector<int> measured_thread_counts(const LayerProfile& profile, char proces
 // `profile` with each named processor's layer times as measured at its thread count: level 0 (DVFS
 // as found) takes the measured medians and MADs; a DVFS level l > 0 is scaled per layer by
 // t(threads) / t(level 0) (the intra-op speed-up taken to be the same at every clock). Processors
-// not named keep their times (those of the platform's thread count when profiled). Throws
+// not named keep their times (those of the platform's thread count when profiled), and so does a
+// one-core cluster asked for one thread. Throws
 // InputError (one line) for a processor the profile lacks or a thread count it has no times for.
 LayerProfile with_thread_counts(const LayerProfile& profile, const std::map<char, int>& threads);
 

@@ -111,6 +111,11 @@ TEST(ThreadTimes, UnmeasuredThreadCountsAreOneLineErrors) {
   EXPECT_EQ(error_of([&] { with_thread_counts(p, {{'L', 2}}); }),
             "the profile has no layer times of 'L' at 2 thread(s) (measured: none); co_up profile "
             "measures 1..cores threads of a cluster of several cores");
+  // A one-core cluster's times are its one-thread times: nothing to pick, nothing to refuse.
+  LayerProfile single = p;
+  single.processors[1].host_cores = {1};
+  EXPECT_EQ(with_thread_counts(single, {{'L', 1}}).find_layer_times('L', 0)->median_us,
+            p.find_layer_times('L', 0)->median_us);
   EXPECT_EQ(error_of([&] { with_thread_counts(p, {{'Z', 1}}); }),
             "intra-op threads for 'Z', but the profile has no processor 'Z' (it has BL)");
 }
