@@ -86,7 +86,14 @@ INSTANTIATE_TEST_SUITE_P(Onnx, ModernFixture,
 
 TEST(ZooThreads, TwoThreadsEqualOneBitForBitByOp) {
   if (!two_cores()) GTEST_SKIP() << "needs two cores for a two-thread cluster";
-  for (const char* name : {"googlenet", "resnet50", "mobilenet"}) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer sees the same pool hand-offs in one network; the numerics are the Release
+  // suite's business.
+  const std::vector<const char*> names = {"mobilenet"};
+#else
+  const std::vector<const char*> names = {"googlenet", "resnet50", "mobilenet"};
+#endif
+  for (const char* name : names) {
     expect_two_threads_equal_one({name, "ops", 64, 7, ""}, std::string(name) + " --units=ops");
   }
 }
