@@ -362,7 +362,7 @@ int run(const Options& o, StopSignal& stop) {
   const std::filesystem::path plugin_dir = api::plugin_directory(o.plugins);
   Platform platform = api::open_platform(
       o.platform, o.sysfs_root,
-      {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu, o.host_npu});
+      {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu, o.host_npu, o.split_cluster});
 
   if (o.list_plugins || o.list_devices) {
     const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "core/cluster_split.h"
 #include "core/error.h"
 #include "core/exit_policy.h"
 #include "core/option_value.h"
@@ -55,6 +56,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"cores_little", [&](const std::string& v) { o.cores_little = static_cast<int>(parse_int("cores_little", v, 1, 1024)); }},
       {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster("host_gpu", v); }},
       {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster("host_npu", v); }},
+      {"split-cluster", [&](const std::string& v) { o.split_cluster = parse_cluster_split(v, "--split-cluster"); }},
       {"calibration", [&](const std::string& v) { o.calibration = parse_int("calibration", v, 1, 1000000); }},
       {"npu_fallback", [&](const std::string& v) {
          if (v.size() != 1 || v[0] < 'A' || v[0] > 'Z') {
@@ -243,6 +245,8 @@ mapping and execution (paper Table 2)
   --threads=N --cores=N                 big cluster: worker threads, cores used
   --threads_little=N --cores_little=N   LITTLE cluster: worker threads, cores used
   --host_gpu=B|L --host_npu=B|L         CPU cluster hosting the GPU / NPU thread
+  --split-cluster=B:C   B keeps the first half of its cores, new CPU processor C the rest (two
+                        stages on one cluster, never on the same core)
   --calibration=N       frames the int8 accelerator (npu-int8) runs in f32 to calibrate its int8
                         activations (default 4); then co_up reports int8 vs f32 accuracy
   --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/platform.h"
+
 namespace co_up::cli {
 
 struct Options {
@@ -36,6 +38,7 @@ struct Options {
 
   std::optional<int> threads, cores, threads_little, cores_little;
   std::optional<char> host_gpu, host_npu;
+  std::optional<ClusterSplit> split_cluster;  // --split-cluster=B:C (core/cluster_split.h)
   char npu_fallback = 0;  // --npu_fallback=B|L|G: where accelerator-declined layers go (0: fail)
   int64_t calibration = 4;  // --calibration=N: frames npu-int8 runs in f32 to calibrate int8
   std::string frequency;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include "planner/cost_model.h"
 #include "planner/layer_profile.h"
 #include "planner/search.h"
+#include "planner/thread_times.h"
 
 namespace co_up::cli {
 namespace {
@@ -129,6 +131,13 @@ std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerP
   return dag;
 }
 
+std::map<char, int> plan_thread_counts(const Options& o) {
+  std::map<char, int> threads;
+  if (o.threads) threads['B'] = *o.threads;
+  if (o.threads_little) threads['L'] = *o.threads_little;
+  return threads;
+}
+
 }  // namespace
 
 int run_plan_command(const Options& o) {
@@ -138,7 +147,9 @@ int run_plan_command(const Options& o) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }
   const planner::Objective objective = parse_objective(o.objective);
-  const planner::LayerProfile profile = planner::read_layer_profile(o.profile_file);
+  // --threads / --threads_little: plan with those clusters' times at that intra-op thread count.
+  const planner::LayerProfile profile =
+      planner::with_thread_counts(planner::read_layer_profile(o.profile_file), plan_thread_counts(o));
   check_image_size(o, profile);
   check_network(o, profile);
   const planner::CostModel model(profile);
@@ -177,6 +188,11 @@ int run_plan_command(const Options& o) {
     out << graph::find_unit_regions(*dag).size()
         << " parallel regions: hybrid para/pipe search, DAG cost model (critical path of the "
            "sub-graph DAG)\n";
+  }
+  for (const auto& [letter, count] : plan_thread_counts(o)) {
+    out << "intra-op threads: " << letter << " runs with " << count << " (its layer times at that "
+        << "count; add " << (letter == 'B' ? "--threads=" : "--threads_little=") << count
+        << " to the commands below)\n";
   }
   out << "objective: " << what << "; predicted by the cost model (measure with the commands, or --verify)\n\n";
   for (size_t i = 0; i < result.ranked.size(); ++i) {

@@ -102,6 +102,29 @@ void put_layer_times(planner::LayerProfile& p, planner::LayerTimes t) {
   p.layer_times.push_back(std::move(t));
 }
 
+void put_thread_times(planner::LayerProfile& p, planner::ThreadLayerTimes t) {
+  for (planner::ThreadLayerTimes& existing : p.thread_times) {
+    if (existing.processor == t.processor && existing.threads == t.threads) {
+      existing = std::move(t);
+      return;
+    }
+  }
+  p.thread_times.push_back(std::move(t));
+}
+
+// Every layer on `letter` with `threads` intra-op threads: the job's platform with that cluster's
+// thread count changed (its cores stay: the pool pins its workers to them).
+planner::ThreadLayerTimes measure_thread_times(const ProfileJob& job, int repetitions, char letter,
+                                               int threads) {
+  Platform platform = *job.platform;
+  platform.find(letter)->threads = threads;
+  const LayerProfiler profiler(*job.graph, platform, *job.plugins, job.input,
+                               {repetitions, job.warmup_frames, job.rounds, job.calibrating,
+                                job.calibration_frames});
+  LayerMeasurement m = profiler.measure_layers(std::string(1, letter), 0).front();
+  return {letter, threads, std::move(m.times.median_us), std::move(m.times.mad_us)};
+}
+
 void put_transfer(planner::LayerProfile& p, planner::TransferTimes t) {
   for (planner::TransferTimes& existing : p.transfers) {
     if (existing.from == t.from && existing.to == t.to) {
@@ -234,11 +257,16 @@ double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfil
 
 std::string ProfileStep::id() const {
   if (kind == Kind::kLayers) return "layers:" + processors + ":" + std::to_string(level);
+  if (kind == Kind::kThreads) return "threads:" + processors + ":" + std::to_string(threads);
   const std::string pair = processors.substr(0, 1) + ":" + processors.substr(1, 1);
   return (kind == Kind::kTransfers ? "transfers:" : "handoff:") + pair;
 }
 
 std::string ProfileStep::describe(const planner::LayerProfile& profile) const {
+  if (kind == Kind::kThreads) {
+    return "layers on " + processors + " with " + std::to_string(threads) + " intra-op thread" +
+           (threads == 1 ? "" : "s");
+  }
   if (kind != Kind::kLayers) {
     return (kind == Kind::kTransfers ? "transfers " : "hand-off ") + processors.substr(0, 1) +
            "<->" + processors.substr(1, 1);
@@ -281,6 +309,13 @@ std::vector<ProfileStep> profile_steps(const planner::LayerProfile& profile,
     if (dvfs.find(p.letter) == std::string::npos) continue;
     for (size_t l = 1; l <= p.levels_khz.size(); ++l) {
       steps.push_back({ProfileStep::Kind::kLayers, letter_string(p.letter), static_cast<int>(l)});
+    }
+  }
+  // Intra-op thread counts of every CPU cluster of several cores (planner/thread_times.h).
+  for (const planner::ProfileProcessor& p : procs) {
+    if (p.kind != "cpu" || p.host != p.letter || p.host_cores.size() < 2) continue;
+    for (size_t t = 1; t <= p.host_cores.size(); ++t) {
+      steps.push_back({ProfileStep::Kind::kThreads, letter_string(p.letter), 0, static_cast<int>(t)});
     }
   }
   return steps;
@@ -398,6 +433,9 @@ ProfileOutcome profile_network(const ProfileJob& job) {
         auto [forward, backward] = profiler.measure_transfers(step.processors[0], step.processors[1]);
         put_transfer(profile, std::move(forward));
         put_transfer(profile, std::move(backward));
+      } else if (step.kind == ProfileStep::Kind::kThreads) {
+        put_thread_times(profile, measure_thread_times(job, profile.repetitions, step.processors[0],
+                                                       step.threads));
       } else if (step.kind == ProfileStep::Kind::kHandoff) {
         profile.set_handoff(step.processors[0], step.processors[1],
                             measure_handoff(profiler, profile, step.processors[0], step.processors[1]));
@@ -460,6 +498,12 @@ void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& f
                                : "; " + std::to_string(t.declined.size()) + " layer(s) declined")
         << ")\n";
   }
+  for (const planner::ThreadLayerTimes& t : p.thread_times) {
+    double total = 0;
+    for (double us : t.median_us) total += us;
+    out << "  " << t.processor << " " << t.threads << " thread" << (t.threads == 1 ? " " : "s")
+        << "  " << total / 1000.0 << " ms/frame (sum of layer medians, DVFS as found)\n";
+  }
   for (const planner::TransferTimes& t : p.transfers) {
     const double send = std::accumulate(t.send_us.begin(), t.send_us.end(), 0.0);
     const double receive = std::accumulate(t.receive_us.begin(), t.receive_us.end(), 0.0);
@@ -514,7 +558,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   }
   Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root) : load_platform(o.platform);
   apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu,
-                             o.host_npu});
+                             o.host_npu, o.split_cluster});
   check_cores_exist(platform);
 
   NetworkSpec spec{o.graph, o.units, o.image_size, o.seed, o.data};

@@ -15,6 +15,8 @@
 //   layers:X:k     every layer on X at DVFS level k (1-based), for each level of X's table, when
 //                  the platform has one for X and its sysfs nodes are writable (a probe sets the
 //                  lowest level and restores); governors are restored after X's last level.
+//   threads:X:t    every layer on X with t intra-op threads (t = 1..its cores), DVFS as found, for
+//                  each CPU cluster of several cores (planner/thread_times.h); one run per count.
 // The file is rewritten atomically after every step. An existing --profile-out of the same
 // network (graph/model, units, image size, layer count), platform and processors is resumed:
 // its completed steps are skipped and their entries kept as they are; one of something else is
@@ -51,12 +53,14 @@ inline constexpr int kRounds = 3;
 int run_profile_command(const Options& options, StopSignal& stop);
 
 struct ProfileStep {
-  enum class Kind { kLayers, kTransfers, kHandoff };
+  enum class Kind { kLayers, kTransfers, kHandoff, kThreads };
   Kind kind = Kind::kLayers;
   std::string processors;  // kLayers: measured together; kTransfers, kHandoff: the pair
   int level = 0;           // kLayers: 0 = as found, else 1-based table level
+  int threads = 0;         // kThreads: the intra-op thread count
 
-  std::string id() const;  // "layers:BL:0", "layers:B:3", "transfers:B:L", "handoff:B:L"
+  // "layers:BL:0", "layers:B:3", "transfers:B:L", "handoff:B:L", "threads:B:2"
+  std::string id() const;
   // "layers on B, L at level 0 (as found)", "layers on B at level 2 (816 MHz)", "transfers B<->L",
   // "hand-off B<->L"
   std::string describe(const planner::LayerProfile& profile) const;

@@ -148,7 +148,7 @@ std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::Co
       o.plugins.empty() ? PluginRegistry::default_directory() : std::filesystem::path(o.plugins);
   Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root) : load_platform(o.platform);
   apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu,
-                             o.host_npu});
+                             o.host_npu, o.split_cluster});
   check_cores_exist(platform);
   if (platform.name != model.profile().platform_name) {
     out << "verify: note: measuring on platform '" << platform.name << "', the profile is of '"

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/cluster_split.h"
 #include "core/error.h"
 #include "core/io/input_file.h"
 #include "core/json_input.h"
@@ -554,6 +555,7 @@ void apply_overrides(Platform& platform, const CpuOverrides& o) {
   };
   apply_host(o.host_gpu, "gpu", "--host_gpu");
   apply_host(o.host_npu, "npu", "--host_npu");
+  if (o.split_cluster) split_cluster(platform, *o.split_cluster, "--split-cluster");
 }
 
 void check_cores_exist(const Platform& platform) {

@@ -127,10 +127,19 @@ Platform parse_platform(const std::string& json_text, const std::string& origin)
 // as two levels).
 Platform detect_host_platform(const std::filesystem::path& sysfs_root);
 
-// The paper's Table 2 options, applied on top of a platform.
+// `--split-cluster=B:C`: cluster B's cores split between B and a new processor C
+// (core/cluster_split.h).
+struct ClusterSplit {
+  char letter = 0;      // the cluster to split
+  char new_letter = 0;  // the processor that takes the second half of its cores
+};
+
+// The paper's Table 2 options, applied on top of a platform; then the cluster split, if any
+// (so --threads/--cores shape the cluster before it is split).
 struct CpuOverrides {
   std::optional<int> threads_big, cores_big, threads_little, cores_little;
   std::optional<char> host_gpu, host_npu;
+  std::optional<ClusterSplit> split_cluster;
 };
 // Throws InputError for impossible values (more threads than cores, unknown host letter, ...).
 void apply_overrides(Platform& platform, const CpuOverrides& overrides);

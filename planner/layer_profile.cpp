@@ -16,6 +16,7 @@
 #include "core/io/input_file.h"
 #include "core/io/output_file.h"
 #include "core/json_input.h"
+#include "planner/thread_times.h"
 
 namespace co_up::planner {
 namespace {
@@ -416,6 +417,7 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
       profile.completed.push_back(r.string((*done)[i], Reader::at("completed", i)));
     }
   }
+  read_thread_layer_times(root, origin, profile);
   return profile;
 }
 
@@ -491,6 +493,7 @@ std::string layer_profile_json(const LayerProfile& profile) {
                                         {"busy_w", p.busy_w}, {"idle_w", p.idle_w}});
     }
   }
+  if (!profile.thread_times.empty()) root["thread_layer_times"] = thread_layer_times_json(profile);
   root["completed"] = profile.completed;
   return root.dump(1) + "\n";
 }

@@ -87,6 +87,17 @@ struct HandoffTime {
   double us = 0;
 };
 
+// Layer times of a CPU processor at one intra-op thread count, DVFS as found (level 0): written by
+// `co_up profile` for every cluster of several cores, at 1..its cores threads; a plan picks them
+// per processor (planner/thread_times.h). Optional (absent in older profiles and for clusters of
+// one core); key "thread_layer_times".
+struct ThreadLayerTimes {
+  char processor = 0;
+  int threads = 0;
+  std::vector<double> median_us;  // layer_count entries
+  std::vector<double> mad_us;     // layer_count entries
+};
+
 struct PowerPoint {
   char processor = 0;
   int level = 0;
@@ -104,6 +115,7 @@ struct LayerProfile {
   std::map<char, double> input_transfer_us;  // optional: receive side of the network input
   std::vector<HandoffTime> handoffs;         // optional (v2): one per unordered pair
   std::vector<PowerPoint> power_w;           // optional
+  std::vector<ThreadLayerTimes> thread_times;  // optional, see ThreadLayerTimes
   std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...
 
   const ProfileProcessor* find_processor(char letter) const;
