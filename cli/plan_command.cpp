@@ -14,6 +14,7 @@
 #include "cli/verify_mappings.h"
 #include "cli/workload_plan_command.h"
 #include "core/error.h"
+#include "core/message_text.h"
 #include "core/network.h"
 #include "graph/parallel_regions.h"
 #include "graph/zoo/zoo.h"
@@ -35,15 +36,9 @@ planner::Objective parse_objective(const std::string& text) {
   throw InputError("--objective='" + text + "' must be throughput, latency, energy or pareto");
 }
 
-std::string format(const char* spec, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, spec, value);
-  return buffer;
-}
-
 std::string numbers(const planner::Prediction& p) {
-  std::string s = format("%9.2f fps", p.throughput_fps) + format("  %9.3f ms", p.latency_ms);
-  s += p.has_energy() ? format("  %9.3f mJ/frame", p.energy_mj_per_frame) : std::string("  energy n/a");
+  std::string s = format_number("%9.2f fps", p.throughput_fps) + format_number("  %9.3f ms", p.latency_ms);
+  s += p.has_energy() ? format_number("  %9.3f mJ/frame", p.energy_mj_per_frame) : std::string("  energy n/a");
   std::string bottleneck;
   double worst = -1;
   for (const planner::ResourceTime& r : p.resources) {
@@ -52,7 +47,7 @@ std::string numbers(const planner::Prediction& p) {
       bottleneck = r.processors;
     }
   }
-  return s + "  (busiest: " + bottleneck + format(" %.0f us/frame)", worst);
+  return s + "  (busiest: " + bottleneck + format_number(" %.0f us/frame)", worst);
 }
 
 void print_candidate(std::ostream& out, const planner::CostModel& model, const std::string& label,
@@ -196,7 +191,7 @@ int run_plan_command(const Options& o) {
   }
   out << "objective: " << what << "; predicted by the cost model (measure with the commands, or --verify)\n\n";
   for (size_t i = 0; i < result.ranked.size(); ++i) {
-    print_candidate(out, model, format("%3.0f. ", static_cast<double>(i + 1)), result.ranked[i]);
+    print_candidate(out, model, format_number("%3.0f. ", static_cast<double>(i + 1)), result.ranked[i]);
   }
   if (!result.preference_note.empty()) out << "note: " << result.preference_note << "\n";
   out << "\nbaselines:\n";

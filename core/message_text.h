@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,13 @@ inline std::string one_line(std::string_view text) {
     }
   }
   return out;
+}
+
+// `value` formatted by the printf conversion `spec` ("%.2f", "%g"), for reports and tables.
+inline std::string format_number(const char* spec, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
 }
 
 }  // namespace co_up

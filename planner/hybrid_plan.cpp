@@ -6,17 +6,12 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/message_text.h"
 #include "planner/hybrid_search.h"
 #include "planner/search/search_support.h"
 
 namespace co_up::planner {
 namespace {
-
-std::string number(const char* spec, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, spec, value);
-  return text;
-}
 
 }  // namespace
 
@@ -138,11 +133,11 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
     }
     if (kept.empty()) {
       std::string asked;
-      if (options.min_fps > 0) asked += "--min-fps=" + number("%g", options.min_fps);
-      if (options.max_latency_ms > 0) asked += (asked.empty() ? "" : " with ") + ("--max-latency-ms=" + number("%g", options.max_latency_ms));
+      if (options.min_fps > 0) asked += "--min-fps=" + format_number("%g", options.min_fps);
+      if (options.max_latency_ms > 0) asked += (asked.empty() ? "" : " with ") + ("--max-latency-ms=" + format_number("%g", options.max_latency_ms));
       throw InputError("no plan reaches " + asked + ": the closest predicts " +
-                       number("%.2f fps", closest->prediction.throughput_fps) + " and " +
-                       number("%.3f ms", closest->prediction.latency_ms) + " (relax the constraint)");
+                       format_number("%.2f fps", closest->prediction.throughput_fps) + " and " +
+                       format_number("%.3f ms", closest->prediction.latency_ms) + " (relax the constraint)");
     }
     pool = std::move(kept);
   }

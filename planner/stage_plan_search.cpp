@@ -2,26 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "core/error.h"
 #include "planner/search.h"
+#include "planner/seeded_random.h"
 #include "planner/stage_latency_model.h"
 
 namespace co_up::planner {
 namespace {
-
-// Deterministic across standard libraries (std distributions are not), as nsga2.cpp's.
-class Random {
- public:
-  explicit Random(uint64_t seed) : engine_(seed) {}
-  size_t below(size_t n) { return static_cast<size_t>(engine_() % n); }
-  double unit() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
-
- private:
-  std::mt19937_64 engine_;
-};
 
 const ProcessorOption& find_option(const StageSearchInput& in, char letter, int level) {
   for (const ProcessorOption& o : in.options) {
@@ -211,7 +200,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
   }
 
   // NSGA-II over (order, levels, thresholds).
-  Random rng(in.seed);
+  SeededRandom rng(in.seed);
   const size_t pop_size = static_cast<size_t>(std::max(in.population, 4));
   const size_t grid = in.threshold_grid.size();
   auto random_candidate = [&] {

@@ -2,16 +2,11 @@
 
 #include <cstdio>
 
+#include "core/message_text.h"
 #include "profiler/report.h"
 
 namespace co_up::profiler {
 namespace {
-
-std::string format(const char* spec, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, spec, value);
-  return text;
-}
 
 std::string pad(const std::string& text, size_t width) {
   return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
@@ -19,7 +14,7 @@ std::string pad(const std::string& text, size_t width) {
 
 std::string percent(uint64_t part, uint64_t whole) {
   if (whole == 0) return "-";
-  return format("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return format_number("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
 // Frames with a label, and those whose result was right, over the completed frames.
@@ -80,9 +75,9 @@ void print_exit_report(std::ostream& out, const RunProfile& p) {
     const bool any = e.frames > 0;
     out << "  " << pad(std::to_string(k), 6) << pad(e.name, name_width) << pad(std::to_string(e.subgraph), 11)
         << pad(std::to_string(e.frames), 10) << pad(percent(e.frames, p.frame_exit.size()), 10)
-        << pad(any ? format("%.3f", e.latency_mean_ms) : "-", 17)
-        << (labelled > 0 ? pad(any ? format("%.3f", e.latency_median_ms) : "-", 11)
-                         : (any ? format("%.3f", e.latency_median_ms) : "-"));
+        << pad(any ? format_number("%.3f", e.latency_mean_ms) : "-", 17)
+        << (labelled > 0 ? pad(any ? format_number("%.3f", e.latency_median_ms) : "-", 11)
+                         : (any ? format_number("%.3f", e.latency_median_ms) : "-"));
     if (labelled > 0) {
       out << percent(e.correct, e.labelled);
       if (e.labelled > 0) out << " (" << e.correct << "/" << e.labelled << ")";

@@ -1,26 +1,15 @@
 #include "planner/search_algorithm.h"
 
 #include <algorithm>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "planner/search/search_support.h"
+#include "planner/seeded_random.h"
 
 namespace co_up::planner {
 namespace {
-
-// Deterministic across standard libraries (std distributions are not).
-class Random {
- public:
-  explicit Random(uint64_t seed) : engine_(seed) {}
-  size_t below(size_t n) { return static_cast<size_t>(engine_() % n); }
-  double unit() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
-
- private:
-  std::mt19937_64 engine_;
-};
 
 struct Individual {
   Mapping mapping;
@@ -34,7 +23,7 @@ struct Individual {
 
 std::vector<Candidate> nsga2(const CostModel& model, const std::vector<Mapping>& seeds,
                              const Nsga2Options& options) {
-  Random rng(options.seed);
+  SeededRandom rng(options.seed);
   const uint32_t n = model.layer_count();
   const std::string& letters = model.letters();
   const size_t n_proc = letters.size();
