@@ -23,7 +23,7 @@
 
 #include "planner/workload_planner.h"
 #include "planner/workload_profile.h"
-#include "planner/workload_spec.h"
+#include "core/workload.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int measured_profile(const std::string& workload, const std::string& profile_path) {
-  const WorkloadSpec spec = read_workload(workload, false);
+  const co_up::Workload spec = co_up::read_workload(workload, co_up::Orders::kOptional);
   const WorkloadProfile profile = read_workload_profile(profile_path);
   std::vector<std::string> notes;
   const WorkloadProblem problem = workload_problem(profile, spec, notes);

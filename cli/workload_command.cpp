@@ -80,13 +80,7 @@ std::vector<std::vector<std::vector<float>>> network_inputs(const WorkloadNetwor
 
 }  // namespace
 
-int run_workload_command(const Options& o, StopSignal& stop) {
-  refuse_single_network_options(o);
-  const Workload workload = read_workload(o.workload);
-  std::optional<io::OutputFile> profile_out, trace_out;
-  if (!o.profile_out.empty()) profile_out = io::OutputFile::check(o.profile_out, "--profile-out");
-  if (!o.trace_out.empty()) trace_out = io::OutputFile::check(o.trace_out, "--trace-out");
-
+WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal* stop) {
   const Platform platform = api::open_platform(
       o.platform, o.sysfs_root,
       {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu, o.host_npu});
@@ -135,38 +129,49 @@ int run_workload_command(const Options& o, StopSignal& stop) {
     specs.push_back(std::move(s));
   }
   WorkloadRunner runner(std::move(specs), workload.policy);
-  stop.on_stop([&runner] { runner.request_stop(); });
+  if (stop != nullptr) stop->on_stop([&runner] { runner.request_stop(); });
   WorkloadRunResult result;
   try {
     result = runner.run();
   } catch (...) {
-    stop.on_stop(nullptr);
+    if (stop != nullptr) stop->on_stop(nullptr);
     throw;
   }
-  stop.on_stop(nullptr);
+  if (stop != nullptr) stop->on_stop(nullptr);
 
-  profiler::WorkloadProfile profile;
+  WorkloadRun run;
+  profiler::WorkloadProfile& profile = run.profile;
   profile.mode = mode_name(workload.mode);
   profile.policy = policy_name(workload.policy);
   profile.platform = platform.name;
   profile.start_ns = result.start_ns;
-  bool interrupted = false;
-  uint64_t completed = 0, requested = 0;
   for (size_t i = 0; i < workload.networks.size(); ++i) {
     const WorkloadNetwork& n = workload.networks[i];
     WorkloadStreamResult& r = result.streams[i];
-    interrupted = interrupted || r.run.profile.interrupted;
-    completed += r.end_ns.size();
-    requested += n.frames;
+    run.interrupted = run.interrupted || r.run.profile.interrupted;
+    run.completed += r.end_ns.size();
+    run.requested += n.frames;
     profile.networks.push_back(
         {n.name, std::move(r.run.profile), std::move(r.arrival_ns), std::move(r.end_ns), n.rate,
          n.priority, n.frames, n.batch});
   }
+  return run;
+}
+
+int run_workload_command(const Options& o, StopSignal& stop) {
+  refuse_single_network_options(o);
+  const Workload workload = read_workload(o.workload);
+  std::optional<io::OutputFile> profile_out, trace_out;
+  if (!o.profile_out.empty()) profile_out = io::OutputFile::check(o.profile_out, "--profile-out");
+  if (!o.trace_out.empty()) trace_out = io::OutputFile::check(o.trace_out, "--trace-out");
+
+  const WorkloadRun run = run_workload(o, workload, &stop);
+  const profiler::WorkloadProfile& profile = run.profile;
   profiler::print_workload_report(std::cout, profile);
   if (profile_out) profiler::write_workload_json(*profile_out, profile);
   if (trace_out) profiler::write_workload_trace(*trace_out, profile);
-  if (interrupted) {
-    std::cerr << "co_up: interrupted after " << completed << " of " << requested
+  if (run.interrupted) {
+    std::cerr << "co_up: interrupted after " << run.completed << " of " << run.requested
               << " requests; profile written\n";
     return 128 + (stop.signal_number() != 0 ? stop.signal_number() : SIGINT);
   }

@@ -9,9 +9,9 @@
 
 #include "cli/workload_verify.h"
 #include "core/error.h"
+#include "core/workload.h"
 #include "planner/workload_planner.h"
 #include "planner/workload_profile.h"
-#include "planner/workload_spec.h"
 
 namespace co_up::cli {
 namespace {
@@ -28,9 +28,9 @@ std::string padded(const std::string& s, size_t width) { return s.size() >= widt
 
 // Every order must fit its network and name processors the plan knows; a given order is kept as
 // the user's but the planner chooses its own (the file's orders are not constraints).
-void check_given_orders(const planner::WorkloadSpec& spec, const planner::WorkloadProblem& problem) {
+void check_given_orders(const Workload& spec, const planner::WorkloadProblem& problem) {
   for (size_t i = 0; i < spec.networks.size(); ++i) {
-    const planner::WorkloadNetworkSpec& n = spec.networks[i];
+    const WorkloadNetwork& n = spec.networks[i];
     if (n.order.empty()) continue;
     const uint32_t layers = problem.networks[i].layers();
     if (n.order.size() != layers) {
@@ -45,15 +45,15 @@ void check_given_orders(const planner::WorkloadSpec& spec, const planner::Worklo
   }
 }
 
-planner::WorkloadSpec runnable_spec(const planner::WorkloadSpec& spec, const planner::WorkloadPlan& plan) {
-  planner::WorkloadSpec out;
-  out.mode = "pipeline";
-  out.policy = "plan";  // the networks' request order is the order they are listed in
-  for (size_t i : plan.sequence) {
-    planner::WorkloadNetworkSpec n = spec.networks[i];
-    n.order = plan.orders[i];
-    out.networks.push_back(std::move(n));
-  }
+// The user's workload with the plan's orders, run in pipeline mode with the plan's request order
+// ("plan": one cycle, the runtime repeats it). The networks stay listed as the user listed them.
+Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& plan) {
+  Workload out = spec;
+  out.mode = Mode::kPipeline;
+  out.policy = GroupPolicy::kPlan;
+  out.plan.clear();
+  for (size_t i : plan.sequence) out.plan.push_back(spec.networks[i].name);
+  for (size_t i = 0; i < out.networks.size(); ++i) out.networks[i].order = plan.orders[i];
   return out;
 }
 
@@ -79,7 +79,7 @@ int run_workload_plan_command(const Options& o) {
   if (!o.graph.empty() || !o.model.empty()) {
     throw InputError("co_up plan --workload takes its networks from the workload file; drop --graph/--model");
   }
-  const planner::WorkloadSpec spec = planner::read_workload(o.workload, false);
+  const Workload spec = read_workload(o.workload, Orders::kOptional);
   const planner::WorkloadProfile profile = planner::read_workload_profile(o.profile_file);
   std::vector<std::string> notes;
   const planner::WorkloadProblem problem = planner::workload_problem(profile, spec, notes);
@@ -153,9 +153,9 @@ int run_workload_plan_command(const Options& o) {
   std::vector<PlannedWorkload> planned;
   if (!files.empty()) fs::create_directories(o.out_dir);
   for (size_t p = 0; p < plans.size(); ++p) {
-    PlannedWorkload w{plans[p].planner, runnable_spec(spec, plans[p]), files.empty() ? fs::path() : files[p],
+    PlannedWorkload w{plans[p].planner, runnable_workload(spec, plans[p]), files.empty() ? fs::path() : files[p],
                       plans[p].predicted.throughput_fps};
-    if (!files.empty()) write_new_file(files[p], planner::workload_json(w.spec));
+    if (!files.empty()) write_new_file(files[p], workload_json(w.spec));
     planned.push_back(std::move(w));
   }
   out.flush();

@@ -18,7 +18,7 @@
 #include "core/placement.h"
 #include "planner/contention_model.h"
 #include "planner/workload_profile.h"
-#include "planner/workload_spec.h"
+#include "core/workload.h"
 
 namespace co_up::cli {
 namespace {
@@ -161,7 +161,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
     throw InputError("co_up profile --workload takes its networks from the workload file; drop --graph/--model/--order");
   }
   const io::OutputFile output = io::OutputFile::check(o.profile_out, "--profile-out");
-  const planner::WorkloadSpec spec = planner::read_workload(o.workload, false);
+  const Workload spec = read_workload(o.workload, Orders::kOptional);
   const fs::path plugin_dir = o.plugins.empty() ? PluginRegistry::default_directory() : fs::path(o.plugins);
   if (!o.plugins.empty() && !fs::is_directory(plugin_dir)) throw InputError("--plugins='" + o.plugins + "' is not a directory");
   Platform platform = o.platform.empty() ? detect_host_platform(o.sysfs_root) : load_platform(o.platform);
@@ -173,7 +173,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
 
   // The graphs first: a bad network is an input error before anything is measured.
   std::vector<graph::Graph> graphs;
-  for (const planner::WorkloadNetworkSpec& n : spec.networks) {
+  for (const WorkloadNetwork& n : spec.networks) {
     NetworkSpec ns{n.graph, "layers", n.image_size, o.seed, o.data};
     ns.split = n.split;
     ns.model = n.model;
@@ -196,7 +196,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
   settings.calibration_frames = static_cast<int>(o.calibration);
   const auto stopped = [&] { return stop.stopped(); };
   for (size_t i = 0; i < spec.networks.size() && !stopped(); ++i) {
-    const planner::WorkloadNetworkSpec& n = spec.networks[i];
+    const WorkloadNetwork& n = spec.networks[i];
     const graph::Graph& g = graphs[i];
     ProfileJob job;
     job.graph = &g;

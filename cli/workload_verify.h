@@ -1,10 +1,7 @@
-// `co_up plan --workload ... --verify`: runs each planned workload and prints predicted against
-// measured aggregate throughput. This is the one place that needs the multi-network runtime
-// (`co_up --workload=FILE`, one Executor for every network): until that runtime is linked here,
-// verify_workload_plans says so as an input error (exit 2) and the plans stay printed and
-// written. Wiring it is a body for this function: for each plan, run plan.spec with the runtime
-// (the frames each network asks for, after a warm-up) and print predicted_fps next to the
-// measured aggregate frames per second.
+// `co_up plan --workload ... --verify`: runs each planned workload through the multi-network
+// runtime (run_workload, cli/workload_command.h: the run `co_up --workload=FILE` makes), one plan
+// after another, and prints a table: per plan its predicted and measured aggregate throughput
+// (every network's completed requests / wall time), their ratio and the requests completed.
 #pragma once
 
 #include <filesystem>
@@ -13,18 +10,20 @@
 #include <vector>
 
 #include "cli/options.h"
-#include "planner/workload_spec.h"
+#include "core/workload.h"
 
 namespace co_up::cli {
 
 struct PlannedWorkload {
   std::string planner;
-  planner::WorkloadSpec spec;     // runnable: every order filled in, networks in request order
+  Workload spec;                  // runnable: every order filled in, the request order in "plan"
   std::filesystem::path file;     // where --out wrote it; empty without --out
   double predicted_fps = 0;       // all networks together
 };
 
-// Returns the exit status (0 when every plan ran).
+// Returns the exit status (0 when every plan ran). Throws RuntimeError when a run completes fewer
+// requests than its workload asks for, InputError when a plan cannot run on this machine (e.g. an
+// order letter without a plugin).
 int verify_workload_plans(const Options& options, const std::vector<PlannedWorkload>& plans, std::ostream& out);
 
 }  // namespace co_up::cli

@@ -276,6 +276,30 @@ Workload read_workload(const std::string& value, Orders orders) {
   return parse_workload_short(value, orders);
 }
 
+std::string workload_json(const Workload& w) {
+  nlohmann::ordered_json root;
+  root["mode"] = mode_name(w.mode);
+  root["policy"] = policy_name(w.policy);
+  if (!w.plan.empty()) root["plan"] = w.plan;
+  root["networks"] = nlohmann::ordered_json::array();
+  for (const WorkloadNetwork& n : w.networks) {
+    nlohmann::ordered_json o;
+    o["name"] = n.name;
+    if (!n.graph.empty()) o["graph"] = n.graph;
+    if (!n.model.empty()) o["model"] = n.model;
+    if (n.image_size != 0) o["image_size"] = n.image_size;
+    if (!n.order.empty()) o["order"] = n.order;
+    if (!n.split.empty()) o["split"] = n.split;
+    if (!n.input.empty()) o["input"] = n.input;
+    o["frames"] = n.frames;
+    if (n.rate) o["rate"] = *n.rate;  // written to the shortest text that reads back the same double
+    o["priority"] = n.priority;
+    o["batch"] = n.batch;
+    root["networks"].push_back(std::move(o));
+  }
+  return root.dump(2) + "\n";
+}
+
 void check_workload_network(const WorkloadNetwork& network, const graph::Graph& graph,
                             const Platform& platform, const PluginRegistry& plugins) {
   const std::string& order = network.order;

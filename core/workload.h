@@ -45,6 +45,8 @@ struct WorkloadNetwork {
   std::optional<double> rate;  // requests per second, evenly spaced; absent: as fast as possible
   int priority = 0;
   uint32_t batch = 1;  // requests per frame (zoo graphs only): the graph is built for this batch
+
+  bool operator==(const WorkloadNetwork&) const = default;
 };
 
 struct Workload {
@@ -52,6 +54,8 @@ struct Workload {
   GroupPolicy policy = GroupPolicy::kOldest;
   std::vector<std::string> plan;  // network names, one per request, cycled (policy kPlan)
   std::vector<WorkloadNetwork> networks;
+
+  bool operator==(const Workload&) const = default;
 };
 
 // Whether every network must give its order: a run needs them; the planner reads workloads
@@ -64,6 +68,10 @@ Workload parse_workload_json(const std::string& text, const std::string& origin,
 Workload parse_workload_short(const std::string& text, Orders orders = Orders::kRequired);
 // --workload=VALUE: a file when VALUE ends in ".json", else the short form.
 Workload read_workload(const std::string& value, Orders orders = Orders::kRequired);
+// The JSON text of a workload, the one writer of the format (`co_up plan --out` uses it): keys in
+// the documented order, every network's name written, optional fields left out when empty.
+// parse_workload_json of the text gives back an equal Workload (for one that parses).
+std::string workload_json(const Workload& workload);
 
 // Checks a network against its built graph and the machine: order length, letters the platform
 // has and a plugin serves. Throws InputError naming the network and the field.

@@ -142,11 +142,11 @@ std::string workload_profile_json(const WorkloadProfile& p) {
   return root.dump(1) + "\n";
 }
 
-WorkloadProblem workload_problem(const WorkloadProfile& profile, const WorkloadSpec& spec,
+WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload& spec,
                                  std::vector<std::string>& notes) {
   WorkloadProblem problem;
   std::vector<const WorkloadProfileNetwork*> matched;
-  for (const WorkloadNetworkSpec& s : spec.networks) {
+  for (const WorkloadNetwork& s : spec.networks) {
     const WorkloadProfileNetwork* n = profile.find(s.name);
     const std::string who = "workload network '" + s.name + "'";
     if (n == nullptr) {

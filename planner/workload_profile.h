@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "core/workload.h"
 #include "planner/contention_model.h"
 #include "planner/layer_profile.h"
 #include "planner/workload_planner.h"
-#include "planner/workload_spec.h"
 
 namespace co_up::planner {
 
@@ -61,7 +61,7 @@ std::string workload_profile_json(const WorkloadProfile& profile);
 // which must have been made of the same network (graph or model, image_size, split), on the
 // processors every network was measured on; the contention table from the regression (pairs
 // without co-runs: 0, noted). Throws InputError naming the network and the field.
-WorkloadProblem workload_problem(const WorkloadProfile& profile, const WorkloadSpec& spec,
+WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload& spec,
                                  std::vector<std::string>& notes);
 
 }  // namespace co_up::planner

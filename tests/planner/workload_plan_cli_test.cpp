@@ -8,10 +8,10 @@
 #include <random>
 #include <set>
 
+#include "core/workload.h"
 #include "planner/contention_model.h"
 #include "planner/synthetic_profile.h"
 #include "planner/workload_profile.h"
-#include "planner/workload_spec.h"
 #include "tests/cli/scratch_dir.h"
 #include "tests/plugins/spawn_process.h"
 
@@ -96,22 +96,28 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
     const fs::path file = out / (std::string(name) + ".json");
     ASSERT_TRUE(fs::is_regular_file(file)) << file;
     // Runnable: every order present and of the network's length; nothing of the user's lost.
-    const planner::WorkloadSpec w = planner::read_workload(file, true);
-    EXPECT_EQ(w.policy, "plan");
+    const Workload w = read_workload(file.string(), Orders::kRequired);
+    EXPECT_EQ(w.policy, GroupPolicy::kPlan);
+    EXPECT_EQ(w.mode, Mode::kPipeline);
+    // The planned request order, one request of each network per cycle; the networks as listed.
+    EXPECT_EQ(std::set<std::string>(w.plan.begin(), w.plan.end()), (std::set<std::string>{"det", "cls", "sq"}));
+    EXPECT_EQ(w.plan.size(), 3u);
+    EXPECT_THAT(x.out, HasSubstr("request order: " + w.plan[0] + " " + w.plan[1] + " " + w.plan[2] + "\n"));
     ASSERT_EQ(w.networks.size(), 3u);
+    EXPECT_EQ(w.networks[0].name, "det");
     std::set<std::string> names;
-    for (const planner::WorkloadNetworkSpec& n : w.networks) {
+    for (const WorkloadNetwork& n : w.networks) {
       names.insert(n.name);
       const size_t layers = n.name == "det" ? 6 : n.name == "cls" ? 8 : 10;
       EXPECT_EQ(n.order.size(), layers) << name << " " << n.name;
       EXPECT_EQ(n.order.find_first_not_of("BLG"), std::string::npos) << n.order;
       if (n.name == "det") {
-        EXPECT_EQ(n.frames, 40);
+        EXPECT_EQ(n.frames, 40u);
         EXPECT_EQ(n.rate, 5.5);
         EXPECT_EQ(n.priority, 2);
       }
       if (n.name == "sq") {
-        EXPECT_EQ(n.batch, 2);
+        EXPECT_EQ(n.batch, 2u);
       }
     }
     EXPECT_EQ(names, (std::set<std::string>{"det", "cls", "sq"}));
@@ -128,13 +134,6 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
   EXPECT_EQ(fs::last_write_time(out / "hetero2pipe.json"), before);
 }
 
-TEST_F(WorkloadPlanCli, VerifyNeedsTheMultiNetworkRuntimeAndSaysSo) {
-  const test::Exit x = run({"plan", "--workload=" + (dir_ / "w.json").string(), "--profile=" + (dir_ / "p.json").string(), "--verify"});
-  EXPECT_EQ(x.code, 2);
-  EXPECT_THAT(x.err, HasSubstr("co_up: error: --verify with --workload needs the multi-network runtime"));
-  EXPECT_EQ(std::count(x.err.begin(), x.err.end(), '\n'), 1) << x.err;
-}
-
 TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
   const std::string w = (dir_ / "bad.json").string();
   const std::string origin = "workload '" + w + "'";
@@ -143,9 +142,9 @@ TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
     return run({"plan", "--workload=" + w, "--profile=" + (dir_ / "p.json").string()});
   };
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "rate": 0}]})"),
-                     origin + ": network 'det': \"rate\" = 0 must be > 0 and at most 1000000 (requests per second)");
+                     "workload network 'det': rate 0 must be > 0 requests per second (leave it out to run as fast as possible)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50"}, {"name": "det", "graph": "mobilenet"}]})"),
-                     origin + ": network 'det': name used twice; give each network its own name");
+                     "workload network 'det': name is used by networks 1 and 2; give each network its own name");
   expect_input_error(plan_bad(R"({"networks": [{"name": "face", "graph": "googlenet"}]})"),
                      "workload network 'face': not in the profile; profile this workload with co_up profile --workload=FILE");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "alexnet"}]})"),
@@ -155,13 +154,17 @@ TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "order": "BBLLNN"}]})"),
                      "workload network 'det': order letter 'N' is not a processor of the profile (BLG)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "ordr": "B"}]})"),
-                     origin + ": network 'det': unknown field \"ordr\" (known: name, graph, model, image_size, order, "
-                              "split, input, frames, rate, priority, batch)");
+                     "workload network 'det': unknown field 'ordr' (fields: name, graph, model, image_size, order, "
+                     "split, input, frames, rate, priority, batch)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "model": "m.onnx"}]})"),
-                     origin + ": network 'det': give exactly one of \"graph\" (a zoo name) and \"model\" (an ONNX file)");
-  expect_input_error(plan_bad(R"({"networks": []})"), origin + ": \"networks\" must be a non-empty array of networks");
+                     "workload network 'det': both graph and model given; give exactly one of them");
+  expect_input_error(plan_bad(R"({"networks": []})"), "workload has no networks; give at least one");
   expect_input_error(plan_bad(R"({"networks": [{"name": "a b", "graph": "resnet50"}]})"),
-                     origin + ": \"networks\"[0]: name 'a b' must be 1-64 letters, digits, '_' or '-'");
+                     "workload network 'a b': name may use only letters, digits, '_' and '-'");
+  expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50"}], "plan": ["det", "x"]})"),
+                     "workload plan names network 'x', which the workload does not have");
+  expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50"}], "sched": 1})"),
+                     origin + ": unknown field 'sched' (fields: mode, policy, plan, networks)");
   // No profile; --out naming a file.
   expect_input_error(run({"plan", "--workload=" + (dir_ / "w.json").string()}),
                      "co_up plan --workload needs --profile=FILE (a workload profile written by co_up profile --workload)");

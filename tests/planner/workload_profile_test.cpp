@@ -44,10 +44,10 @@ WorkloadProfile two_networks() {
   return wp;
 }
 
-WorkloadSpec spec_of(const WorkloadProfile& wp) {
-  WorkloadSpec spec;
+Workload spec_of(const WorkloadProfile& wp) {
+  Workload spec;
   for (const WorkloadProfileNetwork& n : wp.networks) {
-    WorkloadNetworkSpec s;
+    WorkloadNetwork s;
     s.name = n.name;
     s.graph = n.graph;
     spec.networks.push_back(s);
@@ -95,7 +95,7 @@ TEST(WorkloadProfile, ProblemCarriesCostsAndTheRegressionsSlowdowns) {
 
 TEST(WorkloadProfile, MismatchesNameTheNetworkAndTheField) {
   const WorkloadProfile wp = two_networks();
-  WorkloadSpec spec = spec_of(wp);
+  Workload spec = spec_of(wp);
   spec.networks[1].image_size = 64;
   std::vector<std::string> notes;
   try {
