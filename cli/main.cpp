@@ -452,6 +452,10 @@ int run(const Options& o, StopSignal& stop) {
   } else {
     request.input_sets.push_back(load_input(o, g));
   }
+  if (!o.input_scale.empty()) {
+    if (o.input.empty()) throw InputError("--input-scale scales --input=FILE.npy; give --input");
+    scale_inputs(request.input_sets, parse_input_scale(o.input_scale));
+  }
   // Fail on unreadable inputs now, not after a long run (outputs were checked at the start).
   const uint32_t result_index = result_output(g);  // a multi-exit network answers with its last
   const graph::TensorDesc& out_desc = g.tensor(g.outputs().at(result_index)).desc;
