@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "api/session_setup.h"
+#include "cli/run_inference.h"
 #include "cli/accuracy_report.h"
 #include "cli/crash_handler.h"
 #include "cli/export_partitions.h"
@@ -348,7 +349,7 @@ int run(const Options& o, StopSignal& stop) {
   }
   if (o.restore_dvfs) return restore_dvfs(o);
   if (o.command == "profile") return run_profile_command(o, stop);
-  if (o.command == "plan") return run_plan_command(o);
+  if (o.command == "plan") return run_plan_command(o, stop);
   if (o.command == "run" && !o.workload.empty()) return run_workload_command(o, stop);
   if (o.command != "run") {
     throw InputError("'co_up " + o.command +
@@ -586,6 +587,9 @@ int run(const Options& o, StopSignal& stop) {
 }
 
 }  // namespace
+
+int run_inference(const Options& o, StopSignal& stop) { return run(o, stop); }
+
 }  // namespace co_up::cli
 
 namespace {

@@ -131,9 +131,9 @@ std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerP
 
 }  // namespace
 
-int run_plan_command(const Options& o) {
+int run_plan_command(const Options& o, StopSignal& stop) {
   if (!o.workload.empty()) return run_workload_plan_command(o);
-  if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o);
+  if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o, stop);
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }
