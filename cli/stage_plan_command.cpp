@@ -195,6 +195,13 @@ VerifiedStageCandidate measure_stage_candidate(const Options& o, const planner::
   return v;
 }
 
+void require_labelled_set(const Options& o) {
+  if (o.input.empty() || o.labels.empty()) {
+    throw InputError("--verify with a stage plan runs the front on a labelled test set: give --input=TEST.npy "
+                     "(with --input-scale=1/255 for 8-bit images) and --labels=TEST_LABELS.npy");
+  }
+}
+
 std::string shares(const std::vector<double>& fractions) {
   std::string s;
   for (double f : fractions) s += format(" %3.0f%%", 100 * f);
@@ -206,10 +213,7 @@ std::string shares(const std::vector<double>& fractions) {
 std::vector<VerifiedStageCandidate> verify_stage_candidates(const Options& o,
                                                             const std::vector<planner::StageCandidate>& candidates,
                                                             StopSignal& stop, std::ostream& out) {
-  if (o.input.empty() || o.labels.empty()) {
-    throw InputError("--verify with a stage plan runs the front on a labelled test set: give --input=TEST.npy "
-                     "(with --input-scale=1/255 for 8-bit images) and --labels=TEST_LABELS.npy");
-  }
+  require_labelled_set(o);
   out << "\nverify: each point through the runtime on " << o.frames << " frames of " << o.input << " (labels "
       << o.labels << "), one after another; predicted from the validation exits, measured mean latency per frame\n";
   out << "  #   order  exit thresholds  predicted ms  measured ms  error    predicted acc  measured acc  measured exits\n";
@@ -244,6 +248,7 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
   }
   if (!o.stages.empty() && !o.stage_plan.empty()) throw InputError("--stages and --stage-plan both given; use one");
   const std::string objective = objective_of(o);
+  if (o.verify) require_labelled_set(o);  // before the search, not after it
   const std::string where = o.stages.empty() ? "stage plan '" + o.stage_plan + "'" : "--stages";
   const graph::StagePlan plan =
       o.stages.empty() ? graph::read_stage_plan_file(o.stage_plan) : graph::parse_stage_plan(o.stages);
