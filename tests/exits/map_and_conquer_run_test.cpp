@@ -147,5 +147,19 @@ TEST_F(MapAndConquerRunTest, AThresholdStopsFramesEarlyAndLaterStagesDoNoWorkFor
   EXPECT_EQ(std::count(stage1.begin(), stage1.end(), 1), static_cast<long>(kImages));
 }
 
+TEST_F(MapAndConquerRunTest, ABadInputScaleIsAOneLineError) {
+  for (const std::string scale : {"0", "-1", "1/0", "x", "1/255x"}) {
+    const CommandResult r = test::run_program(
+        CO_UP_BINARY,
+        {"--model=" + (kDir / "multi_exit.onnx").string(), "--order=BBB", "--n=1",
+         "--input=" + (kDir / "test_images.npy").string(), "--input-scale=" + scale},
+        scratch_.path());
+    EXPECT_EQ(r.exit_code, 2) << r;
+    EXPECT_EQ(r.err, "co_up: error: --input-scale='" + scale +
+                         "' must be a positive number or a fraction A/B (e.g. 1/255)\n")
+        << r;
+  }
+}
+
 }  // namespace
 }  // namespace co_up
