@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <string>
 
 #include "core/error.h"
 #include "graph/npy.h"
@@ -12,6 +14,48 @@ bool is_npy_labels(const std::string& path) {
   return path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
 }
 
+namespace {
+
+// An input's dimensions after the leading batch one, unit dimensions dropped: a set of images
+// [N, 28, 28] feeds a network input [1, 1, 28, 28] (how datasets store single-channel images).
+std::vector<int64_t> squeezed(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> dims;
+  for (size_t i = 1; i < shape.size(); ++i) {
+    if (shape[i] != 1) dims.push_back(shape[i]);
+  }
+  return dims;
+}
+
+}  // namespace
+
+float parse_input_scale(const std::string& value) {
+  // F or A/B (1/255: 8-bit pixels to [0, 1]); finite and positive.
+  const auto number = [&value](const std::string& text) {
+    size_t used = 0;
+    float v = 0;
+    try {
+      v = std::stof(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (text.empty() || used != text.size() || !std::isfinite(v) || !(v > 0)) {
+      throw InputError("--input-scale='" + value + "' must be a positive number or a fraction A/B (e.g. 1/255)");
+    }
+    return v;
+  };
+  const size_t slash = value.find('/');
+  if (slash == std::string::npos) return number(value);
+  return number(value.substr(0, slash)) / number(value.substr(slash + 1));
+}
+
+void scale_inputs(InputSets& sets, float scale) {
+  for (auto& set : sets) {
+    for (auto& tensor : set) {
+      for (float& v : tensor) v *= scale;
+    }
+  }
+}
+
 uint32_t result_output(const graph::Graph& graph) {
   return graph.has_exits() ? static_cast<uint32_t>(graph.outputs().size() - 1) : 0;
 }
@@ -20,8 +64,8 @@ std::optional<InputSets> read_input_batch(const std::string& path, const graph::
   if (path.empty() || graph.inputs().size() != 1) return std::nullopt;
   const std::vector<int64_t>& shape = graph.tensor(graph.inputs()[0]).desc.shape;
   graph::NpyArray array = graph::read_npy(path);
-  if (shape.empty() || shape[0] != 1 || array.shape.size() != shape.size() || array.shape[0] < 2 ||
-      !std::equal(shape.begin() + 1, shape.end(), array.shape.begin() + 1)) {
+  if (shape.empty() || shape[0] != 1 || array.shape.size() < 2 || array.shape[0] < 2 ||
+      squeezed(shape) != squeezed(array.shape)) {
     return std::nullopt;
   }
   const auto per_input = array.data.size() / static_cast<size_t>(array.shape[0]);

@@ -27,8 +27,14 @@ bool is_npy_labels(const std::string& path);
 // The graph output that is a frame's result (see above).
 uint32_t result_output(const graph::Graph& graph);
 
+// --input-scale=F or A/B: a positive factor every --input value is multiplied by (1/255 reads
+// 8-bit images into [0, 1]). InputError otherwise.
+float parse_input_scale(const std::string& value);
+void scale_inputs(InputSets& sets, float scale);
+
 // The N inputs of --input when the file holds a batch of them (shape [N, rest...] against the
-// network's single input [1, rest...], N > 1); nullopt when `path` is empty or the file has
+// network's single input [1, rest...], N > 1, unit dimensions of rest ignored: [N, 28, 28] for
+// [1, 1, 28, 28]); nullopt when `path` is empty or the file has
 // another shape (the caller's reader then checks it as one input).
 std::optional<InputSets> read_input_batch(const std::string& path, const graph::Graph& graph);
 

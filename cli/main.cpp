@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "api/session_setup.h"
+#include "cli/run_inference.h"
 #include "cli/accuracy_report.h"
 #include "cli/crash_handler.h"
 #include "cli/export_partitions.h"
@@ -348,7 +349,7 @@ int run(const Options& o, StopSignal& stop) {
   }
   if (o.restore_dvfs) return restore_dvfs(o);
   if (o.command == "profile") return run_profile_command(o, stop);
-  if (o.command == "plan") return run_plan_command(o);
+  if (o.command == "plan") return run_plan_command(o, stop);
   if (o.command == "run" && !o.workload.empty()) return run_workload_command(o, stop);
   if (o.command != "run") {
     throw InputError("'co_up " + o.command +
@@ -451,6 +452,10 @@ int run(const Options& o, StopSignal& stop) {
     request.input_sets = std::move(*batch);
   } else {
     request.input_sets.push_back(load_input(o, g));
+  }
+  if (!o.input_scale.empty()) {
+    if (o.input.empty()) throw InputError("--input-scale scales --input=FILE.npy; give --input");
+    scale_inputs(request.input_sets, parse_input_scale(o.input_scale));
   }
   // Fail on unreadable inputs now, not after a long run (outputs were checked at the start).
   const uint32_t result_index = result_output(g);  // a multi-exit network answers with its last
@@ -582,6 +587,9 @@ int run(const Options& o, StopSignal& stop) {
 }
 
 }  // namespace
+
+int run_inference(const Options& o, StopSignal& stop) { return run(o, stop); }
+
 }  // namespace co_up::cli
 
 namespace {

@@ -100,6 +100,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"image", [&](const std::string& v) { o.image = v; }},
       {"preprocess", [&](const std::string& v) { o.preprocess = v; }},
       {"labels", [&](const std::string& v) { o.labels = v; }},
+      {"input-scale", [&](const std::string& v) { o.input_scale = v; }},
       {"exit", [&](const std::string& v) { ExitPolicy::parse(v); o.exit = v; }},  // checked now
       {"exits", [&](const std::string& v) { o.exits = v; }},
       {"input", [&](const std::string& v) { o.input = v; }},
@@ -224,6 +225,7 @@ network
                         FILE.npy: one integer label per input of --input (accuracy report)
   --input=FILE.npy      input tensor (default: seeded random); a leading dimension of N frames
                         beyond the network's batch of 1 is N inputs, frame f reading input f % N
+  --input-scale=F|A/B   multiply every --input value by F (1/255: 8-bit images to [0, 1])
   --exit=SPEC           early exits of a multi-exit network: softmax-max>=T, entropy<=T, one T per
                         exit before the final (softmax-max>=0.8,0.9), or none; T in [0,1]
   --exits=FILE.json     {"exits": [...]}: the model's outputs that are exits, in stage order

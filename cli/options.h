@@ -66,6 +66,7 @@ struct Options {
   std::string exit;            // --exit=SPEC early-exit policy (core/exit_policy.h); empty: none
   std::string exits;           // --exits=FILE.json a model's exits in stage order
   std::string input;
+  std::string input_scale;     // --input-scale=F|A/B every --input value times F (labelled_inputs.h)
   std::string output;
   std::string export_partitions;  // --export-partitions=DIR: write accelerator partitions as ONNX
 

@@ -135,9 +135,9 @@ std::map<char, int> plan_thread_counts(const Options& o) {
 
 }  // namespace
 
-int run_plan_command(const Options& o) {
+int run_plan_command(const Options& o, StopSignal& stop) {
   if (!o.workload.empty()) return run_workload_plan_command(o);
-  if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o);
+  if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o, stop);
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }

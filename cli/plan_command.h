@@ -14,9 +14,10 @@
 #pragma once
 
 #include "cli/options.h"
+#include "cli/stop_signal.h"
 
 namespace co_up::cli {
 
-int run_plan_command(const Options& options);
+int run_plan_command(const Options& options, StopSignal& stop);  // stop: --verify's runs
 
 }  // namespace co_up::cli

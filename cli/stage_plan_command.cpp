@@ -5,7 +5,13 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include "cli/run_inference.h"
+#include "cli/standard_streams.h"
 #include "core/error.h"
 #include "core/network.h"
 #include "graph/npy.h"
@@ -79,10 +85,10 @@ void print_candidate(std::ostream& out, const Options& o, const std::string& lab
 
 }  // namespace
 
-std::string stage_command_line(const Options& o, const planner::StageCandidate& c) {
-  std::string s = "co_up --model=" + shell_word(o.model);
-  s += o.stages.empty() ? " --stage-plan=" + shell_word(o.stage_plan) : " " + shell_word("--stages=" + o.stages);
-  s += " --order=" + c.order + " --mode=pipeline";
+std::vector<std::string> stage_command_args(const Options& o, const planner::StageCandidate& c) {
+  std::vector<std::string> args = {"--model=" + o.model,
+                                   o.stages.empty() ? "--stage-plan=" + o.stage_plan : "--stages=" + o.stages,
+                                   "--order=" + c.order, "--mode=pipeline"};
   const bool early = std::any_of(c.thresholds.begin(), c.thresholds.end(), [](double t) { return t <= 1; });
   if (early) {
     std::string list;
@@ -90,8 +96,23 @@ std::string stage_command_line(const Options& o, const planner::StageCandidate& 
       if (!list.empty()) list += ',';
       list += t <= 1 ? format("%g", t) : std::string("off");
     }
-    s += " " + shell_word("--exit=softmax-max>=" + list);
+    args.push_back("--exit=softmax-max>=" + list);
   }
+  // --frequency takes one level per layer (stage) from 1; a GPU's or NPU's token also needs its
+  // host's level, which a stage candidate does not choose: then the levels stay as found.
+  const bool settable = std::all_of(c.levels.begin(), c.levels.end(), [](int l) { return l > 0; }) &&
+                        c.order.find_first_of("GN") == std::string::npos && !c.levels.empty();
+  if (settable) {
+    std::string levels;
+    for (int l : c.levels) levels += (levels.empty() ? "" : "-") + std::to_string(l);
+    args.push_back("--frequency=" + levels);
+  }
+  return args;
+}
+
+std::string stage_command_line(const Options& o, const planner::StageCandidate& c) {
+  std::string s = "co_up";
+  for (const std::string& a : stage_command_args(o, c)) s += " " + shell_word(a);
   std::string levels;
   for (size_t i = 0; i < c.order.size(); ++i) {
     if (c.order.find(c.order[i]) != i) continue;
@@ -100,19 +121,134 @@ std::string stage_command_line(const Options& o, const planner::StageCandidate& 
   return s + "   # DVFS levels " + levels;
 }
 
-void verify_stage_candidates(const Options&, const std::vector<planner::StageCandidate>&, std::ostream&) {
-  throw RuntimeError("--verify with a stage plan measures the front through the runtime's early exits (--exit with "
-                     "per-exit thresholds over a labelled input set), which this build does not have; run the printed "
-                     "commands once it does");
+namespace {
+
+// std::cout goes to `sink` while it lives: the run command's report is not --verify's output.
+class CaptureStdout {
+ public:
+  explicit CaptureStdout(std::ostream& sink) : previous_(std::cout.rdbuf(sink.rdbuf())) {}
+  ~CaptureStdout() { std::cout.rdbuf(previous_); }
+  CaptureStdout(const CaptureStdout&) = delete;
+  CaptureStdout& operator=(const CaptureStdout&) = delete;
+
+ private:
+  std::streambuf* previous_;
+};
+
+// A profile file of one verify run, removed with it.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(std::filesystem::path path) : path_(std::move(path)) {}
+  ~TemporaryFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+VerifiedStageCandidate measure_stage_candidate(const Options& o, const planner::StageCandidate& c, size_t index,
+                                               StopSignal& stop) {
+  const TemporaryFile profile(std::filesystem::temp_directory_path() /
+                              ("co_up_stage_verify_" + std::to_string(::getpid()) + "_" + std::to_string(index) +
+                               ".json"));
+  std::vector<std::string> args = stage_command_args(o, c);
+  args.push_back("--input=" + o.input);
+  if (!o.input_scale.empty()) args.push_back("--input-scale=" + o.input_scale);
+  args.push_back("--labels=" + o.labels);
+  args.push_back("--n=" + std::to_string(o.frames));
+  args.push_back("--profile-out=" + profile.path().string());
+  if (!o.platform.empty()) args.push_back("--platform=" + o.platform);
+  if (!o.plugins.empty()) args.push_back("--plugins=" + o.plugins);
+  if (o.sysfs_root != "/sys") args.push_back("--sysfs-root=" + o.sysfs_root);
+  if (!o.state_dir.empty()) args.push_back("--state-dir=" + o.state_dir);
+  if (std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--frequency=", 0) == 0; })) {
+    args.push_back("--dvfs=best-effort");  // where the platform cannot set levels, measure as found
+  }
+  VerifiedStageCandidate v;
+  try {
+    const Options run_options = parse_options(args);
+    std::ostringstream report;
+    int status = 0;
+    {
+      const CaptureStdout capture(report);
+      status = run_inference(run_options, stop);
+    }
+    if (status != 0) throw RuntimeError("the run ended with status " + std::to_string(status));
+    std::ifstream in(profile.path());
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const uint64_t frames = j.at("frames_completed").get<uint64_t>();
+    v.latency_ms = j.at("summary").at("latency_mean_ms").get<double>();
+    const nlohmann::json& exits = j.at("exits");
+    v.accuracy = exits.at("accuracy").get<double>();
+    for (const nlohmann::json& e : exits.at("exits")) {
+      v.exit_fraction.push_back(frames > 0 ? e.at("frames").get<double>() / static_cast<double>(frames) : 0.0);
+    }
+  } catch (const std::exception& e) {
+    v = VerifiedStageCandidate{};
+    v.failure = e.what();
+  }
+  return v;
 }
 
-int run_stage_plan_command(const Options& o) {
+void require_labelled_set(const Options& o) {
+  if (o.input.empty() || o.labels.empty()) {
+    throw InputError("--verify with a stage plan runs the front on a labelled test set: give --input=TEST.npy "
+                     "(with --input-scale=1/255 for 8-bit images) and --labels=TEST_LABELS.npy");
+  }
+}
+
+std::string shares(const std::vector<double>& fractions) {
+  std::string s;
+  for (double f : fractions) s += format(" %3.0f%%", 100 * f);
+  return s;
+}
+
+}  // namespace
+
+std::vector<VerifiedStageCandidate> verify_stage_candidates(const Options& o,
+                                                            const std::vector<planner::StageCandidate>& candidates,
+                                                            StopSignal& stop, std::ostream& out) {
+  require_labelled_set(o);
+  out << "\nverify: each point through the runtime on " << o.frames << " frames of " << o.input << " (labels "
+      << o.labels << "), one after another; predicted from the validation exits, measured mean latency per frame\n";
+  out << "  #   order  exit thresholds  predicted ms  measured ms  error    predicted acc  measured acc  measured exits\n";
+  std::vector<VerifiedStageCandidate> verified;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const planner::StageCandidate& c = candidates[i];
+    VerifiedStageCandidate v = measure_stage_candidate(o, c, i, stop);
+    std::string thresholds;
+    for (double t : c.thresholds) thresholds += (thresholds.empty() ? "" : ",") + (t <= 1 ? format("%g", t) : "off");
+    const auto padded = [](std::string s, size_t width) { return s.size() < width ? s + std::string(width - s.size(), ' ') : s; };
+    out << format("%3.0f", static_cast<double>(i + 1)) << "   " << padded(c.order, 7) << padded(thresholds, 17)
+        << format("%12.3f", c.latency_ms);
+    if (v.failure.empty()) {
+      out << format("  %11.3f", v.latency_ms)
+          << format("  %+6.1f%%", v.latency_ms > 0 ? 100 * (c.latency_ms - v.latency_ms) / v.latency_ms : 0.0)
+          << format("  %11.2f %%", 100 * c.accuracy) << format("  %10.2f %%", 100 * v.accuracy) << " "
+          << shares(v.exit_fraction) << (c.source == "nsga2" ? "" : "  [" + c.source + "]") << "\n";
+    } else {
+      out << "  failed: " << one_line(v.failure) << "\n";
+    }
+    verified.push_back(std::move(v));
+    if (stop.stopped()) break;
+  }
+  out.flush();
+  return verified;
+}
+
+int run_stage_plan_command(const Options& o, StopSignal& stop) {
   if (o.model.empty()) throw InputError("a stage plan needs --model=FILE.onnx (the multi-exit model it describes)");
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile of the model with --units=ops, from co_up profile)");
   }
   if (!o.stages.empty() && !o.stage_plan.empty()) throw InputError("--stages and --stage-plan both given; use one");
   const std::string objective = objective_of(o);
+  if (o.verify) require_labelled_set(o);  // before the search, not after it
   const std::string where = o.stages.empty() ? "stage plan '" + o.stage_plan + "'" : "--stages";
   const graph::StagePlan plan =
       o.stages.empty() ? graph::read_stage_plan_file(o.stage_plan) : graph::parse_stage_plan(o.stages);
@@ -215,7 +351,13 @@ int run_stage_plan_command(const Options& o) {
   if (!result.static_split.empty()) print_candidate(out, o, "  static split     ", best(result.static_split));
   out.flush();
   if (!o.verify) return 0;
-  verify_stage_candidates(o, ranked, out);
+  // The baselines are measured too: the static split is the network the dynamic plan is against.
+  std::vector<planner::StageCandidate> to_verify = ranked;
+  if (!result.single_processor.empty()) to_verify.push_back(best(result.single_processor));
+  if (!result.static_split.empty()) to_verify.push_back(best(result.static_split));
+  const std::vector<VerifiedStageCandidate> verified = verify_stage_candidates(o, to_verify, stop, out);
+  const bool all_failed = !verified.empty() && std::all_of(verified.begin(), verified.end(), [](const VerifiedStageCandidate& v) { return !v.failure.empty(); });
+  if (all_failed) throw RuntimeError("--verify: no point of the front ran (see the rows above)");
   return 0;
 }
 

@@ -12,6 +12,8 @@
 // processors, picks DVFS levels and exit thresholds; printed: the front ranked by the objective
 // (latency and energy rank the points within 1 percentage point of the last exit's accuracy),
 // and the baselines best single processor and static (no-exit) width split.
+// --verify --input=TEST.npy --labels=TEST_LABELS.npy [--input-scale=F] [--n=FRAMES] then runs each
+// ranked point through the run command (cli/run_inference.h) on that labelled test set.
 // Exit status: 0; 2 for bad input; 1 when --verify cannot measure.
 #pragma once
 
@@ -19,21 +21,34 @@
 #include <vector>
 
 #include "cli/options.h"
+#include "cli/stop_signal.h"
 #include "planner/stage_plan_search.h"
 
 namespace co_up::cli {
 
-int run_stage_plan_command(const Options& options);
+int run_stage_plan_command(const Options& options, StopSignal& stop);
 
-// The co_up command line that runs `candidate` (stage i on candidate.order[i], its exit
-// thresholds as the runtime's exit policy).
+// The co_up arguments that run `candidate` (stage i on candidate.order[i] in pipeline mode, its
+// exit thresholds as the runtime's exit policy, `off` for a threshold no frame reaches, and its
+// DVFS levels as --frequency when every stage has a table level on a CPU processor).
+std::vector<std::string> stage_command_args(const Options& options, const planner::StageCandidate& candidate);
+// The same as one shell line, with the levels as a comment.
 std::string stage_command_line(const Options& options, const planner::StageCandidate& candidate);
 
-// --verify: runs each candidate's command line on the labelled test set and prints predicted vs
-// measured latency, energy and accuracy. Needs the runtime's early exits (--exit with a
-// per-exit threshold list and a labelled input set); until a build has them it throws
-// RuntimeError saying so, and measures nothing.
-void verify_stage_candidates(const Options& options, const std::vector<planner::StageCandidate>& candidates,
-                             std::ostream& out);
+struct VerifiedStageCandidate {
+  double latency_ms = 0;  // measured mean per frame
+  double accuracy = 0;    // measured on the labelled test set
+  std::vector<double> exit_fraction;
+  std::string failure;    // non-empty: the run failed (the numbers are 0)
+};
+
+// --verify: runs each candidate's arguments plus the labelled test set (options.input,
+// options.labels, options.input_scale, options.frames frames) and options.platform/plugins
+// through run_inference, one after another, and prints predicted vs measured mean latency and
+// accuracy per point. A run that fails is reported in its row; the others still run.
+// InputError when --input or --labels is missing.
+std::vector<VerifiedStageCandidate> verify_stage_candidates(const Options& options,
+                                                            const std::vector<planner::StageCandidate>& candidates,
+                                                            StopSignal& stop, std::ostream& out);
 
 }  // namespace co_up::cli

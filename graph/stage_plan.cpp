@@ -354,6 +354,7 @@ void assign_stage_units(Graph& graph, const StagePlan& plan, const std::string& 
     map[node.outputs[0]] = t;
   }
   for (TensorId t : graph.outputs()) out.mark_output(map[t]);
+  if (graph.has_exits()) out.mark_outputs_as_exits();  // the rebuilt graph keeps its exits
   for (size_t i = 0; i < m; ++i) out.set_layer_name(static_cast<uint32_t>(i), "stage" + std::to_string(i + 1));
   out.validate();
   graph = std::move(out);

@@ -97,6 +97,7 @@ class Importer {
       }
       graph_.reorder_outputs(order);
       graph_.mark_outputs_as_exits();
+      name_exits(options_.exits);
       return;
     }
     if (names.size() < 2) return;
@@ -104,6 +105,12 @@ class Importer {
       if (names[k] != "exit" + std::to_string(k)) return;
     }
     graph_.mark_outputs_as_exits();
+    name_exits(names);
+  }
+  // The exit report names an exit by its tensor; give it the model's output name (exit0, ...),
+  // not the producing node's.
+  void name_exits(const std::vector<std::string>& names) {
+    for (size_t k = 0; k < names.size(); ++k) graph_.mutable_tensor(graph_.outputs()[k]).name = names[k];
   }
   [[noreturn]] void fail_node(const onnx::NodeProto& n, const std::string& what) const {
     fail("node '" + node_name(n) + "' (" + n.op_type() + "): " + what);

@@ -8,52 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/scratch_dir.h"
+#include "tests/planner/stage_profile.h"
 #include "tests/plugins/run_command.h"
 
 namespace co_up {
 namespace {
 
-const std::filesystem::path kDir = CO_UP_MNC_FIXTURES;
-constexpr int kUnits = 12;  // the fixture with --units=ops: 3 stages x (3 convolutions + 1 exit)
-
-// Three processors with two DVFS levels: B fast and hungry, L slow and frugal, G in between.
-std::filesystem::path write_profile(const std::filesystem::path& dir) {
-  nlohmann::json p;
-  p["format"] = "co_up-layer-profile";
-  p["version"] = 2;
-  p["network"] = {{"graph", ""}, {"model", (kDir / "multi_exit.onnx").string()}, {"units", "ops"},
-                  {"image_size", 0}, {"layer_count", kUnits}};
-  p["repetitions"] = 5;
-  nlohmann::json processors = nlohmann::json::array(), times = nlohmann::json::array(),
-                 power = nlohmann::json::array(), transfers = nlohmann::json::array();
-  const std::string letters = "BLG";
-  const double speed[] = {4, 1, 2}, watts[] = {3, 0.5, 1.5};
-  for (size_t i = 0; i < letters.size(); ++i) {
-    const std::string l(1, letters[i]);
-    processors.push_back({{"letter", l}, {"name", "cpu " + l}, {"kind", "cpu"}, {"backend", "cpu-reference"},
-                          {"host", l}, {"host_cores", {static_cast<int>(i)}}, {"dvfs_domain", l},
-                          {"levels_khz", {1000000, 2000000}}});
-    for (int level : {1, 2}) {
-      std::vector<double> us;
-      for (int u = 0; u < kUnits; ++u) us.push_back((u % 4 == 3 ? 2.0 : 40.0 + 10 * (u / 4)) / (speed[i] * level));
-      times.push_back({{"processor", l}, {"level", level}, {"median_us", us}, {"mad_us", std::vector<double>(kUnits, 0)}});
-      power.push_back({{"processor", l}, {"level", level}, {"busy_w", watts[i] * level * level}, {"idle_w", 0.1}});
-    }
-    for (size_t j = 0; j < letters.size(); ++j) {
-      if (i == j) continue;
-      transfers.push_back({{"from", l}, {"to", std::string(1, letters[j])},
-                           {"send_us", std::vector<double>(kUnits - 1, 3)}, {"receive_us", std::vector<double>(kUnits - 1, 2)}});
-    }
-  }
-  p["platform"] = {{"name", "synthetic"}, {"processors", processors}};
-  p["layer_times"] = times;
-  p["transfers"] = transfers;
-  p["power_w"] = power;
-  p["completed"] = nlohmann::json::array();
-  const std::filesystem::path file = dir / "profile.json";
-  std::ofstream(file) << p.dump(1);
-  return file;
-}
+const std::filesystem::path kDir = test::kMncDir;
+std::filesystem::path write_profile(const std::filesystem::path& dir) { return test::write_stage_profile(dir); }
 
 std::vector<std::string> plan_args(const std::filesystem::path& profile, const std::string& seed) {
   return {"plan", "--model=" + (kDir / "multi_exit.onnx").string(), "--stage-plan=" + (kDir / "stage_plan.json").string(),
