@@ -13,6 +13,7 @@
 #include "cli/run_inference.h"
 #include "cli/standard_streams.h"
 #include "core/error.h"
+#include "core/message_text.h"
 #include "core/network.h"
 #include "graph/npy.h"
 #include "graph/stage_plan.h"
@@ -20,19 +21,6 @@
 
 namespace co_up::cli {
 namespace {
-
-std::string format(const char* spec, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, spec, value);
-  return buffer;
-}
-
-std::string shell_word(const std::string& s) {
-  if (s.find_first_of(" ;'\"$&|<>()*?\\") == std::string::npos) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 planner::ExitScores read_exit_scores(const Options& o) {
   if (o.exit_logits.empty() || o.exit_labels.empty()) {
@@ -55,12 +43,22 @@ planner::ExitScores read_exit_scores(const Options& o) {
   s.logits = logits.data;
   for (float v : labels.data) {
     if (v < 0 || v >= static_cast<float>(s.classes) || v != std::floor(v)) {
-      throw InputError("--exit-labels='" + o.exit_labels + "' holds " + format("%g", v) + ", not a class index (0.." +
+      throw InputError("--exit-labels='" + o.exit_labels + "' holds " + format_number("%g", v) + ", not a class index (0.." +
                        std::to_string(s.classes - 1) + ")");
     }
     s.labels.push_back(static_cast<int64_t>(v));
   }
   return s;
+}
+
+// The per-exit thresholds as --exit lists them: "0.85,off" (a threshold above 1 never stops).
+std::string thresholds_text(const planner::StageCandidate& c) {
+  std::string list;
+  for (double t : c.thresholds) {
+    if (!list.empty()) list += ',';
+    list += t <= 1 ? format_number("%g", t) : std::string("off");
+  }
+  return list;
 }
 
 std::string objective_of(const Options& o) {
@@ -72,10 +70,10 @@ std::string objective_of(const Options& o) {
 }
 
 std::string numbers(const planner::StageCandidate& c) {
-  std::string s = format("%9.3f ms", c.latency_ms);
-  s += c.energy_mj >= 0 ? format("  %9.3f mJ/frame", c.energy_mj) : std::string("  energy n/a");
-  s += format("  accuracy %5.2f %%", 100 * c.accuracy) + "  exits";
-  for (double f : c.exit_fraction) s += format(" %.0f%%", 100 * f);
+  std::string s = format_number("%9.3f ms", c.latency_ms);
+  s += c.energy_mj >= 0 ? format_number("  %9.3f mJ/frame", c.energy_mj) : std::string("  energy n/a");
+  s += format_number("  accuracy %5.2f %%", 100 * c.accuracy) + "  exits";
+  for (double f : c.exit_fraction) s += format_number(" %.0f%%", 100 * f);
   return s;
 }
 
@@ -90,14 +88,7 @@ std::vector<std::string> stage_command_args(const Options& o, const planner::Sta
                                    o.stages.empty() ? "--stage-plan=" + o.stage_plan : "--stages=" + o.stages,
                                    "--order=" + c.order, "--mode=pipeline"};
   const bool early = std::any_of(c.thresholds.begin(), c.thresholds.end(), [](double t) { return t <= 1; });
-  if (early) {
-    std::string list;
-    for (double t : c.thresholds) {
-      if (!list.empty()) list += ',';
-      list += t <= 1 ? format("%g", t) : std::string("off");
-    }
-    args.push_back("--exit=softmax-max>=" + list);
-  }
+  if (early) args.push_back("--exit=softmax-max>=" + thresholds_text(c));
   // --frequency takes one level per layer (stage) from 1; a GPU's or NPU's token also needs its
   // host's level, which a stage candidate does not choose: then the levels stay as found.
   const bool settable = std::all_of(c.levels.begin(), c.levels.end(), [](int l) { return l > 0; }) &&
@@ -112,7 +103,7 @@ std::vector<std::string> stage_command_args(const Options& o, const planner::Sta
 
 std::string stage_command_line(const Options& o, const planner::StageCandidate& c) {
   std::string s = "co_up";
-  for (const std::string& a : stage_command_args(o, c)) s += " " + shell_word(a);
+  for (const std::string& a : stage_command_args(o, c)) s.append(" ").append(shell_quote(a));
   std::string levels;
   for (size_t i = 0; i < c.order.size(); ++i) {
     if (c.order.find(c.order[i]) != i) continue;
@@ -204,7 +195,7 @@ void require_labelled_set(const Options& o) {
 
 std::string shares(const std::vector<double>& fractions) {
   std::string s;
-  for (double f : fractions) s += format(" %3.0f%%", 100 * f);
+  for (double f : fractions) s += format_number(" %3.0f%%", 100 * f);
   return s;
 }
 
@@ -221,15 +212,14 @@ std::vector<VerifiedStageCandidate> verify_stage_candidates(const Options& o,
   for (size_t i = 0; i < candidates.size(); ++i) {
     const planner::StageCandidate& c = candidates[i];
     VerifiedStageCandidate v = measure_stage_candidate(o, c, i, stop);
-    std::string thresholds;
-    for (double t : c.thresholds) thresholds += (thresholds.empty() ? "" : ",") + (t <= 1 ? format("%g", t) : "off");
+    const std::string thresholds = thresholds_text(c);
     const auto padded = [](std::string s, size_t width) { return s.size() < width ? s + std::string(width - s.size(), ' ') : s; };
-    out << format("%3.0f", static_cast<double>(i + 1)) << "   " << padded(c.order, 7) << padded(thresholds, 17)
-        << format("%12.3f", c.latency_ms);
+    out << format_number("%3.0f", static_cast<double>(i + 1)) << "   " << padded(c.order, 7) << padded(thresholds, 17)
+        << format_number("%12.3f", c.latency_ms);
     if (v.failure.empty()) {
-      out << format("  %11.3f", v.latency_ms)
-          << format("  %+6.1f%%", v.latency_ms > 0 ? 100 * (c.latency_ms - v.latency_ms) / v.latency_ms : 0.0)
-          << format("  %11.2f %%", 100 * c.accuracy) << format("  %10.2f %%", 100 * v.accuracy) << " "
+      out << format_number("  %11.3f", v.latency_ms)
+          << format_number("  %+6.1f%%", v.latency_ms > 0 ? 100 * (c.latency_ms - v.latency_ms) / v.latency_ms : 0.0)
+          << format_number("  %11.2f %%", 100 * c.accuracy) << format_number("  %10.2f %%", 100 * v.accuracy) << " "
           << shares(v.exit_fraction) << (c.source == "nsga2" ? "" : "  [" + c.source + "]") << "\n";
     } else {
       out << "  failed: " << one_line(v.failure) << "\n";
@@ -334,13 +324,13 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
     std::vector<double> t(plan.stage_count() - 1, 2.0);
     for (size_t e = 0; e < k; ++e) t[e] = 2.0;
     if (k + 1 < plan.stage_count()) t[k] = 0.0;  // every frame stops at exit k
-    out << format(" %.2f %%", 100 * planner::evaluate_exit_thresholds(in.scores, t).accuracy);
+    out << format_number(" %.2f %%", 100 * planner::evaluate_exit_thresholds(in.scores, t).accuracy);
   }
   out << "\nobjective: " << objective
       << (objective == "latency" || objective == "energy" ? " (within 1 percentage point of the last exit's accuracy)" : "")
       << "; mean per frame, predicted by Eq. 8-14 over the validation exits"
       << (in.whole_stages ? " with whole stages as sub-graphs" : "") << " (measure with --verify)\n\n";
-  for (size_t i = 0; i < ranked.size(); ++i) print_candidate(out, o, format("%3.0f. ", static_cast<double>(i + 1)), ranked[i]);
+  for (size_t i = 0; i < ranked.size(); ++i) print_candidate(out, o, format_number("%3.0f. ", static_cast<double>(i + 1)), ranked[i]);
   const auto best = [&](const std::vector<planner::StageCandidate>& cs) {
     return *std::min_element(cs.begin(), cs.end(), [&](const planner::StageCandidate& a, const planner::StageCandidate& b) {
       return objective == "energy" ? a.energy_mj < b.energy_mj : a.latency_ms < b.latency_ms;

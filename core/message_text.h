@@ -2,6 +2,8 @@
 // user sees), and cut when long, so that one line stays one readable line.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -52,6 +54,25 @@ inline std::string one_line(std::string_view text) {
       out += c;
     }
   }
+  return out;
+}
+
+// `s` as one POSIX shell word: unchanged when it holds only safe characters, else single-quoted,
+// so printed command lines can be pasted into a shell as they are.
+inline std::string shell_quote(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=,:+@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
   return out;
 }
 

@@ -21,16 +21,6 @@ double level_khz(const ProfileProcessor& p, int level) {
   return static_cast<double>(level == 0 ? p.levels_khz.back() : p.levels_khz[static_cast<size_t>(level - 1)]);
 }
 
-std::string shell_quote(const std::string& s) {
-  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=,:+@%").find(c) != std::string_view::npos;
-  });
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 }  // namespace
 
 

@@ -229,7 +229,9 @@ TEST(Avx512Convolution, PickRuleIsMonotoneAndNeverPicksWhatItCannotTile) {
     const std::string what = std::to_string(s.in_channels) + ">" + std::to_string(s.out_channels) + " " +
                              std::to_string(s.in_height) + "x" + std::to_string(s.in_width) + " k" +
                              std::to_string(s.kernel_h);
-    if (s.batch * s.out_height() * s.out_width() < 8) EXPECT_FALSE(wins) << what << ": fewer pixels than a tile";
+    if (s.batch * s.out_height() * s.out_width() < 8) {
+      EXPECT_FALSE(wins) << what << ": fewer pixels than a tile";
+    }
     if (!wins) continue;
     Conv2dShape wider = s;
     wider.out_channels *= 2;

@@ -260,7 +260,9 @@ std::vector<size_t> network_sequence_on_b(GroupPolicy policy, std::vector<int> p
   GroupRun got;
   run_group(nets, {frames, frames}, {{}, {}}, priorities, policy, got, plan);
   std::vector<size_t> sequence;
-  for (const SubGraphRun& r : runs_by_processor(got.result).at('B')) sequence.push_back(r.network);
+  // Kept in a variable: a range-for over .at() of a temporary map reads it after it is destroyed.
+  const auto runs = runs_by_processor(got.result);
+  for (const SubGraphRun& r : runs.at('B')) sequence.push_back(r.network);
   return sequence;
 }
 
