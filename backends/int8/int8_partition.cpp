@@ -358,9 +358,8 @@ void Int8Partition::run(const backends::LayerHooks& hooks) {
   hooks.begin(first_layer_);
   // An input mapped and written but never unmapped is still entered.
   for (uint32_t i = 0; i < inputs_.size(); ++i) enter_staged_input(i);
-  pthreadpool_t tp = pool_.get();
   if (!calibrated_) {
-    for (const Node& node : nodes_) node.f32->run(tp);
+    for (const Node& node : nodes_) node.f32->run(pool_);
     observe_ranges();
     // The outputs of this frame are f32: stage them now, before switching frees f32 buffers.
     stage_outputs_f32();
@@ -368,7 +367,7 @@ void Int8Partition::run(const backends::LayerHooks& hooks) {
   } else {
     outputs_staged_ = false;
     for (const Step& step : program_) {
-      for (const auto& op : step.ops) check_xnn(xnn_run_operator(op.get(), tp), "int8 run");
+      for (const auto& op : step.ops) check_xnn(pool_.run_operator(op.get()), "int8 run");
       if (step.own) step.own();
     }
     ++frames_run_;
@@ -696,8 +695,8 @@ void Int8Partition::switch_to_int8() {
     } else {
       Step step;
       F32Step* f32 = node.f32.get();
-      pthreadpool_t tp = pool_.get();
-      step.own = [f32, tp] { f32->run(tp); };
+      const xnnpack::CpuPool* pool = &pool_;
+      step.own = [f32, pool] { f32->run(*pool); };
       program_.push_back(std::move(step));
       if (out.s8_needed) {
         const float* src = out.f32.data();

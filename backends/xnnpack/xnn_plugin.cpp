@@ -302,10 +302,9 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   const backends::LayerHooks layer_hooks(hooks);
   // An input mapped and written but never unmapped is still converted.
   for (auto& in : c.inputs) convert_input(c, in);
-  pthreadpool_t tp = c.device->pool->get();
   for (size_t s = 0; s < c.steps.size(); ++s) {
     if (backends::starts_layer(c.steps, s)) layer_hooks.begin(c.steps[s].layer);
-    c.steps[s].work.run(tp);
+    c.steps[s].work.run(*c.device->pool);
     if (backends::ends_layer(c.steps, s)) layer_hooks.end(c.steps[s].layer);
   }
 }

@@ -24,8 +24,8 @@ using backends::NodePlan;
 using backends::Op;
 using backends::Pool2dShape;
 
-void F32Step::run(pthreadpool_t threadpool) const {
-  for (const auto& op : ops) check_xnn(xnn_run_operator(op.get(), threadpool), "f32 run");
+void F32Step::run(const CpuPool& pool) const {
+  for (const auto& op : ops) check_xnn(pool.run_operator(op.get()), "f32 run");
   if (own) own();
 }
 

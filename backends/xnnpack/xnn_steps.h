@@ -24,7 +24,7 @@ struct F32Step {
   std::vector<XnnOperator> ops;  // run in order, when present
   std::function<void()> own;     // the backend's own kernel, when present
 
-  void run(pthreadpool_t threadpool) const;
+  void run(const CpuPool& pool) const;
 };
 
 // Creates and sets up node `index` of `graph` (decoded as `plan`) to read and write the NHWC f32

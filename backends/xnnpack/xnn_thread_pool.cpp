@@ -194,4 +194,16 @@ void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,
   tsan_acquire(&job);
 }
 
+xnn_status CpuPool::run_operator(xnn_operator_t op) const {
+#if defined(CO_UP_TSAN)
+  const auto fence = [](int) {};
+  if (threads_ > 1) on_every_thread(fence);
+  const xnn_status status = xnn_run_operator(op, get());
+  if (threads_ > 1) on_every_thread(fence);
+  return status;
+#else
+  return xnn_run_operator(op, get());
+#endif
+}
+
 }  // namespace co_up::xnnpack

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <pthreadpool.h>
+#include <xnnpack.h>
 
 #include <cstdint>
 #include <functional>
@@ -44,6 +45,11 @@ class CpuPool {
   // schedule says. Below `min_parallel` items it runs inline on the caller.
   void parallel_for(int64_t count, int64_t align, int64_t min_parallel,
                     const std::function<void(int64_t, int64_t)>& body) const;
+
+  // Runs one XNNPACK operator (created and set up with this pool) on the pool's threads.
+  // XNNPACK's tasks cannot be annotated, so in ThreadSanitizer builds every worker is fenced with
+  // the caller before and after the operator (the edges pthreadpool makes but TSan cannot see).
+  xnn_status run_operator(xnn_operator_t op) const;
 
   // For tests: runs one task on every thread of the pool at once (each waits until all have
   // started, so no thread runs two) and returns, per thread, the CPUs sched_getaffinity reports
