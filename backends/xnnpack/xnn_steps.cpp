@@ -11,6 +11,7 @@
 #include "plugin_status.h"
 #include "ref_kernels.h"
 #include "subgraph_desc.h"
+#include "xnn_depthwise.h"
 #include "xnn_kernels.h"
 #include "xnn_tensor_steps.h"
 
@@ -66,6 +67,12 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   }
   if (out.residual) {
     backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual on XNNPACK's convolution for " + where);
+  }
+  if (depthwise_kernel_wins(s)) {  // sizes XNNPACK would run as a GEMM of one channel per group
+    auto conv = std::make_shared<DepthwiseConvolution>(s, weights, bias, lo, hi, out.stride, x, out.y);
+    const CpuPool* pool_ptr = &pool;
+    step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
+    return step;
   }
   const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
   const std::vector<float> packed = conv_weights_ohwi(weights, s);

@@ -1,0 +1,88 @@
+#include "xnn_depthwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "avx512_conv.h"
+
+// 64-byte vectors by value in the portable variant: all inline, no ABI crosses a call.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace co_up::xnnpack {
+
+namespace {
+
+struct DepthwiseArgs {
+  const backends::Conv2dShape* shape;
+  int64_t channels_padded;
+  const float* weights;
+  const float* bias;
+  float lo, hi;
+  int64_t output_stride;
+  const float* x;
+  float* y;
+};
+
+namespace portable {
+#define CO_UP_LOOP_ATTR
+#include "xnn_depthwise_loops.inc"
+#undef CO_UP_LOOP_ATTR
+}  // namespace portable
+
+#if defined(__x86_64__)
+namespace avx512 {
+#define CO_UP_LOOP_ATTR __attribute__((target("avx512f,prefer-vector-width=512")))
+#include "xnn_depthwise_loops.inc"
+#undef CO_UP_LOOP_ATTR
+}  // namespace avx512
+#endif
+
+}  // namespace
+
+bool depthwise_kernel_wins(const backends::Conv2dShape& s) {
+  if (s.group != s.in_channels || s.out_channels != s.in_channels || s.group < 2) return false;
+  // The tap counts Debian 12's XNNPACK has depthwise micro-kernels for (up16x4, up16x9, up16x25
+  // on x86; the same primary tiles on ARM).
+  const int64_t taps = s.kernel_h * s.kernel_w;
+  return taps != 4 && taps != 9 && taps != 25;
+}
+
+DepthwiseConvolution::DepthwiseConvolution(const backends::Conv2dShape& shape, const float* weights,
+                                           const float* bias, float output_min, float output_max,
+                                           int64_t output_stride, const float* x, float* y)
+    : s_(shape),
+      channels_padded_((shape.in_channels + 15) / 16 * 16),
+      lo_(output_min),
+      hi_(output_max),
+      output_stride_(output_stride > 0 ? output_stride : shape.out_channels),
+      x_(x),
+      y_(y) {
+  if (s_.group != s_.in_channels || s_.out_channels != s_.in_channels) {
+    throw std::invalid_argument("not a depthwise convolution (one input and output channel per group)");
+  }
+  const int64_t taps = s_.kernel_h * s_.kernel_w, ch = s_.in_channels;
+  weights_.assign(static_cast<size_t>(taps * channels_padded_), 0.0f);
+  bias_.assign(static_cast<size_t>(channels_padded_), 0.0f);
+  for (int64_t c = 0; c < ch; ++c) {  // OIHW [C, 1, kH, kW] -> [tap][channel]
+    for (int64_t t = 0; t < taps; ++t) weights_[static_cast<size_t>(t * channels_padded_ + c)] = weights[c * taps + t];
+    if (bias) bias_[static_cast<size_t>(c)] = bias[c];
+  }
+}
+
+void DepthwiseConvolution::run(const CpuPool& pool) const {
+  const DepthwiseArgs args{&s_, channels_padded_, weights_.data(), bias_.data(), lo_, hi_,
+                           output_stride_, x_, y_};
+  const int64_t rows = s_.batch * s_.out_height();
+  pool.parallel_for(rows, 1, 2, [&](int64_t begin, int64_t end) {
+#if defined(__x86_64__)
+    if (avx512_gemm_available()) {
+      avx512::depthwise_rows(args, begin, end);
+      return;
+    }
+#endif
+    portable::depthwise_rows(args, begin, end);
+  });
+}
+
+}  // namespace co_up::xnnpack
