@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # co_up vs ONNX Runtime's CPU execution provider (MLAS kernels) on the same ONNX exports:
 # torchvision alexnet, googlenet, mobilenet_v2, resnet50, squeezenet1_0, batch 1,
-# 224x224, seeded weights; and the transformers vit_b_16 (torchvision ViT-B/16, 224x224) and
-# bert_base (a BERT-base encoder over 128 token embeddings), bench/export_transformers.py.
+# 224x224, seeded weights; the transformers vit_b_16 (torchvision ViT-B/16, 224x224) and
+# bert_base (a BERT-base encoder over 128 token embeddings); and the modern CNNs
+# mobilenet_v3_large, efficientnet_b0, convnext_tiny (torchvision, 224x224) and yolo_320 (a
+# YOLOv5s-style detector at 320x320), bench/export_networks.py (BatchNorm calibrated).
 #
 #   bench/ort_compare.sh [BUILD_DIR] [FIXTURE_DIR]
 #
 # BUILD_DIR (default build/) holds co_up and its plugins (and co_up_bench_xnnpack for the peak,
 # optional); FIXTURE_DIR (default BUILD_DIR/onnx-fixtures) the exported models, made by
-# tests/fixtures/make_fixtures.py --full (CNNs) or bench/export_transformers.py (vit_b_16,
-# bert_base) when missing (Debian python3-torch, -torchvision, -onnx).
+# tests/fixtures/make_fixtures.py --full (the 2012-2017 CNNs) or bench/export_networks.py (the
+# others) when missing (Debian python3-torch, -torchvision, -onnx).
 # ONNX Runtime comes from npm: (cd bench/ort && npm install --ignore-scripts).
 #
 # Per network, in one session:
@@ -67,8 +69,10 @@ candidates=${CANDIDATES:-2}
 split_parts=${SPLIT_PARTS:-8}
 frames=${FRAMES:-50}
 warmup=${WARMUP:-3}
-nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base)
-transformers=(vit_b_16 bert_base)  # exported by bench/export_transformers.py
+nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base mobilenet_v3_large
+      efficientnet_b0 yolo_320 convnext_tiny)
+# exported by bench/export_networks.py; the others by make_fixtures.py --full
+modern=(vit_b_16 bert_base mobilenet_v3_large efficientnet_b0 yolo_320 convnext_tiny)
 if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
 
 die() { echo "ort_compare.sh: $*" >&2; exit 1; }
@@ -79,12 +83,12 @@ command -v node >/dev/null || die "node not found"
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 [[ $(nproc --all) -ge 2 ]] || die "needs two cores (B = core 0, L = core 1)"
 
-missing_cnn=() missing_transformers=()
+missing_cnn=() missing_modern=()
 for net in "${nets[@]}"; do
   [[ -f ${fixtures}/${net}.onnx ]] && continue
-  if [[ " ${transformers[*]} " == *" ${net} "* ]]; then missing_transformers+=("${net}"); else missing_cnn+=("${net}"); fi
+  if [[ " ${modern[*]} " == *" ${net} "* ]]; then missing_modern+=("${net}"); else missing_cnn+=("${net}"); fi
 done
-if [[ ${#missing_cnn[@]} -gt 0 || ${#missing_transformers[@]} -gt 0 ]]; then
+if [[ ${#missing_cnn[@]} -gt 0 || ${#missing_modern[@]} -gt 0 ]]; then
   echo "=== exporting fixtures to ${fixtures}"
   "${python}" -c "import torch, torchvision, onnx" 2>/dev/null ||
     die "needs python3-torch python3-torchvision python3-onnx (apt-get install)"
@@ -92,8 +96,8 @@ if [[ ${#missing_cnn[@]} -gt 0 || ${#missing_transformers[@]} -gt 0 ]]; then
     CO_UP_FIXTURES=$(IFS=,; echo "${missing_cnn[*]}") "${python}" "${root}/tests/fixtures/make_fixtures.py" --full "${fixtures}" 2>&1 |
       grep -v -i warn | grep -v '^ ' || true
   fi
-  if [[ ${#missing_transformers[@]} -gt 0 ]]; then
-    "${python}" "${root}/bench/export_transformers.py" "${fixtures}" "$(IFS=,; echo "${missing_transformers[*]}")" 2>&1 |
+  if [[ ${#missing_modern[@]} -gt 0 ]]; then
+    "${python}" "${root}/bench/export_networks.py" "${fixtures}" "$(IFS=,; echo "${missing_modern[*]}")" 2>&1 |
       grep -v -i warn | grep -v '^ ' || true
   fi
 fi
@@ -140,18 +144,23 @@ JSON
 # on core 0, run as the networks are (same input file, tensor wrapping, output copy, promise).
 # ORT's own work for an Identity is a copy of 0.6 MB, so this is an upper bound of what the binding
 # adds to every ORT time below.
-"${python}" - "${out}/identity.onnx" <<'PY'
+# (The first network's input shape: [1,3,224,224] for the CNNs and ViT.)
+identity_shape=$("${python}" - "${out}/identity.onnx" "${fixtures}/${nets[0]}_input.npy" <<'PY'
 import sys
+import numpy as np
 from onnx import TensorProto, helper, save
+shape = list(np.load(sys.argv[2], mmap_mode="r").shape)
 g = helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "identity",
-                      [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
-                      [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 224, 224])])
+                      [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+                      [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+print(",".join(map(str, shape)))
 PY
+)
 taskset -c 0 node "${ort_dir}/ort_bench.js" "${out}/identity.onnx" --threads=1 --warmup=20 --runs=500 \
   --input="${fixtures}/${nets[0]}_input.npy" >"${out}/identity.json"
 node_overhead_ms=$("${python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["median_ms"])' "${out}/identity.json")
-echo "Node binding per call (Identity [1,3,224,224], median of 500): ${node_overhead_ms} ms"
+echo "Node binding per call (Identity [${identity_shape}], median of 500): ${node_overhead_ms} ms"
 
 # Runs "$@" and sets ${contention}: other processes' CPU use during the run, in cores (system-wide
 # busy time from /proc/stat minus this command's own user+sys, over wall time), and hypervisor
