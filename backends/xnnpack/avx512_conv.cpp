@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "avx512_silu.h"
 #include "conv_indirection.h"
 #include "line_aligned.h"
 
@@ -136,6 +137,7 @@ struct Avx512Convolution::State {
   const float* residual = nullptr;
   float out_min = 0, out_max = 0;
   bool clamp_low = false, clamp_high = false;  // out_min > -inf, out_max < inf
+  bool silu = false;                           // F32ConvParams::silu
 };
 
 #if defined(__x86_64__)
@@ -282,6 +284,11 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
           for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_min_ps(acc[r][v], hi);
         }
       }
+      if (st.silu) {
+        for (int r = 0; r < kRows; ++r) {
+          for (int v = 0; v < kVectors; ++v) acc[r][v] = silu_ps(acc[r][v]);
+        }
+      }
     }
     for (int r = 0; r < kRows; ++r) {
       for (int v = 0; v < kVectors; ++v) store_columns<kFull>(out + r * st.y_stride + 16 * v, masks[v], acc[r][v]);
@@ -359,6 +366,7 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.out_max = params.output_max;
   st.clamp_low = st.out_min > -std::numeric_limits<float>::infinity();
   st.clamp_high = st.out_max < std::numeric_limits<float>::infinity();
+  st.silu = params.silu;
 
   const int64_t padded_cols = st.col_blocks * kCols;
   st.packed.assign(static_cast<size_t>(s.group * padded_cols * st.taps * st.group_in), 0.0f);

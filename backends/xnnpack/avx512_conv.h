@@ -59,6 +59,9 @@ struct F32ConvParams {
   // Bytes of input and output pixels that every block of output channels passes over before the
   // next pixels start (see the .cpp's kChunkBytes); 0: that default.
   int64_t chunk_bytes = 0;
+  // SiLU (x * sigmoid(x), avx512_silu.h) after the residual and the clamp: a Conv followed by
+  // SiLU (EfficientNet, YOLO) in one pass over the output.
+  bool silu = false;
 };
 
 // Any kernel, stride, dilation, padding and group count; x and y are NHWC. Fully connected layers

@@ -12,6 +12,7 @@
 #include "ref_kernels.h"
 #include "subgraph_desc.h"
 #include "xnn_depthwise.h"
+#include "xnn_silu.h"
 #include "xnn_kernels.h"
 #include "xnn_tensor_steps.h"
 
@@ -40,6 +41,7 @@ struct ConvTarget {
   int64_t stride;
   const float* residual;
   Activation activation;
+  bool silu = false;  // SiLU after the activation (AVX-512 convolutions only)
 };
 
 // Tensor t's constant data (weights, bias), or NULL for CO_UP_NO_TENSOR.
@@ -60,13 +62,13 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   F32Step step;
   if (avx512_conv_wins(s)) {
     auto conv = std::make_shared<Avx512Convolution>(
-        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes}, x, out.y);
+        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes, out.silu}, x, out.y);
     const CpuPool* pool_ptr = &pool;
     step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
     return step;
   }
-  if (out.residual) {
-    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual on XNNPACK's convolution for " + where);
+  if (out.residual || out.silu) {
+    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual or SiLU on XNNPACK's convolution for " + where);
   }
   if (depthwise_kernel_wins(s)) {  // sizes XNNPACK would run as a GEMM of one channel per group
     auto conv = std::make_shared<DepthwiseConvolution>(s, weights, bias, lo, hi, out.stride, x, out.y);
@@ -318,18 +320,9 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       step.own = [=] { hard_sigmoid_nc(x, y, count, alpha, beta, *pool_ptr); };
       break;
     }
-    case Op::kSiLU: {
-      // sigmoid(x) into y, then y = x * y in place (XNNPACK's element-wise kernels stream, so
-      // the output may alias an input).
-      unary_op(xnn_create_sigmoid_nc_f32, xnn_setup_sigmoid_nc_f32);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_multiply_nd_f32(-kInf, kInf, 0, &op), "multiply create for " + where);
-      add_op(op);
-      const size_t shape[1] = {size_t(count)};
-      check_xnn(xnn_setup_multiply_nd_f32(op, 1, shape, 1, shape, x, y, y, tp),
-                "multiply setup for " + where);
+    case Op::kSiLU:
+      step.own = [=] { silu_nc(x, y, count, *pool_ptr); };
       break;
-    }
     case Op::kChannelShuffle: {
       const int64_t groups = p.groups, ch = p.in_dims[1];
       if (groups == 1 || groups == ch) {  // the identity permutation; XNNPACK wants 1 < groups < C
@@ -452,6 +445,23 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
     f.writes[n + 1] = CO_UP_NO_TENSOR;  // the Add: done by the convolution
     ++n;
   }
+  // SiLU fusion: a convolution (AVX-512, no activation) whose only consumer is the next node, a
+  // SiLU in the same layer, applies it in its epilogue (silu_nc computes the same bits).
+  for (uint32_t n = 0; n + 1 < node_count; ++n) {
+    const NodePlan& p = nodes[n];
+    const NodePlan& act = nodes[n + 1];
+    if (p.op != Op::kConv || act.op != Op::kSiLU || act.inputs.empty() || act.inputs[0] != p.output ||
+        f.writes[n] != p.output || f.writes[n + 1] != act.output ||
+        f.fused[n] || p.conv.activation != Activation::kNone || !avx512_conv_wins(p.conv) ||
+        !private_result(p.output) ||
+        element_at(graph.nodes, n).layer != element_at(graph.nodes, n + 1).layer) {
+      continue;
+    }
+    f.fused[n] = StepFusions::Write{act.output, 0, p.conv.out_channels, CO_UP_NO_TENSOR, Activation::kNone, true};
+    f.writes[n] = act.output;
+    f.writes[n + 1] = CO_UP_NO_TENSOR;  // the SiLU: done by the convolution
+    ++n;
+  }
   plan_tensor_layouts(graph, plan, f);
   return f;
 }
@@ -469,7 +479,7 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
     } else if (const auto& w = fusions.fused[n]) {
       const ConvTarget target{buffers[w->tensor] + w->channel_offset, w->pixel_stride,
                               w->residual == CO_UP_NO_TENSOR ? nullptr : buffers[w->residual],
-                              w->activation};
+                              w->activation, w->silu};
       steps.push_back(build_conv_step(p.conv, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
                                       buffers[p.inputs[0]], target, pool, node_where(graph, n)));
     } else if (is_tensor_step(p, fusions.layouts)) {

@@ -67,6 +67,7 @@ struct StepFusions {
     int64_t pixel_stride = 0;           // floats between pixels there
     uint32_t residual = CO_UP_NO_TENSOR;  // the tensor it adds before the activation, if any
     backends::Activation activation = backends::Activation::kNone;
+    bool silu = false;  // a following SiLU done in the convolution's epilogue
   };
   std::vector<std::optional<Write>> fused;  // per node
   // Per node, the tensor its step writes: its output, a fused target, or CO_UP_NO_TENSOR when its
