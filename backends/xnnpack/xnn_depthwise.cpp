@@ -6,6 +6,15 @@
 
 #include "avx512_conv.h"
 
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers: false maybe-uninitialized reports at -O3 (as in avx512_conv.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <cmath>
+
+#include "avx512_silu.h"
+
 // 64-byte vectors by value in the portable variant: all inline, no ABI crosses a call.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -22,10 +31,17 @@ struct DepthwiseArgs {
   int64_t output_stride;
   const float* x;
   float* y;
+  bool silu;
 };
 
 namespace portable {
 #define CO_UP_LOOP_ATTR
+typedef float V16 __attribute__((vector_size(64)));
+inline float silu1(float v) { return v / (1.0f + std::exp(-v)); }
+inline V16 silu16(V16 v) {
+  for (int l = 0; l < 16; ++l) v[l] = silu1(v[l]);
+  return v;
+}
 #include "xnn_depthwise_loops.inc"
 #undef CO_UP_LOOP_ATTR
 }  // namespace portable
@@ -33,6 +49,10 @@ namespace portable {
 #if defined(__x86_64__)
 namespace avx512 {
 #define CO_UP_LOOP_ATTR __attribute__((target("avx512f,prefer-vector-width=512")))
+typedef float V16 __attribute__((vector_size(64)));
+// silu_ps, so that fused and stand-alone SiLU (xnn_silu.h) give the same bits.
+CO_UP_LOOP_ATTR inline V16 silu16(V16 v) { return reinterpret_cast<V16>(silu_ps(reinterpret_cast<__m512>(v))); }
+CO_UP_LOOP_ATTR inline float silu1(float v) { return _mm512_cvtss_f32(silu_ps(_mm512_set1_ps(v))); }
 #include "xnn_depthwise_loops.inc"
 #undef CO_UP_LOOP_ATTR
 }  // namespace avx512
@@ -50,14 +70,16 @@ bool depthwise_kernel_wins(const backends::Conv2dShape& s) {
 
 DepthwiseConvolution::DepthwiseConvolution(const backends::Conv2dShape& shape, const float* weights,
                                            const float* bias, float output_min, float output_max,
-                                           int64_t output_stride, const float* x, float* y)
+                                           int64_t output_stride, const float* x, float* y,
+                                           bool silu)
     : s_(shape),
       channels_padded_((shape.in_channels + 15) / 16 * 16),
       lo_(output_min),
       hi_(output_max),
       output_stride_(output_stride > 0 ? output_stride : shape.out_channels),
       x_(x),
-      y_(y) {
+      y_(y),
+      silu_(silu) {
   if (s_.group != s_.in_channels || s_.out_channels != s_.in_channels) {
     throw std::invalid_argument("not a depthwise convolution (one input and output channel per group)");
   }
@@ -72,7 +94,7 @@ DepthwiseConvolution::DepthwiseConvolution(const backends::Conv2dShape& shape, c
 
 void DepthwiseConvolution::run(const CpuPool& pool) const {
   const DepthwiseArgs args{&s_, channels_padded_, weights_.data(), bias_.data(), lo_, hi_,
-                           output_stride_, x_, y_};
+                           output_stride_, x_, y_, silu_};
   const int64_t rows = s_.batch * s_.out_height();
   pool.parallel_for(rows, 1, 2, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)

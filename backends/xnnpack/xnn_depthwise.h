@@ -32,7 +32,7 @@ class DepthwiseConvolution {
  public:
   DepthwiseConvolution(const backends::Conv2dShape& shape, const float* weights, const float* bias,
                        float output_min, float output_max, int64_t output_stride, const float* x,
-                       float* y);
+                       float* y, bool silu = false);
 
   void run(const CpuPool& pool) const;
 
@@ -45,6 +45,7 @@ class DepthwiseConvolution {
   int64_t output_stride_;
   const float* x_;
   float* y_;
+  bool silu_;  // SiLU after the clamp (a fused SiLU node; the same bits as xnn_silu.h)
 };
 
 }  // namespace co_up::xnnpack

@@ -41,7 +41,7 @@ struct ConvTarget {
   int64_t stride;
   const float* residual;
   Activation activation;
-  bool silu = false;  // SiLU after the activation (AVX-512 convolutions only)
+  bool silu = false;  // SiLU after the activation (own convolutions only, on AVX-512 CPUs)
 };
 
 // Tensor t's constant data (weights, bias), or NULL for CO_UP_NO_TENSOR.
@@ -67,14 +67,17 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
     step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
     return step;
   }
-  if (out.residual || out.silu) {
-    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual or SiLU on XNNPACK's convolution for " + where);
+  if (out.residual) {
+    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual on XNNPACK's convolution for " + where);
   }
   if (depthwise_kernel_wins(s)) {  // sizes XNNPACK would run as a GEMM of one channel per group
-    auto conv = std::make_shared<DepthwiseConvolution>(s, weights, bias, lo, hi, out.stride, x, out.y);
+    auto conv = std::make_shared<DepthwiseConvolution>(s, weights, bias, lo, hi, out.stride, x, out.y, out.silu);
     const CpuPool* pool_ptr = &pool;
     step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
     return step;
+  }
+  if (out.silu) {
+    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused SiLU on XNNPACK's convolution for " + where);
   }
   const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
@@ -445,14 +448,16 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
     f.writes[n + 1] = CO_UP_NO_TENSOR;  // the Add: done by the convolution
     ++n;
   }
-  // SiLU fusion: a convolution (AVX-512, no activation) whose only consumer is the next node, a
-  // SiLU in the same layer, applies it in its epilogue (silu_nc computes the same bits).
+  // SiLU fusion: a convolution on the own AVX-512 or depthwise kernels (no activation) whose only
+  // consumer is the next node, a SiLU in the same layer, applies it in its epilogue (silu_nc
+  // computes the same bits).
   for (uint32_t n = 0; n + 1 < node_count; ++n) {
     const NodePlan& p = nodes[n];
     const NodePlan& act = nodes[n + 1];
     if (p.op != Op::kConv || act.op != Op::kSiLU || act.inputs.empty() || act.inputs[0] != p.output ||
         f.writes[n] != p.output || f.writes[n + 1] != act.output ||
-        f.fused[n] || p.conv.activation != Activation::kNone || !avx512_conv_wins(p.conv) ||
+        f.fused[n] || p.conv.activation != Activation::kNone ||
+        !(avx512_conv_wins(p.conv) || (avx512_gemm_available() && depthwise_kernel_wins(p.conv))) ||
         !private_result(p.output) ||
         element_at(graph.nodes, n).layer != element_at(graph.nodes, n + 1).layer) {
       continue;
