@@ -7,9 +7,10 @@
 // 1 GFLOP/s). This kernel vectorises over channels (16 per vector) and keeps a tile of output
 // pixels in registers over all taps.
 //
-// Numerics: every output is bias + the taps in (ky, kx) order, in f32 FMA where the CPU has
-// AVX-512 (plain multiply-add elsewhere), so the result does not depend on the thread count or on
-// how pixels are tiled; it differs from cpu-reference's order by rounding only.
+// Numerics: every output is bias + the taps in (ky, kx) order, one fixed sequence of f32
+// operations for a given build and CPU (the compiler may contract a multiply and an add into an
+// FMA), so the result does not depend on the thread count or on how pixels are tiled; it differs
+// from cpu-reference's order by rounding only.
 #pragma once
 
 #include <cstdint>
