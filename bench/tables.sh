@@ -6,7 +6,7 @@
 #   bench/tables.sh [--quick|--full] [--only=NAME,...] [--list] [--build=DIR] [--out=DIR]
 #
 # --full (default) is the run whose tables go into the READMEs: repetitions chosen so that the
-#   whole set takes about 31 minutes on this project's 2-core host when nothing else runs (the
+#   whole set takes about 32 minutes on this project's 2-core host when nothing else runs (the
 #   estimate per table: --list; the total is printed first). The ORT comparison alone is 10 of
 #   them (5 reps x 50 frames, the least the method allows); ort_intraop runs 3 reps, not 5.
 # --quick is a smoke check of this script and of every bench it calls (one network, one rep, few
@@ -47,6 +47,7 @@ quick() { [[ ${mode} == quick ]]; }
 # Estimates are wall seconds on the 2-core host, idle; a loaded host takes longer.
 tables=(
   "pipeline|20|240|yes|README.md \"Performance\"; bench/README.md \"Latest\" and \"Transfers at the networks' real cuts\"|co_up_bench_pipeline: B-only vs best B/L split per zoo network, Sender/Receiver transfers vs memcpy"
+  "run_example|20|60|yes|README.md \"The two commands\" (the scripts/run.sh output block)|co_up --graph=alexnet --order=BBLGGNNN --mode=pipeline --profile=2 (B, L, G on PoCL, N npu-int8)"
   "ort_compare|30|600|yes|bench/README.md \"co_up vs ONNX Runtime (CPU EP)\", Latest; README.md Status row \"XNNPACK CPU backend\"|bench/ort_compare.sh on the five torchvision CNNs"
   "ort_intraop|10|180|yes|docs/intra_op_threads.md \"Numbers\" (bench/README.md \"Intra-op threads only\")|bench/ort_intraop.sh on the five torchvision CNNs"
   "planner_accuracy|60|300|yes|bench/README.md \"Planner accuracy\": held out vs fit, and per network|co_up_bench_planner with B, L, G (PoCL), N (npu-int8)"
@@ -73,6 +74,7 @@ tables=(
 not_regenerated=(
   "bench/README.md sections titled \"Earlier ...\", \"Results on a quiet host ...\", \"Results measured here (earlier ...)\", \"The run before ...\", the earlier-method ORT tables and planner runs A-F / 1-3: records of earlier code and methods, kept as history; the current method's tables above replace them as \"Latest\""
   "README.md \"Status\" table: its numbers are quotes of the tables here (ORT ratios, OpenCL, workload, para-pipe, exits); update them from those tables"
+  "docs/design.md, docs/early_exits.md, docs/multi_network.md, docs/transformer_ops.md: their tables are options, formats and designs, not measurements"
   "docs/para_pipe.md \"Predicted\" (cost model only) and docs/intra_op_threads.md earlier runs: predictions / history, not measurements of the current code"
   "ort_transformers, workload_plan, opencl, validate: not in --full (estimates above: the transformers alone take ~30 min at 1-2 fps x 5 reps x 6 runs; the workload profile ~4 min; the OpenCL bench ~5 min incl. a cold PoCL kernel cache; validate is a correctness check against PyTorch, ~10 min of exports); run them with --only=NAME in a second quiet window"
 )
@@ -143,6 +145,14 @@ t_pipeline() {
     method="--reps=5: medians of 5 repetitions, in each the B-only order and every candidate back to back; candidates from the all-B profile (bench/README.md \"What it measures\")"
     "${build}/co_up_bench_pipeline" --reps=5 --json="${work}/pipeline.json"
   fi
+}
+t_run_example() {
+  need co_up || return 1
+  local n=30
+  quick && n=6
+  method="scripts/run.sh's headline run, --n=${n}, the host's detected platform (G = PoCL, N = npu-int8), first run of the process (PoCL's kernel cache as the host has it); the README quotes the first lines of the report"
+  "${build}/co_up" --graph=alexnet --order=BBLGGNNN --mode=pipeline --profile=2 --n="${n}" \
+    --profile-out="${work}/alexnet_profile.json"
 }
 t_ort_compare() {
   need co_up co_up_bench_xnnpack || return 1
