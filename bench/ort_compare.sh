@@ -76,12 +76,8 @@ modern=(vit_b_16 bert_base mobilenet_v3_large efficientnet_b0 yolo_320 convnext_
 if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
 
 die() { echo "ort_compare.sh: $*" >&2; exit 1; }
-[[ -x ${co_up} ]] || die "${co_up} not found (build co_up and its plugins first)"
-[[ -d ${ort_dir}/node_modules/onnxruntime-node ]] ||
-  die "onnxruntime-node missing: (cd ${ort_dir} && npm install --ignore-scripts)"
-command -v node >/dev/null || die "node not found"
-command -v taskset >/dev/null || die "taskset not found (util-linux)"
-[[ $(nproc --all) -ge 2 ]] || die "needs two cores (B = core 0, L = core 1)"
+source "${ort_dir}/ort_runner.sh"  # ort_check_prerequisites, measured, ort_run, rep_order
+ort_check_prerequisites
 
 missing_cnn=() missing_modern=()
 for net in "${nets[@]}"; do
@@ -162,24 +158,6 @@ taskset -c 0 node "${ort_dir}/ort_bench.js" "${out}/identity.onnx" --threads=1 -
 node_overhead_ms=$("${python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["median_ms"])' "${out}/identity.json")
 echo "Node binding per call (Identity [${identity_shape}], median of 500): ${node_overhead_ms} ms"
 
-# Runs "$@" and sets ${contention}: other processes' CPU use during the run, in cores (system-wide
-# busy time from /proc/stat minus this command's own user+sys, over wall time), and hypervisor
-# steal in cores. A quiet host reads ~0; 1.0 means a whole core went to someone else.
-clk_tck=$(getconf CLK_TCK)
-contention=""
-measured() {
-  local s0 s1 tfile=${out}/time.txt
-  s0=$(head -1 /proc/stat)
-  /usr/bin/time -f '%e %U %S' -o "${tfile}" "$@"
-  s1=$(head -1 /proc/stat)
-  contention=$(awk -v a="${s0}" -v b="${s1}" -v hz="${clk_tck}" -v t="$(cat "${tfile}")" 'BEGIN {
-    split(a, x, " "); split(b, y, " "); split(t, w, " ")
-    busy = 0; for (i = 2; i <= 9; ++i) if (i != 5 && i != 6 && i != 9) busy += y[i] - x[i]
-    steal = y[9] - x[9]
-    others = (busy / hz - w[2] - w[3]) / w[1]; if (others < 0) others = 0
-    printf ",\"others_cores\":%.2f,\"steal_cores\":%.2f,\"wall_s\":%.2f,\"cpu_s\":%.2f", others, steal / hz / w[1], w[1], w[2] + w[3] }')
-}
-
 repeat() { local s=""; for ((i = 0; i < $2; ++i)); do s+=$1; done; printf '%s' "${s}"; }
 
 # co_up's arguments for a granularity: layers, ops, or split (ops with the network's ${split_arg}).
@@ -210,11 +188,6 @@ start, end = d["frames"]["start_ns"], d["frames"]["end_ns"]
 gaps = [b - a for a, b in zip(end[w:], end[w + 1:])]
 lat = [(b - a) / 1e6 for a, b in zip(start[w:], end[w:])]
 print(1e9 / statistics.median(gaps), d["summary"]["throughput_fps"], statistics.median(lat))' "${out}/run.json" "${warmup}")
-}
-
-# ORT's JSON line: fps, median ms, cpu/wall.
-ort_fields() {
-  "${python}" -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["fps"], d["median_ms"], d["cpu_per_wall"])' "$1"
 }
 
 record() {  # net config units order rep fps [extra json]
@@ -328,21 +301,15 @@ PY
   echo "  selected (selection run): pipeline ${best_pipe%% *} B×$(tr -cd B <<<"${best_pipe#* }" | wc -c)" \
        "L×$(tr -cd L <<<"${best_pipe#* }" | wc -c) ${best_pipe_fps} fps; latency ${best_lat%% *} ${best_lat_ms} ms"
 
-  # Timed repetitions: six runs each, in forward order on odd reps and reversed on even ones, so
-  # that a drift of the host's speed over a rep does not always favour the same side.
-  configs=(ort-1 co_up-1 ort-2 ort-1x2 pipeline latency)
+  # Timed repetitions: six runs each, in forward order on odd reps and reversed on even ones.
   for ((rep = 1; rep <= reps; ++rep)); do
-    seq_configs=("${configs[@]}")
-    if ((rep % 2 == 0)); then
-      seq_configs=(); for ((i = ${#configs[@]} - 1; i >= 0; --i)); do seq_configs+=("${configs[i]}"); done
-    fi
+    rep_order "${rep}" ort-1 co_up-1 ort-2 ort-1x2 pipeline latency
     for cfg in "${seq_configs[@]}"; do
       case ${cfg} in
         ort-1 | ort-2)
           threads=${cfg#ort-}; cores=0; [[ ${threads} == 2 ]] && cores=0-1
-          measured taskset -c "${cores}" node "${ort_dir}/ort_bench.js" "${model}" --threads="${threads}" \
-                   --warmup="${warmup}" --runs="${frames}" --input="${input}" >"${out}/ort.json"
-          read -r fps lat_ms cpw < <(ort_fields "${out}/ort.json")
+          ort_run "${model}" "${threads}" "${cores}" "${input}"
+          fps=${ort_fps} lat_ms=${ort_ms} cpw=${ort_cpw}
           record "${net}" "${cfg}" "" "" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"cpu_per_wall\":${cpw}${contention}" ;;
         ort-1x2)
           # Two one-thread sessions side by side, one per core, timing the same stretch (each

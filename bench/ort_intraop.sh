@@ -43,12 +43,8 @@ nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base)
 if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
 
 die() { echo "ort_intraop.sh: $*" >&2; exit 1; }
-[[ -x ${co_up} ]] || die "${co_up} not found (build co_up_runtime first)"
-[[ -d ${ort_dir}/node_modules/onnxruntime-node ]] ||
-  die "onnxruntime-node missing: (cd ${ort_dir} && npm install --ignore-scripts)"
-command -v node >/dev/null || die "node not found"
-command -v taskset >/dev/null || die "taskset not found (util-linux)"
-[[ $(nproc --all) -ge 2 ]] || die "needs two cores (0 and 1)"
+source "${ort_dir}/ort_runner.sh"  # ort_check_prerequisites, measured, ort_run, rep_order
+ort_check_prerequisites
 for net in "${nets[@]}"; do
   [[ -f ${fixtures}/${net}.onnx && -f ${fixtures}/${net}_input.npy ]] ||
     die "${fixtures}/${net}.onnx or its _input.npy missing (tests/fixtures/make_fixtures.py --full, bench/export_transformers.py)"
@@ -61,22 +57,6 @@ results=${out}/runs.jsonl
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 commit=$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "ort_intraop: $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${commit}, $(nproc --all) CPUs, load average ${load_before}; results in ${out}"
-
-# As bench/ort_compare.sh: runs "$@", sets ${contention} (others_cores, steal_cores, wall, cpu).
-clk_tck=$(getconf CLK_TCK)
-contention=""
-measured() {
-  local s0 s1 tfile=${out}/time.txt
-  s0=$(head -1 /proc/stat)
-  /usr/bin/time -f '%e %U %S' -o "${tfile}" "$@"
-  s1=$(head -1 /proc/stat)
-  contention=$(awk -v a="${s0}" -v b="${s1}" -v hz="${clk_tck}" -v t="$(cat "${tfile}")" 'BEGIN {
-    split(a, x, " "); split(b, y, " "); split(t, w, " ")
-    busy = 0; for (i = 2; i <= 9; ++i) if (i != 5 && i != 6 && i != 9) busy += y[i] - x[i]
-    steal = y[9] - x[9]
-    others = (busy / hz - w[2] - w[3]) / w[1]; if (others < 0) others = 0
-    printf ",\"others_cores\":%.2f,\"steal_cores\":%.2f,\"wall_s\":%.2f,\"cpu_s\":%.2f", others, steal / hz / w[1], w[1], w[2] + w[3] }')
-}
 
 # co_up all-B in switch mode: sets ${lat_ms} (median start-to-end of the frames after warm-up).
 # Args: model order taskset_cores input [platform file].
@@ -96,12 +76,10 @@ print(statistics.median((b - a) / 1e6 for a, b in zip(start[w:], end[w:])))' "${
 }
 
 run_ort() {  # model threads taskset_cores input: sets ${lat_ms}, ${cpw}
-  measured taskset -c "$3" node "${ort_dir}/ort_bench.js" "$1" --threads="$2" --warmup="${warmup}" \
-    --runs="${frames}" --input="$4" >"${out}/ort.json"
-  read -r lat_ms cpw < <("${python}" -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["median_ms"], d["cpu_per_wall"])' "${out}/ort.json")
+  ort_run "$@"
+  lat_ms=${ort_ms} cpw=${ort_cpw}
 }
 
-configs=(ort-1 co_up-1 ort-2 co_up-2)
 for net in "${nets[@]}"; do
   model=${fixtures}/${net}.onnx
   input=${fixtures}/${net}_input.npy
@@ -109,10 +87,7 @@ for net in "${nets[@]}"; do
   order=$(printf 'B%.0s' $(seq "${layers}"))
   echo "=== ${net}: ${layers} layers, all on B; ${warmup} + ${frames} frames per run"
   for ((rep = 1; rep <= reps; ++rep)); do
-    seq_configs=("${configs[@]}")
-    if ((rep % 2 == 0)); then
-      seq_configs=(); for ((i = ${#configs[@]} - 1; i >= 0; --i)); do seq_configs+=("${configs[i]}"); done
-    fi
+    rep_order "${rep}" ort-1 co_up-1 ort-2 co_up-2
     line=""
     for cfg in "${seq_configs[@]}"; do
       extra=""

@@ -57,6 +57,7 @@
 #include "core/plugin_registry.h"
 #include "planner/cost_model.h"
 #include "planner/handoff_fit.h"
+#include "planner/random_order.h"
 #include "planner/search.h"
 #include "profiler/report.h"
 
@@ -277,22 +278,7 @@ std::vector<std::string> random_orders(const planner::CostModel& model, const st
   if (n < 3) return out;
   std::mt19937_64 rng(seed);
   for (int tries = 0; static_cast<int>(out.size()) < count && tries < 1000 * count; ++tries) {
-    const uint32_t segments = std::min<uint32_t>(n, 3 + static_cast<uint32_t>(rng() % 4));
-    std::vector<uint32_t> cuts;  // distinct cut positions in 1..n-1
-    while (cuts.size() + 1 < segments) {
-      const uint32_t c = 1 + static_cast<uint32_t>(rng() % (n - 1));
-      if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.push_back(n);
-    std::string order;
-    char previous = 0;
-    for (const uint32_t end : cuts) {
-      char letter;
-      do letter = letters[rng() % letters.size()]; while (letter == previous);
-      order.append(end - order.size(), letter);
-      previous = letter;
-    }
+    const std::string order = planner::random_order(n, letters, rng);
     if (!model.runs(order) || std::find(exclude.begin(), exclude.end(), order) != exclude.end() ||
         std::find(out.begin(), out.end(), order) != out.end()) {
       continue;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/graph_rebuild.h"
+
 namespace co_up::graph {
 namespace {
 
@@ -246,25 +248,17 @@ void fuse_transformer_patterns(Graph& graph) {
     at_terminal[f.terminal] = &f;
     for (NodeId id : f.interior) skip[id] = true;
   }
-  Graph out(graph.name());
-  std::vector<TensorId> map(graph.tensors().size(), kNoTensor);
-  auto mapped = [&](TensorId t) -> TensorId {
-    if (t == kNoTensor) return t;
-    if (map[t] == kNoTensor) {
-      const Tensor& c = graph.tensor(t);  // a constant, added where first read
-      map[t] = out.add_constant(c.name, c.desc, c.data);
-    }
-    return map[t];
-  };
+  GraphRebuild rebuild(graph);
+  Graph& out = rebuild.out();
   for (const Node& n : graph.nodes()) {
     if (n.op == OpType::kInput) {
-      map[n.outputs[0]] = out.add_input(graph.tensor(n.outputs[0]).name, graph.tensor(n.outputs[0]).desc);
+      rebuild.copy_input(n);
       continue;
     }
     if (skip[n.id]) continue;
     std::vector<TensorId> inputs;
     if (const Fusion* f = at_terminal[n.id]) {
-      for (TensorId t : f->inputs) inputs.push_back(mapped(t));
+      for (TensorId t : f->inputs) inputs.push_back(rebuild.mapped(t));
       if (!f->ones.empty()) {
         TensorDesc d;
         d.shape = {static_cast<int64_t>(f->ones.size())};
@@ -272,15 +266,13 @@ void fuse_transformer_patterns(Graph& graph) {
         inputs[1] = out.add_constant(f->name + "/scale", d, f->ones);
       }
       while (!inputs.empty() && inputs.back() == kNoTensor) inputs.pop_back();
-      map[n.outputs[0]] = out.add_node(f->name, f->op, inputs, f->attrs, n.layer);
+      rebuild.map(n.outputs[0], out.add_node(f->name, f->op, inputs, f->attrs, n.layer));
       continue;
     }
-    for (TensorId t : n.inputs) inputs.push_back(mapped(t));
-    map[n.outputs[0]] = out.add_node(n.name, n.op, inputs, n.attrs, n.layer);
+    // Unlike copy_node, the output takes the name and shape add_node gives it.
+    rebuild.map(n.outputs[0], out.add_node(n.name, n.op, rebuild.mapped_inputs(n), n.attrs, n.layer));
   }
-  for (TensorId t : graph.outputs()) out.mark_output(map[t]);
-  if (graph.has_exits()) out.mark_outputs_as_exits();
-  graph = std::move(out);
+  graph = rebuild.finish();
 }
 
 }  // namespace co_up::graph

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "graph/graph_rebuild.h"
 
 namespace co_up::graph {
 namespace {
@@ -183,17 +184,9 @@ void split_output_channels(Graph& graph, uint32_t unit, int parts) {
   bounds.push_back(channels);
 
   // Rebuilt in node order, with the op replaced by its slices and a Concat.
-  Graph out(graph.name());
+  GraphRebuild rebuild(graph);
+  Graph& out = rebuild.out();
   const auto shift = static_cast<uint32_t>(parts - 1);
-  std::vector<TensorId> map(graph.tensors().size(), kNoTensor);
-  auto mapped = [&](TensorId t) {
-    if (t == kNoTensor) return kNoTensor;
-    if (map[t] == kNoTensor) {  // a constant, added where it is first read
-      const Tensor& c = graph.tensor(t);
-      map[t] = out.add_constant(c.name, c.desc, c.data);
-    }
-    return map[t];
-  };
   auto new_layer = [&](const Node& n) {
     if (n.layer < unit) return n.layer;
     if (n.layer > unit) return n.layer + shift;
@@ -201,18 +194,14 @@ void split_output_channels(Graph& graph, uint32_t unit, int parts) {
   };
   for (const Node& n : graph.nodes()) {
     if (n.op == OpType::kInput) {
-      map[n.outputs[0]] = out.add_input(graph.tensor(n.outputs[0]).name, graph.tensor(n.outputs[0]).desc);
+      rebuild.copy_input(n);
       continue;
     }
-    std::vector<TensorId> inputs;
-    for (TensorId t : n.inputs) inputs.push_back(mapped(t));
     if (n.id != op_id) {
-      const TensorId t = out.add_node(n.name, n.op, inputs, n.attrs, new_layer(n));
-      out.mutable_tensor(t).name = graph.tensor(n.outputs[0]).name;
-      out.mutable_tensor(t).desc = graph.tensor(n.outputs[0]).desc;
-      map[n.outputs[0]] = t;
+      rebuild.copy_node(n, new_layer(n));
       continue;
     }
+    const std::vector<TensorId> inputs = rebuild.mapped_inputs(n);
     const int64_t per_channel = weights.desc.element_count() / channels;
     const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
     std::vector<TensorId> slices;
@@ -237,20 +226,19 @@ void split_output_channels(Graph& graph, uint32_t unit, int parts) {
     concat.set("axis", int64_t{1});
     const TensorId joined = out.add_node(n.name + "#concat", OpType::kConcat, slices, concat, unit + shift);
     out.mutable_tensor(joined).name = graph.tensor(n.outputs[0]).name;
-    map[n.outputs[0]] = joined;
+    rebuild.map(n.outputs[0], joined);
   }
-  for (TensorId t : graph.outputs()) out.mark_output(map[t]);
-  if (graph.has_exits()) out.mark_outputs_as_exits();
+  Graph rebuilt = rebuild.finish();
   for (size_t i = 0; i < units.size(); ++i) {
     const auto index = static_cast<uint32_t>(i);
     if (index != unit) {
-      out.set_layer_name(index < unit ? index : index + shift, units[i].name);
+      rebuilt.set_layer_name(index < unit ? index : index + shift, units[i].name);
       continue;
     }
-    for (int p = 0; p < parts; ++p) out.set_layer_name(unit + static_cast<uint32_t>(p), units[i].name + "#" + std::to_string(p + 1));
+    for (int p = 0; p < parts; ++p) rebuilt.set_layer_name(unit + static_cast<uint32_t>(p), units[i].name + "#" + std::to_string(p + 1));
   }
-  out.validate();
-  graph = std::move(out);
+  rebuilt.validate();
+  graph = std::move(rebuilt);
 }
 
 void optimize_for_inference(Graph& graph) {

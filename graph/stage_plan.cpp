@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/io/input_file.h"
 #include "core/json_input.h"
+#include "graph/graph_rebuild.h"
 
 namespace co_up::graph {
 namespace {
@@ -330,31 +331,16 @@ void assign_stage_units(Graph& graph, const StagePlan& plan, const std::string& 
     const uint32_t sb = graph.node(b).op == OpType::kInput ? 0 : stage[b];
     return sa < sb;
   });
-  Graph out(graph.name());
-  std::vector<TensorId> map(graph.tensors().size(), kNoTensor);
-  auto mapped = [&](TensorId t) {
-    if (t == kNoTensor) return kNoTensor;
-    if (map[t] == kNoTensor) {  // a constant, added where it is first read
-      const Tensor& c = graph.tensor(t);
-      map[t] = out.add_constant(c.name, c.desc, c.data);
-    }
-    return map[t];
-  };
+  GraphRebuild rebuild(graph);
   for (NodeId id : order) {
     const Node& node = graph.node(id);
     if (node.op == OpType::kInput) {
-      map[node.outputs[0]] = out.add_input(graph.tensor(node.outputs[0]).name, graph.tensor(node.outputs[0]).desc);
+      rebuild.copy_input(node);
       continue;
     }
-    std::vector<TensorId> inputs;
-    for (TensorId t : node.inputs) inputs.push_back(mapped(t));
-    const TensorId t = out.add_node(node.name, node.op, inputs, node.attrs, stage[id]);
-    out.mutable_tensor(t).name = graph.tensor(node.outputs[0]).name;
-    out.mutable_tensor(t).desc = graph.tensor(node.outputs[0]).desc;
-    map[node.outputs[0]] = t;
+    rebuild.copy_node(node, stage[id]);
   }
-  for (TensorId t : graph.outputs()) out.mark_output(map[t]);
-  if (graph.has_exits()) out.mark_outputs_as_exits();  // the rebuilt graph keeps its exits
+  Graph out = rebuild.finish();  // the rebuilt graph keeps its exits
   for (size_t i = 0; i < m; ++i) out.set_layer_name(static_cast<uint32_t>(i), "stage" + std::to_string(i + 1));
   out.validate();
   graph = std::move(out);

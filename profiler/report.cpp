@@ -100,20 +100,28 @@ double median(std::vector<double> values) {
   return m;
 }
 
+Latencies latencies_ms(const std::vector<int64_t>& from_ns, const std::vector<int64_t>& to_ns) {
+  Latencies l;
+  const size_t n = std::min(from_ns.size(), to_ns.size());
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double ms = static_cast<double>(to_ns[i] - from_ns[i]) / kNsPerMs;
+    l.ms.push_back(ms);
+    sum += ms;
+    l.max_ms = std::max(l.max_ms, ms);
+  }
+  if (n > 0) l.mean_ms = sum / static_cast<double>(n);
+  return l;
+}
+
 Summary summarize(const RunProfile& p) {
   Summary s;
   const size_t n = std::min(p.frame_start_ns.size(), p.frame_end_ns.size());
   if (n == 0) return s;
-  std::vector<double> latencies;
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double ms = static_cast<double>(p.frame_end_ns[i] - p.frame_start_ns[i]) / kNsPerMs;
-    latencies.push_back(ms);
-    sum += ms;
-    s.latency_max_ms = std::max(s.latency_max_ms, ms);
-  }
-  s.latency_mean_ms = sum / static_cast<double>(n);
-  s.latency_median_ms = median(latencies);
+  Latencies latencies = latencies_ms(p.frame_start_ns, p.frame_end_ns);
+  s.latency_max_ms = latencies.max_ms;
+  s.latency_mean_ms = latencies.mean_ms;
+  s.latency_median_ms = median(std::move(latencies.ms));
   s.wall_ms = static_cast<double>(p.frame_end_ns[n - 1] - p.frame_start_ns[0]) / kNsPerMs;
   if (n >= 2) {
     // The first frame fills the pipeline; steady-state throughput counts completions after it.

@@ -5,9 +5,11 @@
 // because these machines are shared and noisy.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <vector>
 
 #include "core/io/output_file.h"
 
@@ -25,6 +27,14 @@ struct Summary {
 
 Summary summarize(const RunProfile& profile);
 double median(std::vector<double> values);
+
+// Per-frame latencies from[i] -> to[i] (ns) in ms, over the first min(sizes) frames, with their
+// mean and maximum (0 when there are none): what the run and workload summaries both report.
+struct Latencies {
+  std::vector<double> ms;
+  double mean_ms = 0, max_ms = 0;
+};
+Latencies latencies_ms(const std::vector<int64_t>& from_ns, const std::vector<int64_t>& to_ns);
 
 void print_report(std::ostream& out, const RunProfile& profile);
 nlohmann::json to_json(const RunProfile& profile);

@@ -86,17 +86,12 @@ WorkloadSummary summarize_workload(const WorkloadProfile& w) {
     ns.name = n.name;
     ns.frames_requested = n.requests != 0 ? n.requests : n.profile.frames_requested;
     ns.frames_completed = std::min(n.arrival_ns.size(), n.end_ns.size());
-    std::vector<double> latencies;
-    const size_t count = std::min(n.arrival_ns.size(), n.end_ns.size());
-    double sum = 0;
-    for (size_t f = 0; f < count; ++f) {
-      const double ms = static_cast<double>(n.end_ns[f] - n.arrival_ns[f]) / kNsPerMs;
-      latencies.push_back(ms);
-      sum += ms;
-      ns.latency_max_ms = std::max(ns.latency_max_ms, ms);
-    }
+    const Latencies l = latencies_ms(n.arrival_ns, n.end_ns);
+    const std::vector<double>& latencies = l.ms;
+    const size_t count = latencies.size();
+    ns.latency_max_ms = l.max_ms;
     if (count > 0) {
-      ns.latency_mean_ms = sum / static_cast<double>(count);
+      ns.latency_mean_ms = l.mean_ms;
       const double span_s = static_cast<double>(n.end_ns[count - 1] - w.start_ns) / 1e9;
       ns.throughput_fps = span_s > 0 ? static_cast<double>(count) / span_s : 0;
     }

@@ -43,6 +43,18 @@ struct CSession {
 
 TEST(CApi, WaitResultInOrderAndTrySubmitReportsFull) {
   const ApiWorld world;
+  // What every streamed frame must return: the same input run synchronously in its own session.
+  std::vector<float> expected;
+  {
+    CSession reference(world);
+    co_up_result* result = nullptr;
+    ASSERT_EQ(co_up_session_run(reference.session, &reference.view, 1, &result), nullptr);
+    co_up_tensor_view out{};
+    ASSERT_EQ(co_up_result_output(result, 0, &out), nullptr);
+    expected.assign(out.data, out.data + out.element_count);
+    co_up_result_release(result);
+  }
+  ASSERT_FALSE(expected.empty());
   CSession s(world, "2");
   ASSERT_EQ(co_up_session_submit(s.session, &s.view, 1, reinterpret_cast<void*>(10)), nullptr);
   int accepted = -1;
@@ -58,7 +70,7 @@ TEST(CApi, WaitResultInOrderAndTrySubmitReportsFull) {
     ASSERT_EQ(co_up_result_output_count(result), 1u);
     co_up_tensor_view out{};
     ASSERT_EQ(co_up_result_output(result, 0, &out), nullptr);
-    EXPECT_GT(out.element_count, 0u);
+    EXPECT_EQ(std::vector<float>(out.data, out.data + out.element_count), expected) << "frame " << i;
     co_up_error* error = co_up_result_output(result, 1, &out);
     ASSERT_NE(error, nullptr);
     EXPECT_EQ(co_up_error_code_of(error), CO_UP_ERROR_INPUT);

@@ -171,10 +171,18 @@ TEST_F(WorkloadCliTest, WorkloadFileRunsEveryNetworkAndReportsIt) {
     EXPECT_GT(paced["requests"][f]["end_ms"].get<double>(), paced["requests"][f]["arrival_ms"].get<double>());
   }
   ASSERT_FALSE(j["processors"].empty());
+  const double wall_ms = j["wall_ms"].get<double>();
+  ASSERT_GT(wall_ms, 0);
   for (const auto& p : j["processors"]) {
+    const double busy = p["busy_ms"].get<double>(), bubble = p["bubble_ms"].get<double>(),
+                 idle = p["idle_ms"].get<double>();
     EXPECT_GT(p["utilisation"].get<double>(), 0) << p;
     EXPECT_LE(p["utilisation"].get<double>(), 1.0) << p;
-    EXPECT_GE(p["bubble_ms"].get<double>(), 0) << p;
+    EXPECT_NEAR(p["utilisation"].get<double>(), busy / wall_ms, 1e-9) << p;
+    EXPECT_GE(bubble, 0) << p;
+    EXPECT_GE(idle, 0) << p;
+    // Busy, waiting on another stage and idle split the window: no stretch counted twice or lost.
+    EXPECT_NEAR(busy + bubble + idle, wall_ms, 1e-3) << p;
   }
 
   const nlohmann::json t = nlohmann::json::parse(test::read_file(trace));

@@ -431,30 +431,6 @@ TEST(ExecutorTest, SplitLayersAcrossProcessorsMatchTheWholeLayer) {
   }
 }
 
-TEST(ExecutorTest, SplitErrorsNameTheLayerAndWhatToDo) {
-  auto error_of = [](const std::string& graph, const std::string& units, const std::string& split) {
-    NetworkSpec spec{graph, units, kSmallImage, 7, ""};
-    spec.split = split;
-    try {
-      build_network(spec);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  using ::testing::HasSubstr;
-  EXPECT_THAT(error_of("alexnet", "layers", "1:2"), HasSubstr("grouped and depthwise"));
-  EXPECT_THAT(error_of("alexnet", "layers", "8:2"), HasSubstr("the network has 8 layers"));
-  EXPECT_THAT(error_of("alexnet", "layers", "5:1"), HasSubstr("give 2 or more"));
-  EXPECT_THAT(error_of("alexnet", "layers", "5"), HasSubstr("is not LAYER:PARTS"));
-  EXPECT_THAT(error_of("alexnet", "layers", "5:x"), HasSubstr("is not LAYER:PARTS"));
-  EXPECT_THAT(error_of("alexnet", "layers", "5:2,"), HasSubstr("is not LAYER:PARTS"));
-  EXPECT_THAT(error_of("alexnet", "layers", "5:2,5:3"), HasSubstr("names layer 5 twice"));
-  EXPECT_THAT(error_of("alexnet", "layers", "7:2000"), HasSubstr("it has only 1000 output channels"));
-  EXPECT_THAT(error_of("googlenet", "layers", "3:2"), HasSubstr("with --units=ops"));
-  EXPECT_EQ(error_of("googlenet", "ops", "3:2"), "no error");
-}
-
 TEST(ExecutorTest, WrongInputSizeIsAnInputError) {
   const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
   Executor executor(g, Partition::create(g, "BBBBBBBB"), host_platform(), build_plugins(), {});

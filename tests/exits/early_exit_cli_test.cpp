@@ -17,6 +17,7 @@
 #include "tests/cli/scratch_dir.h"
 #include "tests/core/test_support.h"
 #include "tests/exits/exit_network.h"
+#include "tests/exits/three_on_one.h"
 #include "tests/plugins/run_command.h"
 
 namespace co_up {
@@ -29,16 +30,6 @@ using test::kUnsureScale;
 using test::ScratchDir;
 using InputSets = std::vector<std::vector<std::vector<float>>>;
 
-// Three processors on core 0 (B, and D and E hosted on it), all on cpu-reference: any machine.
-constexpr const char* kPlatform = R"({
-  "name": "three-on-one",
-  "processors": [
-    {"letter": "B", "name": "core 0", "kind": "cpu", "backend": "cpu-reference", "cores": [0], "threads": 1},
-    {"letter": "D", "name": "second", "kind": "dsp", "backend": "cpu-reference", "host": "B"},
-    {"letter": "E", "name": "third", "kind": "dsp", "backend": "cpu-reference", "host": "B"}
-  ]
-})";
-
 constexpr size_t kInputs = 6;  // confident, unsure, confident, unsure, confident, unsure
 
 class EarlyExitCliTest : public ::testing::Test {
@@ -46,7 +37,7 @@ class EarlyExitCliTest : public ::testing::Test {
   void SetUp() override {
     const graph::Graph g = exit_network();
     graph::export_onnx_file(g, graph::whole_graph_region(g), model_);
-    platform_ = scratch_.write("platform.json", kPlatform);
+    platform_ = scratch_.write("platform.json", test::three_on_one_platform());
     // The labelled set: inputs alternate between confident (exit 0 at softmax-max>=0.9) and unsure
     // (the final exit); labels are each frame's right answer, except inputs 4 and 5.
     std::vector<float> batch;
@@ -61,7 +52,7 @@ class EarlyExitCliTest : public ::testing::Test {
     const graph::Graph fixed = exit_network(false);
     ExecutorOptions options;
     Platform reference = testing::host_platform();
-    reference.find('B')->backends = {"cpu-reference"};  // what kPlatform runs: the same bits
+    reference.find('B')->backends = {"cpu-reference"};  // what the platform runs: the same bits
     Executor executor(fixed, Partition::create(fixed, "BBB"), reference, testing::build_plugins(), options);
     RunRequest request;
     request.frames = kInputs;

@@ -21,6 +21,7 @@
 #include "graph/npy.h"
 #include "tests/cli/scratch_dir.h"
 #include "tests/core/test_support.h"
+#include "tests/exits/three_on_one.h"
 #include "tests/plugins/run_command.h"
 
 namespace co_up {
@@ -31,16 +32,6 @@ using test::ScratchDir;
 
 const std::filesystem::path kDir = CO_UP_MNC_FIXTURES;
 constexpr size_t kImages = 1000;
-
-// Three processors on core 0, all cpu-reference: the same bits on any machine.
-constexpr const char* kPlatform = R"({
-  "name": "three-on-one",
-  "processors": [
-    {"letter": "B", "name": "core 0", "kind": "cpu", "backend": "cpu-reference", "cores": [0], "threads": 1},
-    {"letter": "D", "name": "second", "kind": "dsp", "backend": "cpu-reference", "host": "B"},
-    {"letter": "E", "name": "third", "kind": "dsp", "backend": "cpu-reference", "host": "B"}
-  ]
-})";
 
 // How many of the test images the multi-exit model's last exit classifies right, run without a
 // stage plan, exit policy or labelled-input machinery: every unit on B, images scaled here.
@@ -79,7 +70,7 @@ size_t last_exit_correct() {
 class MapAndConquerRunTest : public ::testing::Test {
  protected:
   CommandResult run(const std::string& exit_spec, const std::filesystem::path& profile) {
-    const std::filesystem::path platform = scratch_.write("platform.json", kPlatform);
+    const std::filesystem::path platform = scratch_.write("platform.json", test::three_on_one_platform());
     return test::run_program(
         CO_UP_BINARY,
         {"--platform=" + platform.string(), "--model=" + (kDir / "multi_exit.onnx").string(),

@@ -19,6 +19,7 @@
 
 #include "planner/cost_model.h"
 #include "planner/handoff_fit.h"
+#include "planner/random_order.h"
 #include "planner/search.h"
 #include "planner/synthetic_profile.h"
 #include "tests/planner/pipeline_simulator.h"
@@ -68,22 +69,7 @@ std::vector<std::string> held_out_orders(const CostModel& model, int count, uint
   }
   std::mt19937_64 rng(seed);
   for (int added = 0; added < count;) {
-    const uint32_t segments = 3 + static_cast<uint32_t>(rng() % 4);
-    std::vector<uint32_t> cuts;
-    while (cuts.size() + 1 < segments) {
-      const uint32_t c = 1 + static_cast<uint32_t>(rng() % (n - 1));
-      if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.push_back(n);
-    std::string order;
-    char previous = 0;
-    for (const uint32_t end : cuts) {
-      char letter;
-      do letter = letters[rng() % letters.size()]; while (letter == previous);
-      order.append(end - order.size(), letter);
-      previous = letter;
-    }
+    const std::string order = random_order(n, letters, rng);
     const size_t before = out.size();
     keep(order);
     added += out.size() > before ? 1 : 0;

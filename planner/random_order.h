@@ -1,0 +1,36 @@
+// Seeded random mappings for measuring a cost model on orders it was not fitted on (the planner
+// accuracy bench and its unit test draw their held-out orders here, so both test the same kind).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace co_up::planner {
+
+// One order of `layers` letters in 3 to 6 contiguous runs (fewer where there are fewer layers),
+// cut at distinct random positions, each run a random letter of `letters` other than the run
+// before it. Needs layers >= 2 and at least two letters. Draws from `rng` only.
+inline std::string random_order(uint32_t layers, const std::string& letters, std::mt19937_64& rng) {
+  const uint32_t segments = std::min<uint32_t>(layers, 3 + static_cast<uint32_t>(rng() % 4));
+  std::vector<uint32_t> cuts;  // distinct cut positions in 1..layers-1
+  while (cuts.size() + 1 < segments) {
+    const uint32_t c = 1 + static_cast<uint32_t>(rng() % (layers - 1));
+    if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.push_back(layers);
+  std::string order;
+  char previous = 0;
+  for (const uint32_t end : cuts) {
+    char letter;
+    do letter = letters[rng() % letters.size()]; while (letter == previous);
+    order.append(end - order.size(), letter);
+    previous = letter;
+  }
+  return order;
+}
+
+}  // namespace co_up::planner
