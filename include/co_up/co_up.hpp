@@ -44,6 +44,8 @@
 
 namespace co_up {
 
+struct SessionAccess;  // the co_up command line's internal access (not part of the API)
+
 // The API version this header declares (also CO_UP_API_VERSION_MAJOR/MINOR in <co_up/co_up.h>).
 inline constexpr uint32_t kApiVersionMajor = 1;
 inline constexpr uint32_t kApiVersionMinor = 0;
@@ -174,6 +176,7 @@ class CO_UP_PUBLIC SessionOptions {
   const Values& values() const { return *values_; }
 
  private:
+  friend struct SessionAccess;
   std::unique_ptr<Values> values_;
 };
 
@@ -277,6 +280,7 @@ class CO_UP_PUBLIC Session {
   class Impl;
 
  private:
+  friend struct SessionAccess;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
