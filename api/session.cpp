@@ -116,7 +116,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   Impl(NetworkSpec spec, const SessionOptions::Values& values);
   ~Impl() override;
 
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> run(std::span<const TensorView> inputs);
   bool submit(std::vector<Tensor>& inputs, void* user_data, bool block);
   void set_callback(ResultCallback callback);
   Result wait_result();
@@ -158,6 +158,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   };
   Slot& slot(uint64_t frame) { return slots_[frame % slots_.size()]; }
   void check_inputs(const std::vector<Tensor>& inputs) const;
+  void check_inputs(std::span<const TensorView> inputs) const;
   void start_stream();  // under mutex_
   void raise_errors(std::unique_lock<std::mutex>& lock);
   Result take(uint64_t frame);  // under mutex_
@@ -377,6 +378,25 @@ void Session::Impl::check_inputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
+void Session::Impl::check_inputs(std::span<const TensorView> inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    throw Error(ErrorKind::kInput, "graph '" + graph_.name() + "' has " + std::to_string(inputs_.size()) +
+                                       " inputs but " + std::to_string(inputs.size()) + " were given");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<int64_t> shape(inputs[i].shape.begin(), inputs[i].shape.end());
+    if (shape != inputs_[i].shape) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' needs shape " +
+                                         shape_text(inputs_[i].shape) + " but got " + shape_text(shape));
+    }
+    bool empty = false;
+    for (int64_t d : shape) empty = empty || d == 0;
+    if (inputs[i].data == nullptr && !empty) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' is a view without data");
+    }
+  }
+}
+
 void Session::Impl::check_dvfs_after_run() {
   if (dvfs_worker_ && values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
     throw RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)");
@@ -473,7 +493,7 @@ api::PowerReport Session::Impl::report_power(std::ostream& out, std::ostream& er
   return report;
 }
 
-std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Session::Impl::run(std::span<const TensorView> inputs) {
   check_inputs(inputs);
   {
     std::lock_guard lock(mutex_);
@@ -486,17 +506,17 @@ std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
   // One frame, admitted and closed from the start, its outputs written straight into the result.
   class OneFrame final : public FrameStream {
    public:
-    OneFrame(const std::vector<Tensor>& in, std::vector<Tensor>& out) : in_(in), out_(out) {}
+    OneFrame(std::span<const TensorView> in, std::vector<Tensor>& out) : in_(in), out_(out) {}
     uint64_t admitted() const override { return 1; }
     bool closed() const override { return true; }
-    const float* input(uint64_t, uint32_t input) override { return in_[input].data(); }
+    const float* input(uint64_t, uint32_t input) override { return in_[input].data; }
     void output(uint64_t, uint32_t output, std::span<const float> values) override {
       std::copy(values.begin(), values.end(), out_[output].data());
     }
     void frames_completed(uint64_t) override {}
 
    private:
-    const std::vector<Tensor>& in_;
+    std::span<const TensorView> in_;
     std::vector<Tensor>& out_;
   };
   std::vector<Tensor> outputs;
@@ -793,10 +813,23 @@ std::vector<TensorInfo> Session::inputs() const { return checked(impl_).inputs_;
 std::vector<TensorInfo> Session::outputs() const { return checked(impl_).outputs_; }
 const std::string& Session::order() const { return checked(impl_).order_; }
 
-std::vector<Tensor> Session::run(const Tensor& input) {
-  return checked(impl_).run(std::vector<Tensor>{input});
+namespace {
+std::vector<TensorView> views_of(std::span<const Tensor> tensors) {
+  std::vector<TensorView> views;
+  views.reserve(tensors.size());
+  for (const Tensor& t : tensors) views.push_back({t.data(), t.shape()});
+  return views;
 }
-std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) { return checked(impl_).run(inputs); }
+}  // namespace
+
+std::vector<Tensor> Session::run(const Tensor& input) {
+  const TensorView view{input.data(), input.shape()};
+  return checked(impl_).run(std::span<const TensorView>(&view, 1));
+}
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
+  return checked(impl_).run(views_of(inputs));
+}
+std::vector<Tensor> Session::run(std::span<const TensorView> inputs) { return checked(impl_).run(inputs); }
 
 void Session::set_result_callback(ResultCallback callback) { checked(impl_).set_callback(std::move(callback)); }
 
@@ -824,6 +857,11 @@ SubmitStatus Session::try_submit(Tensor&& frame, void* user_data) {
   if (accepted) return SubmitStatus::kAccepted;
   frame = std::move(inputs.front());  // not taken: the caller keeps it
   return SubmitStatus::kFull;
+}
+
+SubmitStatus Session::try_submit(std::vector<Tensor>&& inputs, void* user_data) {
+  // Impl::submit moves the tensors out only when it queues them.
+  return checked(impl_).submit(inputs, user_data, false) ? SubmitStatus::kAccepted : SubmitStatus::kFull;
 }
 
 Result Session::wait_result() { return checked(impl_).wait_result(); }
