@@ -33,4 +33,7 @@ echo
 "$build/co_up_bench_api" $quick
 echo
 if [ -n "$quick" ]; then py_args="--frames 300 --repeats 3"; else py_args=""; fi
-PYTHONPATH="$build/python" CO_UP_PLUGIN_PATH="$build/plugins" python3 "$here/bench/python_overhead.py" $py_args
+# The Python the package was built for (its numpy too), else python3 on the PATH; $PYTHON overrides.
+python=${PYTHON:-$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)}
+python=${python:-python3}
+PYTHONPATH="$build/python" CO_UP_PLUGIN_PATH="$build/plugins" "$python" "$here/bench/python_overhead.py" $py_args
