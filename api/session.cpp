@@ -414,6 +414,8 @@ void Session::Impl::end_power(profiler::RunProfile& profile) {
   if (sampler_) sampler_->stop();
   add_dvfs_events(profile);
   if (!values_.power) return;
+  // The power model reads the levels the worker writes: let it settle what the run issued.
+  if (dvfs_worker_) dvfs_worker_->drain();
   // Spans and samples accumulate over the Session's runs: the summary covers all of them.
   profiler::PowerSummary summary;
   summary.source = sampler_->samples().count() > 0 ? "sensors" : "estimated";
