@@ -51,8 +51,9 @@ struct PowerWorld {
     std::vector<std::pair<std::string, std::string>> s = {
         {"platform", platform.string()}, {"plugins", api.plugins.string()},
         {"image-size", std::to_string(kImageSize)}, {"sysfs-root", sim.root().string()},
-        {"state-dir", state_dir.string()}, {"frequency", frequency}};
+        {"state-dir", state_dir.string()}};
     if (!order.empty()) s.emplace_back("order", order);  // empty: every layer on B
+    if (!frequency.empty()) s.emplace_back("frequency", frequency);  // empty: levels as found
     return s;
   }
   SessionOptions options(const std::string& order, const std::string& frequency) const {
@@ -204,6 +205,25 @@ TEST(ApiPower, AFrequencyLevelIsTheSameWritesAndOutputsThroughEveryClient) {
   ASSERT_EQ(c_outputs.size(), 1u);
   EXPECT_TRUE(bitwise_equal(cpp_outputs[0], c_outputs[0]));
   EXPECT_TRUE(bitwise_equal(cpp_outputs[0], read_npy(out)));
+}
+
+// --power through the API: every run's profile carries the per-layer power summary the command
+// line's profile JSON has (estimated from the platform's power model: no sensors here).
+TEST(ApiPower, PowerOptionPutsThePerLayerSummaryInTheProfile) {
+  PowerWorld world;
+  world.platform = world.api.scratch.write("model_platform.json", R"({"name": "sim-model", "processors": [
+      {"letter": "B", "kind": "cpu", "backend": "cpu-reference", "cores": [0], "threads": 1,
+       "dvfs": {"driver": "cpufreq", "node": "devices/system/cpu/cpufreq/policy0",
+                "frequencies_khz": [408000, 816000, 1200000, 1800000], "voltages_mv": [800, 850, 950, 1200]},
+       "power_model": {"alpha": 1.0, "beta": 0.1}}]})");
+  Session session = Session::open_zoo(kNetwork, world.options("", "max").set("power", "1"));
+  session.run(random_input(session.inputs().at(0).shape, 3));
+  const std::string json = session.profile().json;
+  EXPECT_THAT(json, HasSubstr("\"power\""));
+  EXPECT_THAT(json, HasSubstr("\"source\": \"estimated\""));
+  Session without = Session::open_zoo(kNetwork, world.options("", ""));
+  without.run(random_input(without.inputs().at(0).shape, 3));
+  EXPECT_THAT(without.profile().json, ::testing::Not(HasSubstr("\"power\"")));
 }
 
 // Strict DVFS, B's scaling_setspeed unwritable: the Session does not open, and says why in the
