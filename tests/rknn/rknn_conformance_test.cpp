@@ -53,7 +53,7 @@ const ::testing::Environment* const kModel = ::testing::AddGlobalTestEnvironment
 
 INSTANTIATE_TEST_SUITE_P(
     Backends, PluginConformance,
-    ::testing::Values(Backend{"libco_up_rknn.so", "N", 1e-6, {{"model_dir", model_dir()}}}),
+    ::testing::Values(Backend{"libco_up_rknn.so", "N", 1e-6, {{"model_dir", model_dir()}}, false}),
     [](const ::testing::TestParamInfo<Backend>& info) { return std::string("rknn"); });
 
 }  // namespace
