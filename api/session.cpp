@@ -271,7 +271,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const power::FrequencyPlan frequency_plan =
       power::parse_frequency(values_.frequency, order_, subgraph_letters);
   ExecutorOptions options;
-  options.mode = values_.mode;
+  options.mode = values_.mode_text.empty() ? values_.mode : parse_mode(values_.mode_text);
   const power::DvfsPolicy policy = power::parse_dvfs_policy(values_.dvfs);
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
   std::vector<uint32_t> subgraph_of_layer;

@@ -31,6 +31,9 @@ struct SessionOptions::Values {
   std::vector<int64_t> input_shape;
   uint32_t queue_capacity = 0;
 
+  // The command line's --mode as given: when set, checked where the command line always checked
+  // it (after the order), so a run with two mistakes reports the same one first.
+  std::string mode_text;
   // The rest of the command line's run options, by its names (docs/api.md).
   std::optional<char> host_gpu, host_npu;        // --host_gpu, --host_npu
   std::optional<ClusterSplit> split_cluster;     // --split-cluster=B:C

@@ -133,7 +133,7 @@ SessionOptions session_options(const Options& o) {
   SessionOptions options;
   SessionOptions::Values& v = SessionAccess::values(options);
   v.order = o.order;
-  v.mode = parse_mode(o.mode);
+  v.mode_text = o.mode;
   v.split = o.split;
   v.platform_file = o.platform;
   v.plugins_dir = o.plugins;
