@@ -92,6 +92,40 @@ std::vector<co_up::Tensor> to_tensors(const co_up_tensor_view* views, size_t cou
   return tensors;
 }
 
+// The caller's views as the C++ API's, checked as to_tensors checks them; `shapes` keeps the spans.
+std::vector<co_up::TensorView> to_views(const co_up_tensor_view* views, size_t count,
+                                        std::vector<std::vector<int64_t>>& shapes) {
+  if (count > 0) require(views, "inputs");
+  std::vector<co_up::TensorView> out;
+  out.reserve(count);
+  shapes.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const co_up_tensor_view& v = views[i];
+    if (v.struct_size < sizeof(co_up_tensor_view)) {
+      throw co_up::Error(co_up::ErrorKind::kInput, "input " + std::to_string(i) +
+                                                       ": struct_size is not set (use sizeof(co_up_tensor_view))");
+    }
+    if (v.rank > 0) require(v.shape, "co_up_tensor_view.shape");
+    if (v.element_count > 0) require(v.data, "co_up_tensor_view.data");
+    shapes.emplace_back(v.shape, v.shape + v.rank);
+    size_t count_of_shape = 1;
+    for (int64_t d : shapes.back()) {
+      if (d < 0) {
+        throw co_up::Error(co_up::ErrorKind::kInput, "tensor shape " + co_up::Tensor::shape_text(shapes.back()) +
+                                                         " has a negative dimension");
+      }
+      count_of_shape *= static_cast<size_t>(d);
+    }
+    if (count_of_shape != v.element_count) {  // as the Tensor the copying path would make
+      throw co_up::Error(co_up::ErrorKind::kInput,
+                         "tensor of shape " + co_up::Tensor::shape_text(shapes.back()) + " needs " +
+                             std::to_string(count_of_shape) + " values but got " + std::to_string(v.element_count));
+    }
+    out.push_back({v.data, shapes.back()});
+  }
+  return out;
+}
+
 void fill_view(const co_up::Tensor& t, co_up_tensor_view* out) {
   *out = co_up_tensor_view{};
   out->struct_size = sizeof(co_up_tensor_view);
@@ -233,7 +267,9 @@ co_up_error* co_up_session_run(co_up_session* session, const co_up_tensor_view* 
     require(out_result, "out_result");
     *out_result = nullptr;
     auto result = std::make_unique<co_up_result>();
-    result->result.outputs = session->session.run(to_tensors(inputs, input_count));
+    std::vector<std::vector<int64_t>> shapes;
+    const std::vector<co_up::TensorView> views = to_views(inputs, input_count, shapes);
+    result->result.outputs = session->session.run(std::span<const co_up::TensorView>(views));
     *out_result = result.release();
   });
 }
@@ -268,14 +304,7 @@ co_up_error* co_up_session_try_submit(co_up_session* session, const co_up_tensor
     require(out_accepted, "out_accepted");
     *out_accepted = 0;
     std::vector<co_up::Tensor> tensors = to_tensors(inputs, input_count);
-    if (tensors.size() != 1) {
-      // try_submit of the C++ API takes one tensor; several inputs go through a full check first.
-      if (session->session.in_flight() >= session->session.queue_capacity()) return;
-      session->session.submit(std::move(tensors), user_data);
-      *out_accepted = 1;
-      return;
-    }
-    *out_accepted = session->session.try_submit(std::move(tensors.front()), user_data) ==
+    *out_accepted = session->session.try_submit(std::move(tensors), user_data) ==
                     co_up::SubmitStatus::kAccepted;
   });
 }

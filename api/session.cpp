@@ -6,6 +6,11 @@
 // to the callback (a delivery thread) or to wait_result(). A slot is reused only after its frame
 // was handed back, so the ring never overwrites a frame the pipeline still reads.
 //
+// Power: the Session owns what a run changes on the machine or observes of it, wired as the
+// command line always did: DVFS levels set at open (restored by SysfsDvfs when the Session goes,
+// on every path out, exceptions included), per-layer levels through the DVFS worker, GPIO tags,
+// the external meter, the sensor sampler. See docs/session_power.md.
+//
 // Locks: the Executor calls frames_completed() under its scheduling lock, and that takes `mutex_`;
 // so nothing here calls into the Executor while holding `mutex_` (executor lock, then ours).
 #include <algorithm>
@@ -19,9 +24,12 @@
 #include <thread>
 #include <utility>
 
+#include "api/accuracy_report.h"
 #include "api/session_internal.h"
+#include "api/session_run.h"
 #include "api/session_setup.h"
 #include "profiler/events.h"
+#include "core/calibration.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/message_text.h"
@@ -32,8 +40,12 @@
 #include "power/dvfs_journal.h"
 #include "power/dvfs_schedule.h"
 #include "power/dvfs_worker.h"
+#include "power/external_meter.h"
 #include "power/frequency_plan.h"
+#include "power/gpio_tagger.h"
+#include "power/power_sampler.h"
 #include "power/sysfs_dvfs.h"
+#include "profiler/power_trace.h"
 #include "profiler/report.h"
 
 namespace co_up {
@@ -104,7 +116,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   Impl(NetworkSpec spec, const SessionOptions::Values& values);
   ~Impl() override;
 
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> run(std::span<const TensorView> inputs);
   bool submit(std::vector<Tensor>& inputs, void* user_data, bool block);
   void set_callback(ResultCallback callback);
   Result wait_result();
@@ -146,6 +158,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   };
   Slot& slot(uint64_t frame) { return slots_[frame % slots_.size()]; }
   void check_inputs(const std::vector<Tensor>& inputs) const;
+  void check_inputs(std::span<const TensorView> inputs) const;
   void start_stream();  // under mutex_
   void raise_errors(std::unique_lock<std::mutex>& lock);
   Result take(uint64_t frame);  // under mutex_
@@ -158,17 +171,54 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   void deliver_loop();
   void check_dvfs_after_run();
   void add_dvfs_events(profiler::RunProfile& profile) const;
+  void warn_dvfs(const std::string& message);
+  // Around every executor run: the sensor sampler runs only while frames do.
+  void begin_power() {
+    if (sampler_) sampler_->start();
+  }
+  // After a run of the public API: DVFS events and, with power, the per-layer summary.
+  void end_power(profiler::RunProfile& profile);
+
+ public:
+  // The command line's frame run and reports (api/session_run.h).
+  api::FramesRun run_frames(RunRequest& request, bool inputs_fixed);
+  void request_stop() {
+    std::lock_guard lock(stop_mutex_);
+    stop_requested_ = true;
+    if (executor_) executor_->request_stop();
+  }
+  void print_int8_report(std::ostream& out, const RunResult& result) const {
+    if (int8_report_) int8_report_->print(out, result);
+  }
+  api::PowerReport report_power(std::ostream& out, std::ostream& err, profiler::RunProfile& profile);
+  const graph::Graph& graph() const { return graph_; }
+
+ private:
+  std::vector<profiler::PowerModelPoint> model_points() const;
+  std::vector<profiler::LayerPower> layer_power() const;
 
   SessionOptions::Values values_;
-  graph::Graph graph_;
+  std::filesystem::path plugin_dir_;  // checked first, as the command line does
   Platform platform_;
+  graph::Graph graph_;
   PluginRegistry registry_;
-  // Declaration order is destruction order reversed: the executor goes first, then the DVFS
-  // observer it calls, the worker, and last the SysfsDvfs that restores the levels.
+  std::atomic<bool> warned_dvfs_{false};  // best-effort warns once
+  // Declaration order is destruction order reversed: the executor goes first, then the int8
+  // report's reference, the observers it calls (sampler's recorder, GPIO tagger, DVFS observer),
+  // the meter that records the tags (it outlives the tagger), the lines, the DVFS worker, and last
+  // the SysfsDvfs that restores the levels.
   std::unique_ptr<power::SysfsDvfs> dvfs_;
   std::vector<profiler::DvfsEvent> setup_dvfs_;  // levels set at open, for every run's profile
   std::unique_ptr<power::DvfsWorker> dvfs_worker_;
   std::unique_ptr<power::DvfsObserver> dvfs_observer_;
+  std::unique_ptr<power::GpiodTagSink> gpio_sink_;
+  std::unique_ptr<power::ExternalMeter> meter_;
+  std::unique_ptr<power::GpioTagger> gpio_tagger_;
+  std::unique_ptr<power::LayerSpanRecorder> span_recorder_;
+  std::unique_ptr<power::PowerSampler> sampler_;
+  std::unique_ptr<api::AccuracyReport> int8_report_;
+  std::mutex stop_mutex_;  // request_stop() (a signal's thread, the DVFS worker) vs opening
+  bool stop_requested_ = false;
   std::unique_ptr<Executor> executor_;
 
   mutable std::mutex mutex_;
@@ -197,53 +247,101 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
 };
 
 Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
-    : values_(values), graph_(build_network(spec)) {
-  const std::filesystem::path plugin_dir = api::plugin_directory(values_.plugins_dir);
-  platform_ = api::open_platform(values_.platform_file, values_.sysfs_root,
-                                 {values_.threads, values_.cores, values_.threads_little,
-                                  values_.cores_little, std::nullopt, std::nullopt});
-  registry_ = PluginRegistry::load_directory(plugin_dir);
-  order_ = values_.order.empty() ? std::string(graph_.layer_count(), 'B') : values_.order;
-  Partition partition = Partition::create(graph_, order_);
-
+    : values_(values),
+      plugin_dir_(api::plugin_directory(values_.plugins_dir)),
+      platform_(api::open_platform(values_.platform_file, values_.sysfs_root,
+                                   {values_.threads, values_.cores, values_.threads_little,
+                                    values_.cores_little, values_.host_gpu, values_.host_npu,
+                                    values_.split_cluster})),
+      graph_(build_network(spec)) {
+  // The steps and their order are the command line's (its checks fail in the same order).
+  registry_ = PluginRegistry::load_directory(plugin_dir_);
+  // Layers on npu-int8 run their first --calibration frames in f32 (a device option).
+  set_calibration_frames(platform_, registry_, static_cast<int>(values_.calibration));
+  // The order with --npu_fallback's moves, one line each on stderr; devices are bound after the
+  // DVFS levels are set.
+  ResolvedOrder resolved = resolve_order(
+      graph_, values_.order.empty() ? std::string(graph_.layer_count(), 'B') : values_.order,
+      platform_, registry_, values_.npu_fallback);
+  for (const std::string& line : resolved.fallback.report) std::cerr << "co_up: " << line << "\n";
+  order_ = resolved.fallback.order;
+  const Partition partition = Partition::create(graph_, order_);
+  std::string subgraph_letters;
+  for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
+  const power::FrequencyPlan frequency_plan =
+      power::parse_frequency(values_.frequency, order_, subgraph_letters);
   ExecutorOptions options;
-  options.mode = values_.mode;
+  options.mode = values_.mode_text.empty() ? values_.mode : parse_mode(values_.mode_text);
+  const power::DvfsPolicy policy = power::parse_dvfs_policy(values_.dvfs);
+  auto warn = [this](const std::string& message) { warn_dvfs(message); };
+  std::vector<uint32_t> subgraph_of_layer;
+  for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
+  const power::DvfsSchedule schedule = power::resolve_schedule(
+      frequency_plan, platform_, order_, subgraph_of_layer, options.mode == Mode::kPipeline, policy, warn);
+  const auto gpio_layers = power::parse_layer_filter(values_.gpio_tags);
+  if (!values_.gpio_tags.empty() && !platform_.gpio.present()) {
+    throw InputError("--gpio-tags is set but platform '" + platform_.name +
+                     "' has no \"gpio\" section (chip and lines)");
+  }
+  const power::ExternalMeterOptions meter_options{values_.meter, values_.meter_log, values_.meter_window};
+  const bool use_meter = !values_.meter.empty() || !values_.meter_log.empty();
+  if (use_meter) power::ExternalMeter::validate(meter_options, !values_.gpio_tags.empty());
   options.receiver_buffers = values_.buffers;
   options.profile_level = values_.profile_level;
-  if (!values_.frequency.empty()) {
-    // As the command line: levels at setup, per-layer changes through the DVFS worker.
-    std::string subgraph_letters;
-    for (const SubGraph& sg : partition.subgraphs()) subgraph_letters += sg.processor;
-    const power::FrequencyPlan plan = power::parse_frequency(values_.frequency, order_, subgraph_letters);
-    const power::DvfsPolicy policy = power::parse_dvfs_policy(values_.dvfs);
-    std::vector<uint32_t> subgraph_of_layer;
-    for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
-    auto warn = [](const std::string& message) { std::cerr << "co_up: warning: " << message << "\n"; };
-    const power::DvfsSchedule schedule =
-        power::resolve_schedule(plan, platform_, order_, subgraph_of_layer,
-                                options.mode == ExecutionMode::kPipeline, policy, warn);
-    dvfs_ = std::make_unique<power::SysfsDvfs>(platform_, values_.sysfs_root,
-                                               power::resolve_state_dir(""));
-    setup_dvfs_ = api::apply_setup_levels(*dvfs_, platform_, schedule, policy, warn);
-    if (!schedule.per_layer.empty()) {
-      const bool strict = policy == power::DvfsPolicy::kStrict;
-      dvfs_worker_ = std::make_unique<power::DvfsWorker>(*dvfs_, [this, strict, warn](const std::string& e) {
-        if (strict) {
-          if (executor_) executor_->request_stop();
-        } else {
-          warn(e + "; continuing (--dvfs=best-effort)");
-        }
-      });
-      dvfs_observer_ = std::make_unique<power::DvfsObserver>(schedule.per_layer, *dvfs_worker_);
-      options.observers.push_back(dvfs_observer_.get());
-    }
+  if (!values_.exit.empty()) options.exit_policy = ExitPolicy::parse(values_.exit);
+  check_cores_exist(platform_);
+
+  // What changes the machine, from here on undone by the members' destructors.
+  dvfs_ = std::make_unique<power::SysfsDvfs>(platform_, values_.sysfs_root,
+                                             power::resolve_state_dir(values_.state_dir));
+  setup_dvfs_ = api::apply_setup_levels(*dvfs_, platform_, schedule, policy, warn);
+  if (!schedule.per_layer.empty()) {
+    const bool strict = policy == power::DvfsPolicy::kStrict;
+    dvfs_worker_ = std::make_unique<power::DvfsWorker>(*dvfs_, [this, strict](const std::string& e) {
+      if (strict) {
+        request_stop();  // the run ends; check_dvfs_after_run reports why
+      } else {
+        warn_dvfs(e + "; continuing (--dvfs=best-effort)");
+      }
+    });
+    dvfs_observer_ = std::make_unique<power::DvfsObserver>(schedule.per_layer, *dvfs_worker_);
+    options.observers.push_back(dvfs_observer_.get());
   }
+  if (!values_.gpio_tags.empty()) {
+    gpio_sink_ = std::make_unique<power::GpiodTagSink>(platform_.gpio);
+    if (use_meter) meter_ = std::make_unique<power::ExternalMeter>(meter_options, true, *gpio_sink_);
+    gpio_tagger_ = std::make_unique<power::GpioTagger>(meter_ ? meter_->sink() : *gpio_sink_,
+                                                       platform_.gpio, gpio_layers);
+    options.observers.push_back(gpio_tagger_.get());
+  }
+  if (values_.power) {
+    span_recorder_ = std::make_unique<power::LayerSpanRecorder>();
+    options.observers.push_back(span_recorder_.get());
+    sampler_ = std::make_unique<power::PowerSampler>(platform_.sensors, values_.sysfs_root, values_.power_rate);
+  }
+
+  // The order bound to this machine: devices, node queries (kept from the fallback where it asked).
+  Placement placement = Placement::create(graph_, std::move(resolved), platform_, registry_);
+  int8_report_ = std::make_unique<api::AccuracyReport>(placement, registry_,
+                                                       static_cast<uint64_t>(values_.calibration));
   const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
-  executor_ = api::open_executor(Placement::create(graph_, std::move(partition), platform_, registry_), options);
+  {
+    std::unique_ptr<Executor> executor = api::open_executor(std::move(placement), options);
+    std::lock_guard lock(stop_mutex_);
+    executor_ = std::move(executor);
+    // A stop asked for during setup (a signal) stops the first run at once.
+    if (stop_requested_) executor_->request_stop();
+  }
+  if (meter_) meter_->start();
 
   for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
   for (graph::TensorId t : graph_.outputs()) outputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
   slots_.resize(values_.queue_capacity != 0 ? values_.queue_capacity : std::max(2u, 2 * subgraphs));
+}
+
+void Session::Impl::warn_dvfs(const std::string& message) {
+  if (warned_dvfs_.exchange(true)) return;
+  std::cerr << "co_up: warning: " << message << "\n";
 }
 
 Session::Impl::~Impl() {
@@ -262,6 +360,7 @@ Session::Impl::~Impl() {
     driver_.join();
   }
   if (delivery_.joinable()) delivery_.join();
+  if (sampler_) sampler_->stop();
   if (dvfs_worker_) dvfs_worker_->stop();
 }
 
@@ -279,6 +378,25 @@ void Session::Impl::check_inputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
+void Session::Impl::check_inputs(std::span<const TensorView> inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    throw Error(ErrorKind::kInput, "graph '" + graph_.name() + "' has " + std::to_string(inputs_.size()) +
+                                       " inputs but " + std::to_string(inputs.size()) + " were given");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<int64_t> shape(inputs[i].shape.begin(), inputs[i].shape.end());
+    if (shape != inputs_[i].shape) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' needs shape " +
+                                         shape_text(inputs_[i].shape) + " but got " + shape_text(shape));
+    }
+    bool empty = false;
+    for (int64_t d : shape) empty = empty || d == 0;
+    if (inputs[i].data == nullptr && !empty) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' is a view without data");
+    }
+  }
+}
+
 void Session::Impl::check_dvfs_after_run() {
   if (dvfs_worker_ && values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
     throw RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)");
@@ -292,7 +410,92 @@ void Session::Impl::add_dvfs_events(profiler::RunProfile& profile) const {
   }
 }
 
-std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
+void Session::Impl::end_power(profiler::RunProfile& profile) {
+  if (sampler_) sampler_->stop();
+  add_dvfs_events(profile);
+  if (!values_.power) return;
+  // The power model reads the levels the worker writes: let it settle what the run issued.
+  if (dvfs_worker_) dvfs_worker_->drain();
+  // Spans and samples accumulate over the Session's runs: the summary covers all of them.
+  profiler::PowerSummary summary;
+  summary.source = sampler_->samples().count() > 0 ? "sensors" : "estimated";
+  summary.layers = layer_power();
+  profile.power.push_back(std::move(summary));
+}
+
+// Power-model points at each processor's current (else default, else highest) level.
+std::vector<profiler::PowerModelPoint> Session::Impl::model_points() const {
+  std::vector<profiler::PowerModelPoint> points;
+  for (const ProcessorSpec& p : platform_.processors) {
+    const ProcessorSpec* clocked = p.dvfs.present() ? &p : platform_.find(p.host);
+    if (!p.power_model.present || clocked == nullptr || !clocked->dvfs.present()) continue;
+    const DvfsSpec& d = clocked->dvfs;
+    int level = dvfs_->level(clocked->letter);
+    if (level < 0) level = d.default_level >= 0 ? d.default_level : d.max_level();
+    profiler::PowerModelPoint m;
+    m.processor = p.letter;
+    m.alpha = p.power_model.alpha;
+    m.beta = p.power_model.beta;
+    m.ghz = static_cast<double>(d.frequencies_khz[static_cast<size_t>(level)]) / 1e6;
+    m.volts = d.voltages_mv.empty() ? 1.0 : d.voltages_mv[static_cast<size_t>(level)] / 1000.0;
+    points.push_back(m);
+  }
+  return points;
+}
+
+std::vector<profiler::LayerPower> Session::Impl::layer_power() const {
+  return profiler::summarize_layer_power(span_recorder_->spans(), sampler_->samples(), model_points());
+}
+
+api::FramesRun Session::Impl::run_frames(RunRequest& request, bool inputs_fixed) {
+  {
+    std::lock_guard lock(mutex_);
+    if (streaming_ || submitted_ != handed_) {
+      throw Error(ErrorKind::kInput, "a frame run while a stream is open; drain() first");
+    }
+  }
+  // Layers on npu-int8: distinct inputs, int8-vs-f32 report after the run.
+  int8_report_->prepare(request, inputs_fixed, values_.seed);
+  api::FramesRun run;
+  begin_power();
+  try {
+    run.result = executor_->run(request);
+  } catch (...) {
+    if (sampler_) sampler_->stop();
+    throw;
+  }
+  if (sampler_) sampler_->stop();
+  if (dvfs_worker_) dvfs_worker_->stop();  // what was pending is applied: every record is in the profile
+  add_dvfs_events(run.result.profile);
+  if (dvfs_worker_) {
+    if (values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
+      run.late_error = std::make_exception_ptr(
+          RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)"));
+    }
+  }
+  return run;
+}
+
+api::PowerReport Session::Impl::report_power(std::ostream& out, std::ostream& err,
+                                             profiler::RunProfile& profile) {
+  api::PowerReport report;
+  if (!values_.power) return report;
+  report.spans = span_recorder_->spans();
+  report.samples = &sampler_->samples();
+  report.layer_power = profiler::summarize_layer_power(report.spans, sampler_->samples(), model_points());
+  if (sampler_->samples().count() == 0 && model_points().empty()) {
+    out << "power: platform '" << platform_.name << "' has neither sensors nor a power model; times only\n";
+  }
+  profiler::print_power_report(out, report.layer_power);
+  profiler::PowerSummary summary;
+  summary.source = sampler_->samples().count() > 0 ? "sensors" : "estimated";
+  summary.layers = report.layer_power;
+  profile.power.push_back(std::move(summary));  // the profile JSON's "power"
+  if (meter_) report.meter_samples = power::report_meter(*meter_, report.spans, out, err, profile.power);
+  return report;
+}
+
+std::vector<Tensor> Session::Impl::run(std::span<const TensorView> inputs) {
   check_inputs(inputs);
   {
     std::lock_guard lock(mutex_);
@@ -305,26 +508,34 @@ std::vector<Tensor> Session::Impl::run(const std::vector<Tensor>& inputs) {
   // One frame, admitted and closed from the start, its outputs written straight into the result.
   class OneFrame final : public FrameStream {
    public:
-    OneFrame(const std::vector<Tensor>& in, std::vector<Tensor>& out) : in_(in), out_(out) {}
+    OneFrame(std::span<const TensorView> in, std::vector<Tensor>& out) : in_(in), out_(out) {}
     uint64_t admitted() const override { return 1; }
     bool closed() const override { return true; }
-    const float* input(uint64_t, uint32_t input) override { return in_[input].data(); }
+    const float* input(uint64_t, uint32_t input) override { return in_[input].data; }
     void output(uint64_t, uint32_t output, std::span<const float> values) override {
       std::copy(values.begin(), values.end(), out_[output].data());
     }
     void frames_completed(uint64_t) override {}
 
    private:
-    const std::vector<Tensor>& in_;
+    std::span<const TensorView> in_;
     std::vector<Tensor>& out_;
   };
   std::vector<Tensor> outputs;
   outputs.reserve(outputs_.size());
   for (const TensorInfo& info : outputs_) outputs.emplace_back(info.shape);
   OneFrame stream(inputs, outputs);
-  RunResult result = api::translate_errors([&] { return executor_->run_stream(stream); });
+  begin_power();
+  RunResult result = api::translate_errors([&] {
+    try {
+      return executor_->run_stream(stream);
+    } catch (...) {
+      if (sampler_) sampler_->stop();
+      throw;
+    }
+  });
+  end_power(result.profile);
   api::translate_errors([&] { check_dvfs_after_run(); });
-  add_dvfs_events(result.profile);
   const bool completed = result.profile.frames_completed == 1;
   {
     std::lock_guard lock(mutex_);
@@ -366,19 +577,19 @@ void Session::Impl::start_stream() {
   driver_ = std::thread([this] {
     std::exception_ptr error;
     std::optional<RunResult> result;
+    begin_power();
     try {
       result = executor_->run_stream(*this);
+      end_power(result->profile);
       check_dvfs_after_run();
     } catch (...) {
+      if (sampler_) sampler_->stop();
       error = std::current_exception();
     }
     {
       std::lock_guard lock(mutex_);
       if (error) stream_error_ = std::move(error);  // moved: no reference left on this thread
-      if (result) {
-        add_dvfs_events(result->profile);
-        last_profile_ = std::move(result->profile);
-      }
+      if (result) last_profile_ = std::move(result->profile);
       stream_done_ = true;
     }
     ready_.notify_all();
@@ -532,6 +743,9 @@ NetworkSpec network_spec(const SessionOptions::Values& v) {
   spec.data_dir = v.data_dir;
   spec.input_shape = v.input_shape;
   spec.split = v.split;
+  spec.exits_file = v.exits;
+  spec.stages = v.stages;
+  spec.stage_plan_file = v.stage_plan;
   return spec;
 }
 
@@ -562,14 +776,62 @@ Session::Impl& checked(const std::unique_ptr<Session::Impl>& impl) {
 }
 }  // namespace
 
+// ---- the command line's extension (api/session_run.h) -------------------------------------------
+
+Session SessionAccess::open(const NetworkSpec& network, const SessionOptions& options) {
+  return api::translate_errors([&] {
+    NetworkSpec spec = network_spec(options.values());
+    spec.name = network.name;
+    spec.model = network.model;
+    return Session(std::make_unique<Session::Impl>(std::move(spec), options.values()));
+  });
+}
+
+SessionOptions::Values& SessionAccess::values(SessionOptions& options) { return *options.values_; }
+Session::Impl& SessionAccess::impl(Session& session) { return checked(session.impl_); }
+const Session::Impl& SessionAccess::impl(const Session& session) { return checked(session.impl_); }
+
+namespace api {
+
+const graph::Graph& session_graph(const Session& session) { return SessionAccess::impl(session).graph(); }
+
+FramesRun run_frames(Session& session, RunRequest& request, bool inputs_fixed) {
+  return translate_errors([&] { return SessionAccess::impl(session).run_frames(request, inputs_fixed); });
+}
+
+void request_stop(Session& session) { SessionAccess::impl(session).request_stop(); }
+
+void print_int8_report(const Session& session, std::ostream& out, const RunResult& result) {
+  translate_errors([&] { SessionAccess::impl(session).print_int8_report(out, result); });
+}
+
+PowerReport report_power(Session& session, std::ostream& out, std::ostream& err, profiler::RunProfile& profile) {
+  return translate_errors([&] { return SessionAccess::impl(session).report_power(out, err, profile); });
+}
+
+}  // namespace api
+
 std::vector<TensorInfo> Session::inputs() const { return checked(impl_).inputs_; }
 std::vector<TensorInfo> Session::outputs() const { return checked(impl_).outputs_; }
 const std::string& Session::order() const { return checked(impl_).order_; }
 
-std::vector<Tensor> Session::run(const Tensor& input) {
-  return checked(impl_).run(std::vector<Tensor>{input});
+namespace {
+std::vector<TensorView> views_of(std::span<const Tensor> tensors) {
+  std::vector<TensorView> views;
+  views.reserve(tensors.size());
+  for (const Tensor& t : tensors) views.push_back({t.data(), t.shape()});
+  return views;
 }
-std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) { return checked(impl_).run(inputs); }
+}  // namespace
+
+std::vector<Tensor> Session::run(const Tensor& input) {
+  const TensorView view{input.data(), input.shape()};
+  return checked(impl_).run(std::span<const TensorView>(&view, 1));
+}
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
+  return checked(impl_).run(views_of(inputs));
+}
+std::vector<Tensor> Session::run(std::span<const TensorView> inputs) { return checked(impl_).run(inputs); }
 
 void Session::set_result_callback(ResultCallback callback) { checked(impl_).set_callback(std::move(callback)); }
 
@@ -597,6 +859,11 @@ SubmitStatus Session::try_submit(Tensor&& frame, void* user_data) {
   if (accepted) return SubmitStatus::kAccepted;
   frame = std::move(inputs.front());  // not taken: the caller keeps it
   return SubmitStatus::kFull;
+}
+
+SubmitStatus Session::try_submit(std::vector<Tensor>&& inputs, void* user_data) {
+  // Impl::submit moves the tensors out only when it queues them.
+  return checked(impl_).submit(inputs, user_data, false) ? SubmitStatus::kAccepted : SubmitStatus::kFull;
 }
 
 Result Session::wait_result() { return checked(impl_).wait_result(); }

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "api/session_internal.h"
+#include "core/cluster_split.h"
 #include "core/error.h"
+#include "core/exit_policy.h"
 #include "core/option_value.h"
 #include "graph/onnx/onnx_importer.h"
 
@@ -18,6 +20,30 @@ int64_t parse_int(const std::string& name, const std::string& value, int64_t min
 
 void check_not_empty(const std::string& name, const std::string& value) {
   if (value.empty()) throw InputError("--" + name + " needs a value");
+}
+
+// The command line's words for these values (cli/options.cpp).
+char parse_cluster(const std::string& name, const std::string& value) {
+  if (value != "B" && value != "L") {
+    throw InputError("--" + name + "='" + value + "' must be B (big) or L (LITTLE)");
+  }
+  return value[0];
+}
+
+bool parse_flag(const std::string& name, const std::string& value) {
+  if (value == "1" || value == "true" || value.empty()) return true;
+  if (value == "0" || value == "false") return false;
+  throw InputError("--" + name + "='" + value + "' must be 1 or 0");
+}
+
+double parse_milliseconds(const std::string& name, const std::string& value, double max) {
+  double ms = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+  if (ec != std::errc() || end != value.data() + value.size() || ms < 0 || ms > max) {
+    throw InputError("--" + name + "='" + value + "' must be milliseconds, 0 to " +
+                     std::to_string(static_cast<int>(max)) + " (0: instantaneous samples)");
+  }
+  return ms;
 }
 
 }  // namespace
@@ -161,6 +187,29 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"queue-capacity", [&](const std::string& s) {
            v.queue_capacity = static_cast<uint32_t>(parse_int("queue-capacity", s, 1, 1 << 20));
          }},
+        {"host_gpu", [&](const std::string& s) { v.host_gpu = parse_cluster("host_gpu", s); }},
+        {"host_npu", [&](const std::string& s) { v.host_npu = parse_cluster("host_npu", s); }},
+        {"split-cluster", [&](const std::string& s) { v.split_cluster = parse_cluster_split(s, "--split-cluster"); }},
+        {"npu_fallback", [&](const std::string& s) {
+           if (s.size() != 1 || s[0] < 'A' || s[0] > 'Z') {
+             throw InputError("--npu_fallback='" + s + "' must be one processor letter such as B, L or G");
+           }
+           v.npu_fallback = s[0];
+         }},
+        {"calibration", [&](const std::string& s) { v.calibration = parse_int("calibration", s, 1, 1000000); }},
+        {"exit", [&](const std::string& s) { ExitPolicy::parse(s); v.exit = s; }},
+        {"exits", [&](const std::string& s) { check_not_empty("exits", s); v.exits = s; }},
+        {"stages", [&](const std::string& s) { check_not_empty("stages", s); v.stages = s; }},
+        {"stage-plan", [&](const std::string& s) { check_not_empty("stage-plan", s); v.stage_plan = s; }},
+        {"state-dir", [&](const std::string& s) { check_not_empty("state-dir", s); v.state_dir = s; }},
+        {"gpio-tags", [&](const std::string& s) { check_not_empty("gpio-tags", s); v.gpio_tags = s; }},
+        {"power", [&](const std::string& s) { v.power = parse_flag("power", s); }},
+        {"power-rate", [&](const std::string& s) {
+           v.power_rate = static_cast<double>(parse_int("power-rate", s, 1, 100000));
+         }},
+        {"meter", [&](const std::string& s) { check_not_empty("meter", s); v.meter = s; v.power = true; }},
+        {"meter-log", [&](const std::string& s) { check_not_empty("meter-log", s); v.meter_log = s; v.power = true; }},
+        {"meter-window", [&](const std::string& s) { v.meter_window = parse_milliseconds("meter-window", s, 10000); }},
     };
     const auto it = setters.find(key);
     if (it == setters.end()) {

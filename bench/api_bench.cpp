@@ -5,7 +5,8 @@
 // interleaved in each repetition so machine noise hits both; medians, and their difference in µs.
 // Part 2, streaming throughput of a three-stage pipeline (B, L, B): the API (submit + callback,
 // drain) against the Executor running a RunRequest of the same frames (what the co_up command
-// line does) and against the co_up binary itself (its profile's throughput). Both throughputs are
+// line's Session does inside) and against the co_up binary itself, a Session client end to end
+// (its profile's throughput). Both throughputs are
 // the steady state the profile measures (profiler::summarize), plus the API's wall-clock rate from
 // the first submit to the last result. Ratios are medians over repetitions.
 //
@@ -291,8 +292,8 @@ int main(int argc, char** argv) {
       std::printf("## streaming throughput (order %s, %llu frames, %d repetitions)\n\n", order.c_str(),
                   static_cast<unsigned long long>(a.frames), a.reps);
       std::printf("| path | median frames/s |\n|---|---|\n");
-      std::printf("| Executor::run (the CLI's path, in process) | %s |\n", fmt("%.1f", median(exec_fps)).c_str());
-      if (!cli_fps.empty()) std::printf("| co_up binary (its profile) | %s |\n", fmt("%.1f", median(cli_fps)).c_str());
+      std::printf("| Executor::run of one request (the CLI's inner path, in process) | %s |\n", fmt("%.1f", median(exec_fps)).c_str());
+      if (!cli_fps.empty()) std::printf("| co_up binary, end to end through its Session (its profile) | %s |\n", fmt("%.1f", median(cli_fps)).c_str());
       std::printf("| Executor::run_stream, same window as the API (%zu frames in flight) | %s |\n",
                   session.queue_capacity(), fmt("%.1f", median(window_fps)).c_str());
       std::printf("| API submit/callback (profile) | %s |\n", fmt("%.1f", median(api_fps)).c_str());

@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 
+#include "core/calibration.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/fallback.h"
@@ -46,15 +47,7 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
 }  // namespace
 
 std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames) {
-  std::string letters;
-  for (ProcessorSpec& p : platform.processors) {
-    const std::shared_ptr<const Plugin> plugin = find_backend_plugin(p, plugins);
-    if (!plugin || plugin->name() != "npu-int8") continue;
-    letters += p.letter;
-    std::erase_if(p.options, [](const auto& kv) { return kv.first == "calibration_frames"; });
-    p.options.emplace_back("calibration_frames", std::to_string(frames));
-  }
-  return letters;
+  return set_calibration_frames(platform, plugins, frames);
 }
 
 std::string alternating_order(char first, char second, uint32_t length) {

@@ -3,10 +3,11 @@
 // iterator on top of this; docs/python.md is the user's description.
 //
 // Memory: an output Tensor is moved into a capsule that becomes the base of the numpy array viewing
-// it, so outputs reach Python without a copy and live as long as any view of them. run() passes an
-// input to the API without a copy when it is such an array (an output, or co_up.zeros()) in the
-// exact layout of its Tensor; any other array is copied once into a Tensor (converted to C-contiguous
-// float32 on the way when it is not already), as is every streamed frame (the pipeline keeps it).
+// it, so outputs reach Python without a copy and live as long as any view of them. run() hands the
+// API a view (co_up::TensorView) of every input whose layout allows it — an aligned, C-contiguous,
+// native float32 array, whoever owns it — and the executor reads it in place; any other array is
+// copied once into a Tensor (converted to C-contiguous float32 on the way), as is every streamed
+// frame (the pipeline keeps it after submit returns).
 // Every call that can block or compute releases the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,24 +80,13 @@ py::list to_arrays(std::vector<co_up::Tensor>&& tensors) {
   return arrays;
 }
 
-// The Tensor whose values `object` views exactly (same address, shape, C-contiguous float32), or
-// nullptr: only then may the API read the Tensor in place of the array.
-co_up::Tensor* viewed_tensor(py::handle object) {
-  if (!py::isinstance<py::array>(object)) return nullptr;
+// `object` when the API may read it in place: a numpy array of native float32, C-contiguous and
+// aligned (numpy may hand out unaligned views of raw buffers); else nothing.
+std::optional<py::array> readable_in_place(py::handle object) {
+  if (!py::isinstance<py::array_t<float, py::array::c_style>>(object)) return std::nullopt;
   py::array array = py::reinterpret_borrow<py::array>(object);
-  // numpy chains a view of a view to the array over the capsule, not to the capsule.
-  py::object base = array.base();
-  while (base && py::isinstance<py::array>(base)) base = py::reinterpret_borrow<py::array>(base).base();
-  if (!base || !PyCapsule_IsValid(base.ptr(), kTensorCapsuleName)) return nullptr;
-  auto* tensor = static_cast<co_up::Tensor*>(PyCapsule_GetPointer(base.ptr(), kTensorCapsuleName));
-  if (!array.dtype().is(py::dtype::of<float>())) return nullptr;
-  if (!(array.flags() & py::array::c_style)) return nullptr;
-  if (array.data() != static_cast<const void*>(tensor->data())) return nullptr;
-  if (static_cast<size_t>(array.ndim()) != tensor->shape().size()) return nullptr;
-  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
-    if (array.shape(i) != tensor->shape()[static_cast<size_t>(i)]) return nullptr;
-  }
-  return tensor;
+  if ((array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) == 0) return std::nullopt;
+  return array;
 }
 
 // A copy of `object`'s values as a Tensor: numpy converts it to C-contiguous float32 first when it
@@ -119,23 +110,35 @@ struct Frame {
   std::vector<co_up::Tensor> tensors;
 };
 
-// Inputs for one call: copies, and Tensors lent by their capsules, given back on destruction.
-class LentInputs {
+// One run()'s inputs as views: of the caller's arrays where they can be read in place, else of
+// copies made here. Holds both (and so the arrays' memory) until destroyed.
+class InputViews {
  public:
-  LentInputs() = default;
-  LentInputs(const LentInputs&) = delete;
-  LentInputs& operator=(const LentInputs&) = delete;
-  ~LentInputs() {
-    for (const auto& [index, owner] : lent_) *owner = std::move(tensors[index]);
+  InputViews(const py::sequence& inputs, uint64_t& copies) {
+    const size_t n = inputs.size();
+    arrays_.reserve(n);
+    shapes_.reserve(n);  // views keep spans of these: no reallocation below
+    copies_.reserve(n);
+    views.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const py::object item = inputs[i];
+      if (std::optional<py::array> array = readable_in_place(item)) {
+        shapes_.emplace_back(array->shape(), array->shape() + array->ndim());
+        views.push_back({static_cast<const float*>(array->data()), shapes_.back()});
+        arrays_.push_back(std::move(*array));
+      } else {
+        copies_.push_back(copy_to_tensor(item, i));
+        views.push_back({copies_.back().data(), copies_.back().shape()});
+        ++copies;
+      }
+    }
   }
-  void lend(co_up::Tensor& owner) {
-    lent_.emplace_back(tensors.size(), &owner);
-    tensors.push_back(std::move(owner));
-  }
-  std::vector<co_up::Tensor> tensors;
+  std::vector<co_up::TensorView> views;
 
  private:
-  std::vector<std::pair<size_t, co_up::Tensor*>> lent_;
+  std::vector<py::array> arrays_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<co_up::Tensor> copies_;
 };
 
 // ---- the session -------------------------------------------------------------------------------------
@@ -170,26 +173,17 @@ class PySession {
   }
   bool closed() const { return !session_; }
 
-  // Session::run(const std::vector<Tensor>&) reads the inputs where they lie. An array over a
-  // co_up Tensor lends that Tensor for the call: moved into the vector and back, which keeps its
-  // values at the same address, so the array (held by `inputs` meanwhile) stays valid throughout.
+  // Session::run(std::span<const TensorView>) reads the inputs where they lie; the arrays are
+  // held (and so cannot be resized) during the call. Another Python thread writing to an input
+  // array meanwhile changes what the frame reads: as with any buffer lent to C++ without the GIL.
   py::list run(const py::sequence& inputs) {
     co_up::Session& s = open();
-    LentInputs lent;
-    lent.tensors.reserve(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (co_up::Tensor* tensor = viewed_tensor(inputs[i])) {
-        lent.lend(*tensor);
-      } else {
-        lent.tensors.push_back(copy_to_tensor(inputs[i], i));
-        ++input_copies_;
-      }
-    }
+    const InputViews in(inputs, input_copies_);
     std::vector<co_up::Tensor> results;
     {
       Busy busy(busy_);
       py::gil_scoped_release release;
-      results = s.run(lent.tensors);
+      results = s.run(std::span<const co_up::TensorView>(in.views));
     }
     return to_arrays(std::move(results));
   }
@@ -216,19 +210,15 @@ class PySession {
   }
 
   // True when queued (the frame is emptied); false when the queue was full (the frame is kept).
-  // A graph of several inputs has no non-blocking submit in the API: such a frame is submitted
-  // only while the queue has room, which is what try_submit means for one producer.
   bool try_submit(Frame& frame) {
     co_up::Session& s = open();
     if (frame.tensors.empty()) throw_input("this frame was submitted already; prepare a new one");
     Busy busy(busy_);
     py::gil_scoped_release release;
-    if (frame.tensors.size() == 1) {
-      if (s.try_submit(std::move(frame.tensors[0])) == co_up::SubmitStatus::kFull) return false;
-    } else {
-      if (s.in_flight() >= s.queue_capacity()) return false;
-      s.submit(std::move(frame.tensors));
-    }
+    const co_up::SubmitStatus status = frame.tensors.size() == 1
+                                           ? s.try_submit(std::move(frame.tensors[0]))
+                                           : s.try_submit(std::move(frame.tensors));
+    if (status == co_up::SubmitStatus::kFull) return false;
     frame.tensors.clear();
     return true;
   }
@@ -318,11 +308,12 @@ class PySession {
   // C++, on one Tensor made once, so that the Python layer's cost per frame can be told apart.
   double time_run_loop(const py::array& input, size_t frames) {
     co_up::Session& s = open();
-    const std::vector<co_up::Tensor> tensors{copy_to_tensor(input, 0)};  // read in place, as run()
+    uint64_t copies = 0;
+    const InputViews in(py::make_tuple(input), copies);  // read in place, as run()
     Busy busy(busy_);
     py::gil_scoped_release release;
     const auto start = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < frames; ++i) s.run(tensors);
+    for (size_t i = 0; i < frames; ++i) s.run(std::span<const co_up::TensorView>(in.views));
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   double time_stream_loop(const py::array& input, size_t frames) {
@@ -388,9 +379,9 @@ PYBIND11_MODULE(_co_up, m) {
   m.def("zeros", [](const std::vector<int64_t>& shape) { return to_array(co_up::Tensor(shape)); },
         py::arg("shape"));
   // The address of the values the API would read for `array` as a session input (its own when it
-  // views a co_up Tensor exactly, else a copy's, which is then gone): tests check the in-place path.
+  // can be read in place, else a copy's, which is then gone): tests check the in-place path.
   m.def("_input_data_address", [](py::handle array) {
-    if (const co_up::Tensor* t = viewed_tensor(array)) return reinterpret_cast<uintptr_t>(t->data());
+    if (std::optional<py::array> a = readable_in_place(array)) return reinterpret_cast<uintptr_t>(a->data());
     const co_up::Tensor copy = copy_to_tensor(array, 0);
     return reinterpret_cast<uintptr_t>(copy.data());
   });

@@ -10,7 +10,8 @@
  *  - Every object created here (options, session, result, error, string) has one release function;
  *    releasing NULL does nothing.
  *  - Tensors are dense float32, row-major. Inputs are passed as co_up_tensor_view structs the
- *    caller owns: the call copies what it needs before it returns. Outputs are views into a
+ *    caller owns: co_up_session_run reads them in place during the call (no copy); submit and
+ *    try_submit copy them before they return. Nothing is kept after a call returns. Outputs are views into a
  *    co_up_result, valid until that result is released.
  *  - Threading: as the C++ Session (one thread at a time, except that submit and wait_result may
  *    run on two threads at once, and the callback runs on a thread of the session).
@@ -28,7 +29,7 @@ extern "C" {
 #endif
 
 #define CO_UP_API_VERSION_MAJOR 1u
-#define CO_UP_API_VERSION_MINOR 0u
+#define CO_UP_API_VERSION_MINOR 1u
 
 #if defined(_WIN32)
 #define CO_UP_C_API
@@ -126,7 +127,8 @@ CO_UP_C_API co_up_error* co_up_session_set_callback(co_up_session* session,
 /* Blocks while queue-capacity frames are in flight; returns once the frame is queued. */
 CO_UP_C_API co_up_error* co_up_session_submit(co_up_session* session, const co_up_tensor_view* inputs,
                                               size_t input_count, void* user_data);
-/* Never blocks: *out_accepted = 1 when queued, 0 when the queue was full (nothing taken). */
+/* Never blocks, for any number of inputs: *out_accepted = 1 when queued, 0 when the queue was
+ * full (nothing taken). */
 CO_UP_C_API co_up_error* co_up_session_try_submit(co_up_session* session,
                                                   const co_up_tensor_view* inputs,
                                                   size_t input_count, void* user_data,

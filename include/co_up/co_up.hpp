@@ -44,9 +44,11 @@
 
 namespace co_up {
 
+struct SessionAccess;  // the co_up command line's internal access (not part of the API)
+
 // The API version this header declares (also CO_UP_API_VERSION_MAJOR/MINOR in <co_up/co_up.h>).
 inline constexpr uint32_t kApiVersionMajor = 1;
-inline constexpr uint32_t kApiVersionMinor = 0;
+inline constexpr uint32_t kApiVersionMinor = 1;
 // The version the loaded libco_up was built with: (major << 16) | minor.
 CO_UP_PUBLIC uint32_t api_version();
 
@@ -108,6 +110,12 @@ class Tensor {
   }
   std::vector<int64_t> shape_;
   std::vector<float> data_;
+};
+
+// A dense float32 tensor the caller owns: read in place, only during the call it is given to.
+struct TensorView {
+  const float* data = nullptr;      // the shape's element count of values
+  std::span<const int64_t> shape;
 };
 
 struct TensorInfo {
@@ -174,6 +182,7 @@ class CO_UP_PUBLIC SessionOptions {
   const Values& values() const { return *values_; }
 
  private:
+  friend struct SessionAccess;
   std::unique_ptr<Values> values_;
 };
 
@@ -241,6 +250,9 @@ class CO_UP_PUBLIC Session {
   // has frames in flight (drain() first) or an input's shape differs from inputs()'.
   std::vector<Tensor> run(const Tensor& input);
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // The same without copying the inputs: the executor reads each view where it lies, so it must
+  // stay valid and unchanged until run returns. Error(kInput) for a null view of a non-empty shape.
+  std::vector<Tensor> run(std::span<const TensorView> inputs);
 
   // ---- streaming: frames overlap across the pipeline's stages -------------------------------
   // Results are delivered in submission order, each exactly once: to the callback if one is set
@@ -257,7 +269,10 @@ class CO_UP_PUBLIC Session {
   // Error(kInput) for a wrong shape; a stream's runtime error is rethrown by the next call.
   void submit(Tensor frame, void* user_data = nullptr);
   SubmitStatus try_submit(Tensor&& frame, void* user_data = nullptr);
-  void submit(std::vector<Tensor> inputs, void* user_data = nullptr);  // graphs of several inputs
+  // Graphs of several inputs, one tensor per input; try_submit leaves `inputs` as they were
+  // unless it returns kAccepted.
+  void submit(std::vector<Tensor> inputs, void* user_data = nullptr);
+  SubmitStatus try_submit(std::vector<Tensor>&& inputs, void* user_data = nullptr);
 
   // The next result in submission order; blocks until it is complete. Error(kInput) when no
   // frame is in flight or a callback is set.
@@ -277,6 +292,7 @@ class CO_UP_PUBLIC Session {
   class Impl;
 
  private:
+  friend struct SessionAccess;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -44,19 +44,42 @@ OPTIONS = {
     "units": "units",
     "input_shape": "input-shape",
     "queue_capacity": "queue-capacity",
+    # The rest of the command line's run options; the Session wires power as co_up does.
+    "host_gpu": "host_gpu",
+    "host_npu": "host_npu",
+    "split_cluster": "split-cluster",
+    "npu_fallback": "npu_fallback",
+    "calibration": "calibration",
+    "exit": "exit",
+    "exits": "exits",
+    "stages": "stages",
+    "stage_plan": "stage-plan",
+    "state_dir": "state-dir",
+    "gpio_tags": "gpio-tags",
+    "power": "power",
+    "power_rate": "power-rate",
+    "meter": "meter",
+    "meter_log": "meter-log",
+    "meter_window": "meter-window",
 }
+# Options that are switches: True/False as the command line's flag.
+_FLAGS = {"power"}
 # threads=(big, little) and cores=(big, little) set both clusters, as SessionOptions.set_threads.
 _PAIRS = {"threads": "threads_little", "cores": "cores_little"}
 
 
 def _option_text(name, value):
     """A keyword option's value as the command line would spell it."""
+    if isinstance(value, bool) and name in _FLAGS:
+        return "1" if value else "0"
     if isinstance(value, bool):
         raise InputError(f"option {name}={value!r}: give a number or a string, not a bool")
     if isinstance(value, str):
         return value
     if isinstance(value, _numbers.Integral):  # int, numpy integers
         return str(int(value))
+    if name == "meter_window" and isinstance(value, _numbers.Real):
+        return repr(float(value))
     if isinstance(value, _os.PathLike):
         return _os.fspath(value)
     if name == "input_shape" and isinstance(value, (list, tuple)):

@@ -1,4 +1,4 @@
-#include "cli/accuracy_report.h"
+#include "api/accuracy_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "core/partition.h"
 #include "profiler/report.h"
 
-namespace co_up::cli {
+namespace co_up::api {
 namespace {
 
 constexpr const char* kInt8Backend = "npu-int8";
@@ -45,7 +45,7 @@ struct AccuracyReport::State {
 };
 
 AccuracyReport::AccuracyReport(const Placement& placement, const PluginRegistry& registry,
-                               const Options& options, RunRequest& request) {
+                               uint64_t calibration) {
   const graph::Graph& graph = placement.graph();
   const std::string& order = placement.order();
   std::string letters;
@@ -58,7 +58,6 @@ AccuracyReport::AccuracyReport(const Placement& placement, const PluginRegistry&
   state->graph = &graph;
   state->platform = placement.platform();
   state->registry = &registry;
-  state->request = &request;
   state->letters = letters;
   for (size_t l = 0; l < order.size(); ++l) {
     if (letters.find(order[l]) == std::string::npos) continue;
@@ -69,29 +68,33 @@ AccuracyReport::AccuracyReport(const Placement& placement, const PluginRegistry&
     if (last > l) state->layers.append("-").append(std::to_string(last));
     l = last;
   }
-  state->calibration = static_cast<uint64_t>(options.calibration);
+  state->calibration = calibration;
+  state_ = std::move(state);
+}
+
+void AccuracyReport::prepare(RunRequest& request, bool inputs_fixed, uint64_t seed) {
+  if (!state_) return;
+  State* s = state_.get();
+  s->request = &request;
+  const graph::Graph& graph = *s->graph;
   const uint64_t frames = request.frames;
-  state->compared = frames > state->calibration
-                        ? std::min<uint64_t>(frames - state->calibration, kMaxComparedFrames)
-                        : 0;
+  s->compared = frames > s->calibration ? std::min<uint64_t>(frames - s->calibration, kMaxComparedFrames) : 0;
 
   // Distinct inputs, so that agreement over frames means something; a fixed --input/--image
   // stays fixed.
-  if (options.input.empty() && options.image.empty()) {
-    const uint64_t sets = std::min<uint64_t>(frames, state->calibration + state->compared);
+  if (!inputs_fixed) {
+    const uint64_t sets = std::min<uint64_t>(frames, s->calibration + s->compared);
     request.input_sets.clear();
-    for (uint64_t f = 0; f < sets; ++f) request.input_sets.push_back(seeded_inputs(graph, options.seed + f));
+    for (uint64_t f = 0; f < sets; ++f) request.input_sets.push_back(seeded_inputs(graph, seed + f));
   }
 
   auto previous = request.on_output;
-  State* s = state.get();
   request.on_output = [s, previous](uint64_t frame, uint32_t output, std::span<const float> values) {
     if (previous) previous(frame, output, values);
     if (output != 0 || frame < s->calibration || frame >= s->calibration + s->compared) return;
     std::lock_guard lock(s->mutex);
     s->int8_outputs[frame].assign(values.begin(), values.end());
   };
-  state_ = std::move(state);
 }
 
 AccuracyReport::~AccuracyReport() = default;
@@ -163,4 +166,4 @@ void AccuracyReport::print(std::ostream& out, const RunResult& result) const {
   out.flags(flags);
 }
 
-}  // namespace co_up::cli
+}  // namespace co_up::api

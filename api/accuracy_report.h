@@ -2,8 +2,8 @@
 // with f32 ones by top-1 accuracy and time).
 //
 // When the placement puts layers on a processor served by the npu-int8 plugin (whose devices got
-// --calibration=N as option "calibration_frames", prepare_calibration in layer_profiler.h: the
-// plugin runs its first N frames in f32 to calibrate its int8 activations), co_up
+// --calibration=N as option "calibration_frames", core/calibration.h: the plugin runs its first N
+// frames in f32 to calibrate its int8 activations), a Session's frame run (api/session_run.h)
 //   - gives every frame its own seeded input (--seed + frame; up to kMaxComparedFrames after the
 //     calibration ones, then they repeat) unless --input or --image fixes one,
 //   - records the first graph output of the frames after calibration,
@@ -20,25 +20,27 @@
 #include <ostream>
 #include <string>
 
-#include "cli/options.h"
 #include "core/executor.h"
 #include "core/placement.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
 
-namespace co_up::cli {
+namespace co_up::api {
 
 class AccuracyReport {
  public:
   static constexpr uint64_t kMaxComparedFrames = 64;
 
-  // Does nothing (active() is false) unless `placement` binds a processor to npu-int8.
-  // Otherwise prepares `request` (distinct inputs, output recording). The placement's graph,
-  // `registry` and `request` must outlive this object; the placement need not (the f32
+  // Does nothing (active() is false) unless `placement` binds a processor to npu-int8. The
+  // placement's graph and `registry` must outlive this object; the placement need not (the f32
   // reference run binds its own, all on B, from the same platform).
-  AccuracyReport(const Placement& placement, const PluginRegistry& registry,
-                 const Options& options, RunRequest& request);
+  AccuracyReport(const Placement& placement, const PluginRegistry& registry, uint64_t calibration);
+
+  // Before a run of `request.frames` frames: gives every frame its own seeded input (seed + f)
+  // unless `inputs_fixed` (an --input or --image), and records outputs. `request` must outlive
+  // print().
+  void prepare(RunRequest& request, bool inputs_fixed, uint64_t seed);
   ~AccuracyReport();
   AccuracyReport(const AccuracyReport&) = delete;
   AccuracyReport& operator=(const AccuracyReport&) = delete;
@@ -55,4 +57,4 @@ class AccuracyReport {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace co_up::cli
+}  // namespace co_up::api
