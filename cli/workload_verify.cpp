@@ -24,6 +24,13 @@ std::string padded(const std::string& s, size_t width) {
 int verify_workload_plans(const Options& options, const std::vector<PlannedWorkload>& plans, std::ostream& out) {
   out << "\nverify: each plan run by the multi-network runtime (as co_up --workload=FILE runs it), one after "
          "another, no warm-up; measured aggregate = every network's completed requests / wall time\n";
+  if (!plans.empty()) {
+    out << (plans.front().whole_run
+                ? "predicted: the simulator over this run's frames (all requests at the start, fill and drain "
+                  "included)\n"
+                : "predicted: the simulator's steady state (rates, unequal frame counts or batches are not "
+                  "modelled over a whole run)\n");
+  }
   out << padded("plan", 15) << "  predicted fps  measured fps  measured/predicted  requests\n";
   out.flush();
   for (const PlannedWorkload& plan : plans) {
