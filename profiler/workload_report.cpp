@@ -126,6 +126,10 @@ WorkloadSummary summarize_workload(const WorkloadProfile& w) {
       busy[letter].push_back({e.begin_ns, e.end_ns});
       busy_ns[letter] += e.end_ns - e.begin_ns;
       if (e.kind == EventKind::kSubGraph) ++by_letter[letter].runs;
+      if (e.kind == EventKind::kSubGraph && e.thread_cpu_ns >= 0) {
+        by_letter[letter].run_wall_ms += static_cast<double>(e.end_ns - e.begin_ns) / kNsPerMs;
+        by_letter[letter].run_cpu_ms += static_cast<double>(e.thread_cpu_ns) / kNsPerMs;
+      }
     }
     for (const auto& [letter, ns] : busy_ns) {
       by_letter[letter].busy_ms_by_network.push_back({n.name, static_cast<double>(ns) / kNsPerMs});
@@ -182,6 +186,14 @@ void print_workload_report(std::ostream& out, const WorkloadProfile& w) {
     }
     out << "\n";
   }
+  std::string on_cpu;
+  for (const ProcessorSummary& p : s.processors) {
+    if (p.run_wall_ms <= 0) continue;
+    on_cpu += std::string(on_cpu.empty() ? "" : ", ") + p.letter + " " + format("%.1f", 100 * p.on_cpu()) + " %";
+  }
+  if (!on_cpu.empty()) {
+    out << "  on CPU during its sub-graph runs (host thread CPU time / wall): " << on_cpu << "\n";
+  }
 }
 
 json workload_to_json(const WorkloadProfile& w) {
@@ -227,7 +239,8 @@ json workload_to_json(const WorkloadProfile& w) {
     j["processors"].push_back({{"letter", std::string(1, p.letter)}, {"name", p.name},
                                {"busy_ms", p.busy_ms}, {"utilisation", p.utilisation},
                                {"bubble_ms", p.bubble_ms}, {"idle_ms", p.idle_ms},
-                               {"runs", p.runs}, {"busy_ms_by_network", by}});
+                               {"runs", p.runs}, {"busy_ms_by_network", by},
+                               {"run_wall_ms", p.run_wall_ms}, {"run_cpu_ms", p.run_cpu_ms}});
   }
   return j;
 }
