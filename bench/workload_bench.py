@@ -170,6 +170,12 @@ def main():
         wall, others = measured([co_up, f"--plugins={plugins}", f"--workload={path}", f"--profile-out={prof}"])
         return json.load(open(prof)), others
 
+    def on_cpu(prof):
+        """The processor threads' CPU time over the wall time of their sub-graph runs (1.0: never
+        waiting for a core inside a run)."""
+        wall = sum(p.get("run_wall_ms", 0) for p in prof["processors"])
+        return sum(p.get("run_cpu_ms", 0) for p in prof["processors"]) / wall if wall > 0 else float("nan")
+
     onnx = {}
     if use_ort:
         for n in nets:
@@ -205,28 +211,33 @@ def main():
     fps = {c: [] for c in configs}
     ratio = {c: [] for c in configs}
     others = {c: [] for c in configs}
+    cpu_share = {c: [] for c in configs}
     busy = {}
     for r in range(1, rounds + 1):
         order = configs if r % 2 else configs[::-1]
         got = {}
         for c in order:
             if c == "baseline":
-                ms, oth = 0.0, []
+                ms, oth, share = 0.0, [], []
                 for n in nets:
                     prof, o = run_co_up(files["B-" + n], f"r{r}_b_{n}")
                     ms += prof["wall_ms"]
                     oth.append(o)
+                    share.append(on_cpu(prof))
                 got[c], o = total * 1000 / ms, statistics.mean(oth)
+                cpu_share[c].append(statistics.mean(share))
             elif c == "ort":
                 _, got[c], o = run_ort(f"r{r}")
             else:
                 prof, o = run_co_up(files[c], f"r{r}_{c}")
                 got[c] = prof["aggregate_requests_per_s"]
+                cpu_share[c].append(on_cpu(prof))
                 if c == "planned":
                     for p in prof["processors"]:
                         busy.setdefault(p["letter"], []).append(p["utilisation"])
             others[c].append(o)
-            record(kind="throughput", round=r, config=c, fps=got[c], others_cores=o)
+            record(kind="throughput", round=r, config=c, fps=got[c], others_cores=o,
+                   on_cpu=cpu_share[c][-1] if cpu_share[c] and c != "ort" else None)
         for c in configs:
             fps[c].append(got[c])
             ratio[c].append(got[c] / got["baseline"])
@@ -241,13 +252,16 @@ def main():
     print(f"Aggregate throughput = all {total} requests / the time from the first request's arrival to the last "
           f"completion (co_up: its workload profile; baseline: the sum of the four runs' walls; ORT: first timed "
           f"start to last end, after 3 warm-up runs per session). Median [min-max] over {rounds} rounds; the x "
-          f"columns are ratios within a round. [others] = other processes' CPU use during the run, in cores.")
+          f"columns are ratios within a round. [others] = other processes' CPU use during the run, in cores; "
+          f"on CPU = co_up's processor threads' CPU time / wall time of their sub-graph runs (below 100 %: they "
+          f"waited for a core inside their runs).")
     print()
-    print("| arrangement | requests/s | x one-core baseline | x ONNX Runtime | others (cores) |")
-    print("|---|---|---|---|---|")
+    print("| arrangement | requests/s | x one-core baseline | x ONNX Runtime | others (cores) | on CPU % |")
+    print("|---|---|---|---|---|---|")
     for c in configs:
         vs_ort = spread([a / b for a, b in zip(fps[c], fps["ort"])]) if use_ort else "n/a"
-        print(f"| {names[c]} | {spread(fps[c])} | {spread(ratio[c])} | {vs_ort} | {spread(others[c])} |")
+        share = spread([100 * v for v in cpu_share[c]]) if cpu_share[c] else "n/a"
+        print(f"| {names[c]} | {spread(fps[c])} | {spread(ratio[c])} | {vs_ort} | {spread(others[c])} | {share} |")
     if busy:
         print("planned: processor utilisation " + ", ".join(f"{k} {spread([100 * u for u in v])} %"
                                                               for k, v in busy.items()))
