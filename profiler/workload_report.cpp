@@ -194,6 +194,12 @@ void print_workload_report(std::ostream& out, const WorkloadProfile& w) {
   if (!on_cpu.empty()) {
     out << "  on CPU during its sub-graph runs (host thread CPU time / wall): " << on_cpu << "\n";
   }
+  std::string levels;
+  for (const DvfsEvent& d : w.dvfs) {
+    levels += std::string(levels.empty() ? "" : ", ") + d.processor + " level " + std::to_string(d.level + 1) + " (" +
+              format("%.0f", static_cast<double>(d.khz) / 1000) + " MHz)";
+  }
+  if (!levels.empty()) out << "  DVFS for the whole run: " << levels << "\n";
 }
 
 json workload_to_json(const WorkloadProfile& w) {
@@ -231,6 +237,15 @@ json workload_to_json(const WorkloadProfile& w) {
     e["requests"] = std::move(arrivals);
     e["profile"] = to_json(n.profile);
     j["networks"].push_back(std::move(e));
+  }
+  if (!w.dvfs.empty()) {  // as the single-network profile writes its setup levels
+    j["dvfs"] = json::array();
+    for (const DvfsEvent& d : w.dvfs) {
+      json ev = {{"processor", std::string(1, d.processor)}, {"level", d.level + 1}, {"khz", d.khz},
+                 {"layer", "setup"}, {"issue_ns", d.issue_ns}, {"apply_ns", d.apply_ns}};
+      if (!d.error.empty()) ev["error"] = d.error;
+      j["dvfs"].push_back(std::move(ev));
+    }
   }
   j["processors"] = json::array();
   for (const ProcessorSummary& p : s.processors) {

@@ -34,6 +34,7 @@ struct WorkloadProfile {
   std::string platform;
   int64_t start_ns = 0;  // the run's start: the first request's arrival
   std::vector<NetworkRun> networks;
+  std::vector<DvfsEvent> dvfs;  // levels set for the whole run (--frequency), at setup
 };
 
 struct NetworkSummary {
