@@ -57,6 +57,8 @@ def measured(cmd, **kw):
     procs = [subprocess.Popen(c, stdout=kw.get("stdout", subprocess.DEVNULL)
                               if len(cmds) == 1 else open(kw["outs"][i], "w"),
                               stderr=subprocess.PIPE, text=True) for i, c in enumerate(cmds)]
+    if "between" in kw:
+        kw["between"]()
     own = 0.0
     for p in procs:
         _, status, ru = os.wait4(p.pid, 0)
@@ -188,20 +190,32 @@ def main():
     def run_ort(tag, rate=None):
         """Every network as its own ONNX Runtime session (one intra-op thread) in its own process, all
         side by side on both cores; they start their timed requests at one instant after warm-up."""
-        start_at = int(time.time() * 1000) + 4000 + 60 * frames // 10
-        cmds, outs = [], []
+        sync = os.path.join(out, tag + "_sync")
+        os.makedirs(sync, exist_ok=True)
+        start_file = os.path.join(sync, "start")
+        cmds, outs, ready = [], [], []
         for n in nets:
+            ready.append(os.path.join(sync, n + ".ready"))
             c = ["node", os.path.join(ort_dir, "ort_bench.js"), onnx[n], "--threads=1", "--warmup=3",
-                 f"--runs={frames}", f"--input={inp}", f"--start-at={start_at}"]
+                 f"--runs={frames}", f"--input={inp}", f"--ready={ready[-1]}", f"--start-file={start_file}"]
             if rate:
                 c.append(f"--rate={rate}")
             cmds.append(c)
             outs.append(os.path.join(out, f"{tag}_{n}.ort.json"))
-        _, others = measured(cmds, outs=outs)
+
+        def start_when_ready():  # every session loaded and warm: all start 100 ms from now
+            deadline = time.monotonic() + 600
+            while not all(os.path.exists(r) for r in ready) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            with open(start_file + ".tmp", "w") as f:
+                f.write(str(int(time.time() * 1000) + 100))
+            os.rename(start_file + ".tmp", start_file)
+
+        _, others = measured(cmds, outs=outs, between=start_when_ready)
         res = [json.loads(open(o).read().splitlines()[0]) for o in outs]
-        late = max(r["timed_start_ms"] for r in res) - start_at
-        if late > 50:
-            print(f"  note: an ONNX Runtime process started its timed requests {late:.0f} ms late")
+        spread_ms = max(r["timed_start_ms"] for r in res) - min(r["timed_start_ms"] for r in res)
+        if spread_ms > 20:
+            print(f"  note: the ONNX Runtime sessions started their timed requests {spread_ms:.0f} ms apart")
         t0 = min(r["timed_start_ms"] for r in res)
         t1 = max(r["timed_end_ms"] for r in res)
         return res, total * 1000 / (t1 - t0), others

@@ -3,6 +3,7 @@
 //
 //   node ort_bench.js MODEL.onnx [--threads=1[,2]] [--warmup=N] [--runs=M] [--shape=1,3,224,224]
 //                     [--input=FILE.npy] [--start-at=EPOCH_MS] [--rate=PER_S]
+//                     [--ready=FILE --start-file=FILE]
 //
 // For each thread count: one InferenceSession with intraOpNumThreads=T, interOpNumThreads=1,
 // executionMode 'sequential', graphOptimizationLevel 'all'; N warm-up runs, then M timed runs of
@@ -55,6 +56,8 @@ function parseArgs(argv) {
     else if (key === 'shape') opts.shape = ints();
     else if (key === 'input') opts.input = value;
     else if (key === 'start-at') opts.startAt = Number(value);
+    else if (key === 'ready') opts.ready = value;
+    else if (key === 'start-file') opts.startFile = value;
     else if (key === 'rate') {
       opts.rate = Number(value);
       if (!(opts.rate > 0)) usage(`--rate: requests per second must be > 0, got ${value}`);
@@ -136,6 +139,15 @@ async function benchOne(opts, threads) {
 
   let checksum = 0;
   for (let i = 0; i < opts.warmup; ++i) await session.run(feeds);
+  // --ready / --start-file: a caller running several of these says when to start once all are
+  // warm (it writes the start time, epoch ms, into the start file after every ready file exists).
+  if (opts.ready) fs.writeFileSync(opts.ready, String(process.pid));
+  if (opts.startFile) {
+    while (!fs.existsSync(opts.startFile) || fs.readFileSync(opts.startFile, 'utf8').trim() === '') {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    opts.startAt = Number(fs.readFileSync(opts.startFile, 'utf8').trim());
+  }
   while (opts.startAt > Date.now()) await new Promise((r) => setTimeout(r, Math.min(50, opts.startAt - Date.now())));
   // Epoch milliseconds with sub-millisecond resolution, comparable across processes.
   const epochMs = () => performance.timeOrigin + performance.now();
