@@ -1,7 +1,7 @@
 // `co_up plan --workload --verify` predicts what it measures: with equal frame counts and requests
 // as fast as possible, the verify table's prediction is the simulator over that whole run (fill and
 // drain included), not the steady state the plans are compared by; otherwise the steady state, and
-// the table says which.
+// the table says which. Below the table: each plan's on-CPU share and measured / (predicted x on CPU).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -105,6 +105,18 @@ TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
         << r.name << "\n" << out;
     EXPECT_EQ(row[1].str(), two_decimals(whole)) << r.name;
   }
+  // Below the table: each plan's on-CPU share and the prediction's error net of it.
+  std::smatch share, adjusted;
+  const std::string out = x.out;
+  ASSERT_TRUE(std::regex_search(out, share, std::regex("\non CPU \\(processor threads' CPU time / wall time of "
+                                                       "their sub-graph runs\\): alone-best ([0-9.]+) %, ")))
+      << out;
+  EXPECT_GT(std::stod(share[1]), 0);
+  EXPECT_LE(std::stod(share[1]), 102);
+  EXPECT_TRUE(std::regex_search(out, adjusted, std::regex("\nmeasured / \\(predicted x on CPU\\), the model's "
+                                                          "error without the time other processes took: "
+                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, ")))
+      << out;
 }
 
 TEST(WorkloadVerifyWholeRun, UnequalFramesKeepTheSteadyStateAndSaySo) {
