@@ -1,6 +1,7 @@
 #include "cli/workload_command.h"
 
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +13,10 @@
 #include "core/workload.h"
 #include "core/workload_runner.h"
 #include "graph/npy.h"
+#include "power/dvfs_journal.h"
+#include "power/dvfs_schedule.h"
+#include "power/frequency_plan.h"
+#include "power/sysfs_dvfs.h"
 #include "profiler/workload_report.h"
 
 namespace co_up::cli {
@@ -30,7 +35,7 @@ void refuse_single_network_options(const Options& o) {
       {!o.image.empty(), "--image"},          {!o.labels.empty(), "--labels"},
       {o.frames != defaults.frames, "--n"},   {o.mode != defaults.mode, "--mode"},
       {o.image_size != 0, "--image-size"},    {!o.input_shape.empty(), "--input-shape"},
-      {!o.frequency.empty(), "--frequency"},  {!o.gpio_tags.empty(), "--gpio-tags"},
+      {!o.gpio_tags.empty(), "--gpio-tags"},
       {!o.meter.empty(), "--meter"},          {!o.meter_log.empty(), "--meter-log"},
       {!o.power_csv.empty(), "--power-csv"},  {o.power && o.trace_out.empty(), "--power"},
       {o.npu_fallback != 0, "--npu_fallback"}, {!o.export_partitions.empty(), "--export-partitions"},
@@ -78,6 +83,20 @@ std::vector<std::vector<std::vector<float>>> network_inputs(const WorkloadNetwor
   return {{std::move(array.data)}};
 }
 
+// --frequency with a workload: levels for the whole run only (min, max, {{l-b-g}}); a level per
+// layer or per sub-graph belongs to one network's order, and several networks share a processor.
+power::DvfsSchedule workload_frequencies(const Options& o, const Platform& platform, power::DvfsPolicy policy,
+                                         const std::function<void(const std::string&)>& warn) {
+  const bool whole_run = o.frequency == "min" || o.frequency == "max" || o.frequency.rfind("{{", 0) == 0;
+  if (!whole_run) {
+    throw InputError("--frequency='" + o.frequency +
+                     "' with --workload: give levels for the whole run (min, max or {{l-b-g}}); per-layer and "
+                     "per-sub-graph levels belong to one network's order");
+  }
+  const power::FrequencyPlan plan = power::parse_frequency(o.frequency, "", "");
+  return power::resolve_schedule(plan, platform, "", {}, true, policy, warn);
+}
+
 }  // namespace
 
 WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal* stop) {
@@ -103,6 +122,23 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
     }
     check_workload_network(n, *graphs.back(), platform, registry);
     inputs.push_back(network_inputs(n, *graphs.back(), o.seed));
+  }
+
+  // Whole-run DVFS levels, set before any device is bound. `dvfs` restores the governors when it
+  // goes: declared before the executors, it is destroyed after them, on every path out.
+  const power::DvfsPolicy dvfs_policy = power::parse_dvfs_policy(o.dvfs);
+  bool warned_dvfs = false;
+  const auto warn_dvfs = [&warned_dvfs](const std::string& message) {
+    if (warned_dvfs) return;  // best-effort warns once
+    warned_dvfs = true;
+    std::cerr << "co_up: warning: " << message << "\n";
+  };
+  std::optional<power::SysfsDvfs> dvfs;
+  std::vector<profiler::DvfsEvent> setup_dvfs;
+  if (!o.frequency.empty()) {
+    const power::DvfsSchedule schedule = workload_frequencies(o, platform, dvfs_policy, warn_dvfs);
+    dvfs.emplace(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));
+    setup_dvfs = api::apply_setup_levels(*dvfs, platform, schedule, dvfs_policy, warn_dvfs);
   }
 
   ExecutorOptions options;
@@ -145,6 +181,7 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
   profile.policy = policy_name(workload.policy);
   profile.platform = platform.name;
   profile.start_ns = result.start_ns;
+  profile.dvfs = std::move(setup_dvfs);
   for (size_t i = 0; i < workload.networks.size(); ++i) {
     const WorkloadNetwork& n = workload.networks[i];
     WorkloadStreamResult& r = result.streams[i];

@@ -19,6 +19,7 @@ struct PlannedWorkload {
   Workload spec;                  // runnable: every order filled in, the request order in "plan"
   std::filesystem::path file;     // where --out wrote it; empty without --out
   double predicted_fps = 0;       // all networks together
+  bool whole_run = false;         // predicted_fps is the simulated whole run, not the steady state
 };
 
 // Returns the exit status (0 when every plan ran). Throws RuntimeError when a run completes fewer

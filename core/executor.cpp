@@ -458,11 +458,13 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
   hooks.layer_device_time = on_layer_device_time;
   const bool want_hooks = level >= 2 || !observers.empty();
   for (LayerObserver* o : observers) o->on_subgraph_begin(p.letter, sg.index, frame);
+  const int64_t cpu_begin = level >= 1 ? profiler::thread_cpu_ns() : 0;
   const int64_t run_begin = now_ns();
   s.compiled->run(want_hooks ? &hooks : nullptr);
   for (LayerObserver* o : observers) o->on_subgraph_end(p.letter, sg.index, frame);
   if (level >= 1) {
     Event e;
+    e.thread_cpu_ns = profiler::thread_cpu_ns() - cpu_begin;
     e.kind = EventKind::kSubGraph;
     e.subgraph = sg.index;
     e.layer = sg.first_layer;

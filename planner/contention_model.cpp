@@ -176,18 +176,25 @@ HeldOutError held_out_error(const ContentionModel& model, const std::vector<CoRu
   });
 }
 
-HeldOutError held_out_error_of_pair_mean(const std::vector<CoRunSample>& fitted,
-                                         const std::vector<CoRunSample>& held_out) {
+std::map<std::pair<char, char>, double> pair_mean_slowdowns(const std::vector<CoRunSample>& samples) {
   std::map<std::pair<char, char>, std::pair<double, int>> sum;
-  for (const CoRunSample& s : fitted) {
+  for (const CoRunSample& s : samples) {
     auto& [total, count] = sum[{s.victim_processor, s.aggressor_processor}];
     total += s.slowdown();
     ++count;
   }
+  std::map<std::pair<char, char>, double> means;
+  for (const auto& [pair, total_count] : sum) means[pair] = total_count.first / total_count.second;
+  return means;
+}
+
+HeldOutError held_out_error_of_pair_mean(const std::vector<CoRunSample>& fitted,
+                                         const std::vector<CoRunSample>& held_out) {
+  const std::map<std::pair<char, char>, double> means = pair_mean_slowdowns(fitted);
   return error_of(held_out, [&](const CoRunSample& s) -> std::optional<double> {
-    const auto it = sum.find({s.victim_processor, s.aggressor_processor});
-    if (it == sum.end()) return std::nullopt;
-    return it->second.first / it->second.second;
+    const auto it = means.find({s.victim_processor, s.aggressor_processor});
+    if (it == means.end()) return std::nullopt;
+    return it->second;
   });
 }
 

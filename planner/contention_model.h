@@ -88,6 +88,9 @@ std::pair<std::vector<CoRunSample>, std::vector<CoRunSample>> split_held_out(con
                                                                              int hold_every = 3);
 // The model's error on `held_out` (samples of pairs it has; others are skipped).
 HeldOutError held_out_error(const ContentionModel& model, const std::vector<CoRunSample>& held_out);
+// Each ordered (victim, aggressor) processor pair's mean slowdown over `samples` (unclamped: a
+// noisy host can measure a co-run faster than the solo runs); pairs without samples are absent.
+std::map<std::pair<char, char>, double> pair_mean_slowdowns(const std::vector<CoRunSample>& samples);
 // The same for the simplest alternative, each ordered processor pair's mean slowdown over
 // `fitted`: what the features must beat to be worth having.
 HeldOutError held_out_error_of_pair_mean(const std::vector<CoRunSample>& fitted,

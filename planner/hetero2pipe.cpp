@@ -183,8 +183,9 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
   for (size_t s : sequence) {
     if (s >= networks.size()) throw std::invalid_argument("request sequence names an unknown network");
   }
-  if (settings.cycles <= 2 * settings.warmup_cycles || settings.warmup_cycles < 1) {
-    throw std::invalid_argument("simulation needs cycles > 2 * warmup_cycles >= 2");
+  if (settings.whole_run ? settings.cycles < 1
+                         : settings.cycles <= 2 * settings.warmup_cycles || settings.warmup_cycles < 1) {
+    throw std::invalid_argument("simulation needs cycles > 2 * warmup_cycles >= 2 (a whole run: cycles >= 1)");
   }
   const bool contention = interference.networks() == networks.size() && interference.stages() == stages;
 
@@ -289,12 +290,13 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
     while (first_open < total && requests[first_open].done_at >= 0) ++first_open;
   }
   std::sort(completions.begin(), completions.end());
-  // Steady state: between the end of the warm-up cycles and the start of the drain.
-  const size_t skip = q * static_cast<size_t>(settings.warmup_cycles);
-  const double t0 = completions[skip - 1];
-  const double t1 = completions[total - skip - 1];
+  // Steady state: between the end of the warm-up cycles and the start of the drain (a whole
+  // run: from the start to the last completion).
+  const size_t skip = settings.whole_run ? 0 : q * static_cast<size_t>(settings.warmup_cycles);
+  const double t0 = settings.whole_run ? 0.0 : completions[skip - 1];
+  const double t1 = settings.whole_run ? completions.back() : completions[total - skip - 1];
   SimulationResult result;
-  const double counted = static_cast<double>(total - 2 * skip);
+  const double counted = static_cast<double>(settings.whole_run ? total : total - 2 * skip);
   result.throughput_fps = t1 > t0 ? counted * 1e6 / (t1 - t0) : 0.0;
   result.period_us = result.throughput_fps > 0 ? static_cast<double>(q) * 1e6 / result.throughput_fps : 0.0;
   result.busy_fraction.assign(stages, 0.0);

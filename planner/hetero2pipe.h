@@ -89,6 +89,10 @@ struct SimulationSettings {
   int cycles = 24;        // the request sequence is repeated this often
   int warmup_cycles = 4;  // completions before the end of this many cycles are not counted
   int in_flight = 0;      // frames of one network in the pipeline at once; 0: its stages + 1
+  // true: a finite run as the runtime measures it, every request counted from time 0 (all
+  // arrived) to the last completion, fill and drain included; warmup_cycles is then ignored and
+  // cycles (>= 1) is the frames per network.
+  bool whole_run = false;
 };
 
 struct SimulationResult {

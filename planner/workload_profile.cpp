@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/io/input_file.h"
 #include "core/json_input.h"
+#include "core/message_text.h"
 #include "planner/cost_model.h"
 
 namespace co_up::planner {
@@ -210,19 +211,33 @@ WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload&
     return problem;
   }
   problem.interference = Interference(n, k);
+  // The regression earns its place only where it predicted the held-out co-runs better than each
+  // processor pair's mean slowdown; otherwise the pair's mean over every co-run is the model.
+  const bool pair_mean = profile.held_out_pair_mean.samples > 0 &&
+                         profile.held_out_pair_mean.mean_abs_points < profile.held_out_error.mean_abs_points;
+  const std::map<std::pair<char, char>, double> means = pair_mean_slowdowns(profile.coruns);
+  if (pair_mean) {
+    notes.push_back("contention: each processor pair's mean slowdown over its co-runs (held-out error " +
+                    format_number("%.1f", profile.held_out_pair_mean.mean_abs_points) + " points, the regression's " +
+                    format_number("%.1f", profile.held_out_error.mean_abs_points) + ")");
+  }
   std::string missing;
   for (size_t ka = 0; ka < k; ++ka) {
     for (size_t kb = 0; kb < k; ++kb) {
       if (ka == kb) continue;
       const char pa = problem.letters[ka], pb = problem.letters[kb];
-      if (!profile.contention->has_pair(pa, pb)) {
+      const auto mean = means.find({pa, pb});
+      if (pair_mean ? mean == means.end() : !profile.contention->has_pair(pa, pb)) {
         missing += (missing.empty() ? "" : ", ") + std::string{pa, '|', pb};
         continue;
       }
       for (size_t a = 0; a < n; ++a) {
         for (size_t b = 0; b < n; ++b) {
+          // Clamped at 0 (the model's contract): a co-run is not predicted faster than alone.
           problem.interference.set(a, ka, b, kb,
-                                   profile.contention->predict(pa, pb, features_of(*matched[a], pa), features_of(*matched[b], pb)));
+                                   std::max(0.0, pair_mean ? mean->second
+                                                           : profile.contention->predict(pa, pb, features_of(*matched[a], pa),
+                                                                                         features_of(*matched[b], pb))));
         }
       }
     }

@@ -14,6 +14,14 @@ inline int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// CPU time of the calling thread: with now_ns around the same stretch, how much of it the thread
+// actually ran (the rest it waited, e.g. for a core another process held).
+inline int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 enum class EventKind : uint8_t {
   kSubGraph,  // one run of a sub-graph's nodes (level >= 1)
   kLayer,     // one layer unit inside a sub-graph run (level 2)
@@ -38,6 +46,10 @@ struct Event {
   // kLayer: the device's own time for the layer as its backend measured it (OpenCL event
   // profiling; ABI 1.1 layer_device_time), -1 when the backend reports none (CPU backends).
   int64_t device_ns = -1;
+  // kSubGraph: CPU time of the processor's host thread during the run (thread_cpu_ns), -1 when
+  // not measured. All of the run's work for a backend that computes on the calling thread (a CPU
+  // backend with one thread); only the caller's share where worker threads or a device do it.
+  int64_t thread_cpu_ns = -1;
 };
 
 }  // namespace co_up::profiler

@@ -121,6 +121,10 @@ WorkloadSummary summarize_workload(const WorkloadProfile& w) {
       busy[letter].push_back({e.begin_ns, e.end_ns});
       busy_ns[letter] += e.end_ns - e.begin_ns;
       if (e.kind == EventKind::kSubGraph) ++by_letter[letter].runs;
+      if (e.kind == EventKind::kSubGraph && e.thread_cpu_ns >= 0) {
+        by_letter[letter].run_wall_ms += static_cast<double>(e.end_ns - e.begin_ns) / kNsPerMs;
+        by_letter[letter].run_cpu_ms += static_cast<double>(e.thread_cpu_ns) / kNsPerMs;
+      }
     }
     for (const auto& [letter, ns] : busy_ns) {
       by_letter[letter].busy_ms_by_network.push_back({n.name, static_cast<double>(ns) / kNsPerMs});
@@ -177,6 +181,20 @@ void print_workload_report(std::ostream& out, const WorkloadProfile& w) {
     }
     out << "\n";
   }
+  std::string on_cpu;
+  for (const ProcessorSummary& p : s.processors) {
+    if (p.run_wall_ms <= 0) continue;
+    on_cpu += std::string(on_cpu.empty() ? "" : ", ") + p.letter + " " + format("%.1f", 100 * p.on_cpu()) + " %";
+  }
+  if (!on_cpu.empty()) {
+    out << "  on CPU during its sub-graph runs (host thread CPU time / wall): " << on_cpu << "\n";
+  }
+  std::string levels;
+  for (const DvfsEvent& d : w.dvfs) {
+    levels += std::string(levels.empty() ? "" : ", ") + d.processor + " level " + std::to_string(d.level + 1) + " (" +
+              format("%.0f", static_cast<double>(d.khz) / 1000) + " MHz)";
+  }
+  if (!levels.empty()) out << "  DVFS for the whole run: " << levels << "\n";
 }
 
 json workload_to_json(const WorkloadProfile& w) {
@@ -215,6 +233,15 @@ json workload_to_json(const WorkloadProfile& w) {
     e["profile"] = to_json(n.profile);
     j["networks"].push_back(std::move(e));
   }
+  if (!w.dvfs.empty()) {  // as the single-network profile writes its setup levels
+    j["dvfs"] = json::array();
+    for (const DvfsEvent& d : w.dvfs) {
+      json ev = {{"processor", std::string(1, d.processor)}, {"level", d.level + 1}, {"khz", d.khz},
+                 {"layer", "setup"}, {"issue_ns", d.issue_ns}, {"apply_ns", d.apply_ns}};
+      if (!d.error.empty()) ev["error"] = d.error;
+      j["dvfs"].push_back(std::move(ev));
+    }
+  }
   j["processors"] = json::array();
   for (const ProcessorSummary& p : s.processors) {
     json by = json::object();
@@ -222,7 +249,8 @@ json workload_to_json(const WorkloadProfile& w) {
     j["processors"].push_back({{"letter", std::string(1, p.letter)}, {"name", p.name},
                                {"busy_ms", p.busy_ms}, {"utilisation", p.utilisation},
                                {"bubble_ms", p.bubble_ms}, {"idle_ms", p.idle_ms},
-                               {"runs", p.runs}, {"busy_ms_by_network", by}});
+                               {"runs", p.runs}, {"busy_ms_by_network", by},
+                               {"run_wall_ms", p.run_wall_ms}, {"run_cpu_ms", p.run_cpu_ms}});
   }
   return j;
 }

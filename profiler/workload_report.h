@@ -34,6 +34,7 @@ struct WorkloadProfile {
   std::string platform;
   int64_t start_ns = 0;  // the run's start: the first request's arrival
   std::vector<NetworkRun> networks;
+  std::vector<DvfsEvent> dvfs;  // levels set for the whole run (--frequency), at setup
 };
 
 struct NetworkSummary {
@@ -55,6 +56,11 @@ struct ProcessorSummary {
   double utilisation = 0;  // busy / window
   uint64_t runs = 0;       // sub-graph runs
   std::vector<std::pair<std::string, double>> busy_ms_by_network;
+  // Sub-graph runs with a measured thread CPU time: their wall time and the host thread's CPU time
+  // within them. on_cpu = cpu / wall: below 1, the thread waited inside its runs (for a core another
+  // process held, on a shared host); 0 runs measured: both 0.
+  double run_wall_ms = 0, run_cpu_ms = 0;
+  double on_cpu() const { return run_wall_ms > 0 ? run_cpu_ms / run_wall_ms : 0; }
 };
 
 struct WorkloadSummary {

@@ -2,14 +2,20 @@
 // ONNX Runtime (CPU execution provider, MLAS kernels) timing for bench/ort_compare.sh.
 //
 //   node ort_bench.js MODEL.onnx [--threads=1[,2]] [--warmup=N] [--runs=M] [--shape=1,3,224,224]
-//                     [--input=FILE.npy] [--start-at=EPOCH_MS]
+//                     [--input=FILE.npy] [--start-at=EPOCH_MS] [--rate=PER_S]
+//                     [--ready=FILE --start-file=FILE]
 //
 // For each thread count: one InferenceSession with intraOpNumThreads=T, interOpNumThreads=1,
 // executionMode 'sequential', graphOptimizationLevel 'all'; N warm-up runs, then M timed runs of
 // session.run() on one input (the same tensor every run): --input's float32 .npy (the tensor co_up
 // gets with --input=), else a seeded random one. --start-at: after warm-up, wait until this
 // wall-clock time (ms since the epoch) before the timed runs, so that two processes started side by
-// side time the same stretch. Prints one JSON object per line: {"threads", "median_ms", "fps"
+// side time the same stretch. --rate: requests arrive evenly spaced at this many per second from
+// the timed start (request i at i / rate), each run when it has arrived and the previous one is
+// done, and "latency_ms" holds each request's time from arrival to completion (queueing
+// included), as co_up --workload measures it; without --rate every request arrives at the timed
+// start.
+// Prints one JSON object per line: {"threads", "median_ms", "fps"
 // (= 1000 / median_ms), "min_ms", "max_ms", "times_ms", "timed_start_ms", "timed_end_ms" (epoch),
 // "cpu_per_wall", "load_ms", ...}. Pinning is the caller's job (taskset -c 0 for 1 thread, -c 0-1
 // for 2); cpu_per_wall (process CPU time / wall time over the timed runs) shows how many cores it
@@ -29,7 +35,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const opts = {model: null, threads: [1], warmup: 5, runs: 20, shape: null, input: null, startAt: 0};
+  const opts = {model: null, threads: [1], warmup: 5, runs: 20, shape: null, input: null, startAt: 0, rate: 0};
   for (const a of argv) {
     const m = /^--([a-z-]+)=(.*)$/.exec(a);
     if (!m) {
@@ -50,6 +56,12 @@ function parseArgs(argv) {
     else if (key === 'shape') opts.shape = ints();
     else if (key === 'input') opts.input = value;
     else if (key === 'start-at') opts.startAt = Number(value);
+    else if (key === 'ready') opts.ready = value;
+    else if (key === 'start-file') opts.startFile = value;
+    else if (key === 'rate') {
+      opts.rate = Number(value);
+      if (!(opts.rate > 0)) usage(`--rate: requests per second must be > 0, got ${value}`);
+    }
     else usage(`unknown option --${key}`);
   }
   if (!opts.model) usage('no model');
@@ -127,22 +139,41 @@ async function benchOne(opts, threads) {
 
   let checksum = 0;
   for (let i = 0; i < opts.warmup; ++i) await session.run(feeds);
+  // --ready / --start-file: a caller running several of these says when to start once all are
+  // warm (it writes the start time, epoch ms, into the start file after every ready file exists).
+  if (opts.ready) fs.writeFileSync(opts.ready, String(process.pid));
+  if (opts.startFile) {
+    while (!fs.existsSync(opts.startFile) || fs.readFileSync(opts.startFile, 'utf8').trim() === '') {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    opts.startAt = Number(fs.readFileSync(opts.startFile, 'utf8').trim());
+  }
   while (opts.startAt > Date.now()) await new Promise((r) => setTimeout(r, Math.min(50, opts.startAt - Date.now())));
-  const timedStart = Date.now();
+  // Epoch milliseconds with sub-millisecond resolution, comparable across processes.
+  const epochMs = () => performance.timeOrigin + performance.now();
+  const timedStart = epochMs();
   const times = [];
+  const latencies = [];
   const cpu0 = process.cpuUsage();
   const wall0 = process.hrtime.bigint();
   for (let i = 0; i < opts.runs; ++i) {
+    const arrival = opts.rate > 0 ? timedStart + (1000 * i) / opts.rate : timedStart;
+    while (epochMs() < arrival) {
+      const wait = arrival - epochMs();
+      // Sleep whole milliseconds, spin only the sub-millisecond rest (timers fire late by up to 1 ms).
+      if (wait >= 1) await new Promise((r) => setTimeout(r, Math.floor(wait)));
+    }
     const t0 = process.hrtime.bigint();
     const out = await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    latencies.push(epochMs() - arrival);
     if (i === opts.runs - 1) {
       const y = out[session.outputNames[0]].data;
       for (let j = 0; j < y.length; ++j) checksum += y[j];
     }
   }
   const wallUs = Number(process.hrtime.bigint() - wall0) / 1e3;
-  const timedEnd = Date.now();
+  const timedEnd = epochMs();
   const cpu = process.cpuUsage(cpu0);
   if (typeof session.release === 'function') await session.release();
 
@@ -161,8 +192,10 @@ async function benchOne(opts, threads) {
     min_ms: +sorted[0].toFixed(3),
     max_ms: +sorted[sorted.length - 1].toFixed(3),
     times_ms: times.map((t) => +t.toFixed(3)),
-    timed_start_ms: timedStart,
-    timed_end_ms: timedEnd,
+    timed_start_ms: +timedStart.toFixed(3),
+    timed_end_ms: +timedEnd.toFixed(3),
+    rate: opts.rate > 0 ? opts.rate : null,
+    latency_ms: latencies.map((t) => +t.toFixed(3)),
     input: opts.input ? path.basename(opts.input) : 'seeded',
     cpu_per_wall: +((cpu.user + cpu.system) / wallUs).toFixed(3),
     load_ms: +loadMs.toFixed(1),

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Several networks at once: co_up --workload against the one-core baseline and ONNX Runtime.
+
+Driven by bench/workload_bench.sh (one command; see that file and bench/README.md for the method).
+Prints the header (date, commit, host load, method) and the tables; every measured run goes to
+OUT_DIR/runs.jsonl.
+"""
+import json
+import math
+import os
+import random
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def die(msg):
+    print(f"workload_bench: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def git_commit():
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+local changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def cpu_stat():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(v) - v[3] - v[4]  # all but idle and iowait
+    return busy, v[7] if len(v) > 7 else 0
+
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def measured(cmd, **kw):
+    """Runs cmd (list, or a list of lists run side by side); returns (wall_s, others_cores).
+
+    others_cores: other processes' CPU use during the run, in cores (system-wide busy time from
+    /proc/stat minus the run's own user+sys, over wall time). A quiet host reads about 0.
+    """
+    cmds = cmd if isinstance(cmd[0], list) else [cmd]
+    b0, _ = cpu_stat()
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(c, stdout=kw.get("stdout", subprocess.DEVNULL)
+                              if len(cmds) == 1 else open(kw["outs"][i], "w"),
+                              stderr=subprocess.PIPE, text=True) for i, c in enumerate(cmds)]
+    if "between" in kw:
+        kw["between"]()
+    own = 0.0
+    for p in procs:
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        own += ru.ru_utime + ru.ru_stime
+        if p.returncode != 0:
+            die(f"command failed ({p.returncode}): {' '.join(p.args)}: {p.stderr.read().strip()[-400:]}")
+    wall = time.monotonic() - t0
+    b1, _ = cpu_stat()
+    others = max(0.0, ((b1 - b0) / HZ - own) / wall)
+    return wall, others
+
+
+def write_npy(path, shape, seed):
+    rng = random.Random(seed)
+    n = math.prod(shape)
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join(f"{d}, " for d in shape)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack(f"<{n}f", *[rng.uniform(-1, 1) for _ in range(n)]))
+
+
+def percentile(values, p):  # nearest rank, as co_up's workload report
+    s = sorted(values)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+def spread(v):
+    return f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]" if v else "n/a"
+
+
+def main():
+    build, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rounds = int(os.environ.get("ROUNDS", "3"))
+    nets = os.environ.get("NETS", "resnet50,squeezenet,mobilenet,googlenet").split(",")
+    load_pct = float(os.environ.get("LOAD", "80"))
+    co_up = os.path.join(build, "co_up")
+    plugins = os.path.join(build, "plugins")
+    ort_dir = os.path.join(ROOT, "bench", "ort")
+    ort = os.environ.get("ORT", "auto")
+    have_ort = os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node"))
+    if ort == "1" and not have_ort:
+        die(f"onnxruntime-node missing: (cd {ort_dir} && npm install --ignore-scripts)")
+    use_ort = have_ort and ort != "0"
+    if not os.access(co_up, os.X_OK):
+        die(f"{co_up} not found (build co_up and co_up_runtime first)")
+    out = os.environ.get("OUT_DIR") or subprocess.run(["mktemp", "-d", "/tmp/workload_bench.XXXXXX"],
+                                                      capture_output=True, text=True).stdout.strip()
+    os.makedirs(out, exist_ok=True)
+    runs_file = open(os.path.join(out, "runs.jsonl"), "w")
+
+    def record(**kw):
+        runs_file.write(json.dumps(kw) + "\n")
+        runs_file.flush()
+
+    load_before = open("/proc/loadavg").read().split()[:3]
+    print(f"workload_bench: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {git_commit()}, "
+          f"{os.cpu_count()} CPUs, load average {' '.join(load_before)}; {', '.join(nets)} at image size {size}, "
+          f"{frames} requests per network, {rounds} rounds; results in {out}")
+
+    layers = {}
+    for n in nets:
+        text = subprocess.run([co_up, f"--graph={n}", f"--image-size={size}", "--list-layers"], capture_output=True,
+                              text=True, check=True).stdout.strip().splitlines()
+        layers[n] = int(text[-1].split()[0])
+    inp = os.path.join(out, f"input_{size}.npy")
+    write_npy(inp, (1, 3, size, size), 1)
+    total = frames * len(nets)
+
+    def network(n, order, **extra):
+        d = {"name": n, "graph": n, "image_size": size, "order": order, "frames": frames, "input": inp}
+        d.update(extra)
+        return d
+
+    def write_workload(name, networks, **top):
+        path = os.path.join(out, name + ".json")
+        json.dump(dict(top, networks=networks), open(path, "w"), indent=1)
+        return path
+
+    # The planned arrangement: co_up profile --workload, then co_up plan --workload (hetero2pipe).
+    mix = write_workload("mix", [{k: v for k, v in network(n, "").items() if k != "order"} for n in nets])
+    t0 = time.monotonic()
+    subprocess.run([co_up, "profile", f"--plugins={plugins}", f"--workload={mix}", "--processors=BL",
+                    "--repetitions=6", f"--profile-out={out}/mix_profile.json"], check=True,
+                   stdout=open(os.path.join(out, "profile.txt"), "w"), stderr=subprocess.DEVNULL)
+    plan_text = subprocess.run([co_up, "plan", f"--plugins={plugins}", f"--workload={mix}",
+                                f"--profile={out}/mix_profile.json", f"--out={out}/plans"], check=True,
+                               capture_output=True, text=True).stdout
+    open(os.path.join(out, "plan.txt"), "w").write(plan_text)
+    predicted = {m.group(1): float(m.group(2))
+                 for m in re.finditer(r"^(\S+)\s+([0-9.]+) fps aggregate", plan_text, re.M)}
+    planned = json.load(open(f"{out}/plans/hetero2pipe.json"))
+    print(f"planned: co_up profile --workload --processors=BL --repetitions=6, then co_up plan --workload "
+          f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s; "
+          "orders " + ", ".join(f"{n['name']} {n['order']}" for n in planned["networks"]))
+
+    # Arrangements without a planner, for comparison.
+    alone, split = [], []
+    for i, n in enumerate(nets):
+        alone.append(network(n, ("B" if i % 2 == 0 else "L") * layers[n]))
+        h = layers[n] // 2
+        split.append(network(n, "B" * h + "L" * (layers[n] - h)))
+    files = {"planned": f"{out}/plans/hetero2pipe.json", "alone-per-processor": write_workload("alone", alone),
+             "split-pipelines": write_workload("split", split)}
+    for n in nets:
+        files["B-" + n] = write_workload("b_" + n, [network(n, "B" * layers[n])])
+
+    def run_co_up(path, tag):
+        prof = os.path.join(out, tag + ".profile.json")
+        wall, others = measured([co_up, f"--plugins={plugins}", f"--workload={path}", f"--profile-out={prof}"])
+        return json.load(open(prof)), others
+
+    def on_cpu(prof):
+        """The processor threads' CPU time over the wall time of their sub-graph runs (1.0: never
+        waiting for a core inside a run)."""
+        wall = sum(p.get("run_wall_ms", 0) for p in prof["processors"])
+        return sum(p.get("run_cpu_ms", 0) for p in prof["processors"]) / wall if wall > 0 else float("nan")
+
+    onnx = {}
+    if use_ort:
+        for n in nets:
+            d = os.path.join(out, "onnx_" + n)
+            subprocess.run([co_up, f"--plugins={plugins}", f"--graph={n}", f"--image-size={size}",
+                            "--order=" + "N" * layers[n], f"--export-partitions={d}"], check=True,
+                           stdout=subprocess.DEVNULL)
+            onnx[n] = os.path.join(d, os.listdir(d)[0])
+
+    def run_ort(tag, rate=None):
+        """Every network as its own ONNX Runtime session (one intra-op thread) in its own process, all
+        side by side on both cores; they start their timed requests at one instant after warm-up."""
+        sync = os.path.join(out, tag + "_sync")
+        os.makedirs(sync, exist_ok=True)
+        start_file = os.path.join(sync, "start")
+        cmds, outs, ready = [], [], []
+        for n in nets:
+            ready.append(os.path.join(sync, n + ".ready"))
+            c = ["node", os.path.join(ort_dir, "ort_bench.js"), onnx[n], "--threads=1", "--warmup=3",
+                 f"--runs={frames}", f"--input={inp}", f"--ready={ready[-1]}", f"--start-file={start_file}"]
+            if rate:
+                c.append(f"--rate={rate}")
+            cmds.append(c)
+            outs.append(os.path.join(out, f"{tag}_{n}.ort.json"))
+
+        def start_when_ready():  # every session loaded and warm: all start 100 ms from now
+            deadline = time.monotonic() + 600
+            while not all(os.path.exists(r) for r in ready) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            with open(start_file + ".tmp", "w") as f:
+                f.write(str(int(time.time() * 1000) + 100))
+            os.rename(start_file + ".tmp", start_file)
+
+        _, others = measured(cmds, outs=outs, between=start_when_ready)
+        res = [json.loads(open(o).read().splitlines()[0]) for o in outs]
+        spread_ms = max(r["timed_start_ms"] for r in res) - min(r["timed_start_ms"] for r in res)
+        if spread_ms > 20:
+            print(f"  note: the ONNX Runtime sessions started their timed requests {spread_ms:.0f} ms apart")
+        t0 = min(r["timed_start_ms"] for r in res)
+        t1 = max(r["timed_end_ms"] for r in res)
+        return res, total * 1000 / (t1 - t0), others
+
+    # Throughput: rounds of every arrangement, forward on odd rounds and reversed on even ones.
+    configs = ["baseline", "planned", "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
+    fps = {c: [] for c in configs}
+    ratio = {c: [] for c in configs}
+    others = {c: [] for c in configs}
+    cpu_share = {c: [] for c in configs}
+    busy = {}
+    for r in range(1, rounds + 1):
+        order = configs if r % 2 else configs[::-1]
+        got = {}
+        for c in order:
+            if c == "baseline":
+                ms, oth, share = 0.0, [], []
+                for n in nets:
+                    prof, o = run_co_up(files["B-" + n], f"r{r}_b_{n}")
+                    ms += prof["wall_ms"]
+                    oth.append(o)
+                    share.append(on_cpu(prof))
+                got[c], o = total * 1000 / ms, statistics.mean(oth)
+                cpu_share[c].append(statistics.mean(share))
+            elif c == "ort":
+                _, got[c], o = run_ort(f"r{r}")
+            else:
+                prof, o = run_co_up(files[c], f"r{r}_{c}")
+                got[c] = prof["aggregate_requests_per_s"]
+                cpu_share[c].append(on_cpu(prof))
+                if c == "planned":
+                    for p in prof["processors"]:
+                        busy.setdefault(p["letter"], []).append(p["utilisation"])
+            others[c].append(o)
+            record(kind="throughput", round=r, config=c, fps=got[c], others_cores=o,
+                   on_cpu=cpu_share[c][-1] if cpu_share[c] and c != "ort" else None)
+        for c in configs:
+            fps[c].append(got[c])
+            ratio[c].append(got[c] / got["baseline"])
+        print(f"  round {r}: " + "  ".join(f"{c} {got[c]:.1f}/s [{others[c][-1]:.1f}]" for c in configs))
+
+    names = {"baseline": "one after another, each alone on B (baseline)",
+             "planned": "planned (co_up plan --workload: hetero2pipe)",
+             "alone-per-processor": "each network whole, B and L alternately",
+             "split-pipelines": "each network first half B, second half L",
+             "ort": "ONNX Runtime: one session per network, 1 intra-op thread, side by side"}
+    print()
+    print(f"Aggregate throughput = all {total} requests / the time from the first request's arrival to the last "
+          f"completion (co_up: its workload profile; baseline: the sum of the four runs' walls; ORT: first timed "
+          f"start to last end, after 3 warm-up runs per session). Median [min-max] over {rounds} rounds; the x "
+          f"columns are ratios within a round. [others] = other processes' CPU use during the run, in cores; "
+          f"on CPU = co_up's processor threads' CPU time / wall time of their sub-graph runs (below 100 %: they "
+          f"waited for a core inside their runs).")
+    print()
+    print("| arrangement | requests/s | x one-core baseline | x ONNX Runtime | others (cores) | on CPU % |")
+    print("|---|---|---|---|---|---|")
+    for c in configs:
+        vs_ort = spread([a / b for a, b in zip(fps[c], fps["ort"])]) if use_ort else "n/a"
+        share = spread([100 * v for v in cpu_share[c]]) if cpu_share[c] else "n/a"
+        print(f"| {names[c]} | {spread(fps[c])} | {spread(ratio[c])} | {vs_ort} | {spread(others[c])} | {share} |")
+    if busy:
+        print("planned: processor utilisation " + ", ".join(f"{k} {spread([100 * u for u in v])} %"
+                                                              for k, v in busy.items()))
+    print(f"planner's prediction for the planned arrangement: {predicted.get('hetero2pipe', 0):.2f} requests/s; "
+          f"measured / predicted {spread([f / predicted['hetero2pipe'] for f in fps['planned']])}"
+          if predicted.get("hetero2pipe") else "")
+
+    # Latency at LOAD % of the planned arrangement's capacity (its median measured throughput),
+    # every network at an equal share of the rate; the same rates for ONNX Runtime.
+    capacity = statistics.median(fps["planned"])
+    rate = capacity * load_pct / 100 / len(nets)
+    rated = dict(planned)
+    rated["networks"] = [dict(n, rate=round(rate, 3)) for n in planned["networks"]]
+    rated_path = write_workload("planned_rate", rated["networks"], **{k: v for k, v in rated.items()
+                                                                      if k != "networks"})
+    p99 = {"co_up": [], "ort": []}
+    pooled = {"co_up": [], "ort": []}
+    lat_others = {"co_up": [], "ort": []}
+    for r in range(1, rounds + 1):
+        for side in (["co_up", "ort"] if r % 2 else ["ort", "co_up"]):
+            if side == "ort" and not use_ort:
+                continue
+            if side == "co_up":
+                prof, o = run_co_up(rated_path, f"r{r}_rate")
+                lat = [q["end_ms"] - q["arrival_ms"] for n in prof["networks"] for q in n["requests"]]
+            else:
+                res, _, o = run_ort(f"r{r}_rate", rate)
+                lat = [x for q in res for x in q["latency_ms"]]
+            p99[side].append(percentile(lat, 99))
+            pooled[side] += lat
+            lat_others[side].append(o)
+            record(kind="latency", round=r, config=side, p99_ms=p99[side][-1], p50_ms=percentile(lat, 50),
+                   others_cores=o)
+    print()
+    print(f"Latency at {load_pct:.0f} % of the planned arrangement's capacity ({capacity:.1f} requests/s): every "
+          f"network {rate:.2f} requests/s, evenly spaced; per-request latency from arrival to completion, all "
+          f"networks' requests together; p99 per round (nearest rank), median [min-max] over {rounds} rounds.")
+    print()
+    print("| runtime | p99 ms | p50 ms (all rounds) | others (cores) |")
+    print("|---|---|---|---|")
+    for side in ("co_up", "ort"):
+        if p99[side]:
+            label = "co_up, planned arrangement" if side == "co_up" else "ONNX Runtime, sessions side by side"
+            print(f"| {label} | {spread(p99[side])} | {percentile(pooled[side], 50):.2f} | {spread(lat_others[side])} |")
+    if p99["ort"]:
+        print(f"co_up p99 / ONNX Runtime p99 per round: {spread([a / b for a, b in zip(p99['co_up'], p99['ort'])])}")
+    print(f"load average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+// `co_up plan --workload --verify` predicts what it measures: with equal frame counts and requests
+// as fast as possible, the plans are scored and the verify table's prediction is the simulator over
+// that whole run (fill and drain included, the processor that finishes last); otherwise the steady
+// state, and the output says which. Below the table: each plan's on-CPU share and measured / (predicted x on CPU).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/workload.h"
+#include "planner/contention_model.h"
+#include "planner/synthetic_profile.h"
+#include "planner/workload_planner.h"
+#include "planner/workload_profile.h"
+#include "tests/cli/scratch_dir.h"
+#include "tests/plugins/spawn_process.h"
+
+namespace co_up {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Two zoo networks at image size 32 (their real layer counts), measured on B and L: a synthetic
+// profile, so the predictions are arbitrary, but the plans are runnable on this host.
+planner::WorkloadProfile two_network_profile() {
+  planner::WorkloadProfile wp;
+  wp.platform_name = "synthetic";
+  wp.processors = "BL";
+  const std::vector<std::pair<std::string, uint32_t>> nets = {{"squeezenet", 10}, {"mobilenet", 14}};
+  for (size_t i = 0; i < nets.size(); ++i) {
+    planner::SyntheticSpec s;
+    s.layers = nets[i].second;
+    s.processors = 2;
+    s.seed = 20 + i;
+    s.graph = nets[i].first;
+    planner::WorkloadProfileNetwork n;
+    n.name = i == 0 ? "sq" : "mb";
+    n.graph = nets[i].first;
+    n.image_size = 32;
+    n.weight_bytes = 100'000;
+    n.activation_bytes = 50'000;
+    n.macs = 1'000'000;
+    n.profile = planner::make_synthetic_profile(s);
+    wp.networks.push_back(std::move(n));
+  }
+  for (int c = 0; c < 4; ++c) {
+    const planner::WorkloadProfileNetwork& v = wp.networks[static_cast<size_t>(c % 2)];
+    const planner::WorkloadProfileNetwork& a = wp.networks[static_cast<size_t>((c + 1) % 2)];
+    wp.coruns.push_back({c, v.name, a.name, 'B', 'L', planner::features_of(v, 'B'), planner::features_of(a, 'L'), 100,
+                         120.0 + c});
+    wp.coruns.push_back({c, a.name, v.name, 'L', 'B', planner::features_of(a, 'L'), planner::features_of(v, 'B'), 100,
+                         110.0 + c});
+  }
+  wp.contention = planner::ContentionModel::fit(wp.coruns);
+  return wp;
+}
+
+test::Exit plan_and_verify(const test::ScratchDir& dir) {
+  return test::finish_process(
+      test::spawn_process(CO_UP_BINARY,
+                          {"plan", "--workload=" + (dir / "w.json").string(), "--profile=" + (dir / "p.json").string(),
+                           "--verify"},
+                          dir.path()),
+      dir.path());
+}
+
+std::string two_decimals(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f", v);
+  return buffer;
+}
+
+TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
+  test::ScratchDir dir;
+  const planner::WorkloadProfile profile = two_network_profile();
+  std::ofstream(dir / "p.json") << planner::workload_profile_json(profile);
+  const std::string workload = R"({"networks": [
+    {"name": "sq", "graph": "squeezenet", "image_size": 32, "frames": 9},
+    {"name": "mb", "graph": "mobilenet", "image_size": 32, "frames": 9}]})";
+  dir.write("w.json", workload);
+  const test::Exit x = plan_and_verify(dir);
+  ASSERT_EQ(x.code, 0) << x.out << x.err;
+  EXPECT_THAT(x.out, HasSubstr("\npredicted: the simulator over this run's frames (all requests at the start, fill "
+                               "and drain included)\n"));
+  EXPECT_THAT(x.out, HasSubstr("\n  every network 9 requests as fast as possible: plans are scored by the simulated "
+                               "whole run (all requests at the start to the last completion) over 9 requests each\n"));
+  // The same problem and planners here, scored by the whole run of 9 frames as the command does:
+  // each plan's printed prediction and its verify row are that whole run.
+  std::vector<std::string> notes;
+  planner::WorkloadProblem problem =
+      planner::workload_problem(profile, parse_workload_json(workload, "w.json", Orders::kOptional), notes);
+  problem.simulation.whole_run = true;
+  problem.simulation.cycles = 9;
+  for (const planner::WorkloadPlannerRegistration& r : planner::workload_planner_registry()) {
+    const planner::WorkloadPlan plan = r.create()->plan(problem);
+    // The plan's cuts refer to its own pipeline order of the processors.
+    const planner::WorkloadProblem staged = planner::reorder_stages(problem, plan.stage_letters);
+    const double whole =
+        planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, staged.simulation)
+            .throughput_fps;
+    std::smatch planned, row;
+    const std::string out = x.out;
+    ASSERT_TRUE(std::regex_search(out, planned, std::regex("\n" + std::string(r.name) + " +([0-9.]+) fps aggregate")))
+        << r.name << "\n" << out;
+    ASSERT_TRUE(std::regex_search(out, row, std::regex("\n" + std::string(r.name) + " +([0-9.]+) +([0-9.]+) +"
+                                                       "([0-9.]+) +18/18\n")))
+        << r.name << "\n" << out;
+    EXPECT_EQ(planned[1].str(), two_decimals(whole)) << r.name;
+    EXPECT_EQ(row[1].str(), two_decimals(whole)) << r.name;
+  }
+  // Below the table: each plan's on-CPU share and the prediction's error net of it.
+  std::smatch share, adjusted;
+  const std::string out = x.out;
+  ASSERT_TRUE(std::regex_search(out, share, std::regex("\non CPU \\(processor threads' CPU time / wall time of "
+                                                       "their sub-graph runs\\): alone-best ([0-9.]+) %, ")))
+      << out;
+  EXPECT_GT(std::stod(share[1]), 0);
+  EXPECT_LE(std::stod(share[1]), 102);
+  EXPECT_TRUE(std::regex_search(out, adjusted, std::regex("\nmeasured / \\(predicted x on CPU\\), the model's "
+                                                          "error without the time other processes took: "
+                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, ")))
+      << out;
+}
+
+TEST(WorkloadVerifyWholeRun, UnequalFramesKeepTheSteadyStateAndSaySo) {
+  test::ScratchDir dir;
+  std::ofstream(dir / "p.json") << planner::workload_profile_json(two_network_profile());
+  dir.write("w.json", R"({"networks": [
+    {"name": "sq", "graph": "squeezenet", "image_size": 32, "frames": 9},
+    {"name": "mb", "graph": "mobilenet", "image_size": 32, "frames": 6}]})");
+  const test::Exit x = plan_and_verify(dir);
+  ASSERT_EQ(x.code, 0) << x.out << x.err;
+  EXPECT_THAT(x.out, HasSubstr("\npredicted: the simulator's steady state (rates, unequal frame counts or batches are "
+                               "not modelled over a whole run)\n"));
+  EXPECT_THAT(x.out, Not(HasSubstr("over this run's frames")));
+  EXPECT_THAT(x.out, Not(HasSubstr("plans are scored by the simulated whole run")));
+}
+
+}  // namespace
+}  // namespace co_up
