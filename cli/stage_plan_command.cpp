@@ -51,6 +51,20 @@ planner::ExitScores read_exit_scores(const Options& o) {
   return s;
 }
 
+// Without measured power: the platform's power model P = alpha V^2 f + beta V at `level` (0: as
+// found, taken as the highest level, as the cost model does); -1 when there is none.
+double modelled_busy_w(const planner::LayerProfile& profile, char letter, int level) {
+  for (const planner::ProfileProcessor& p : profile.processors) {
+    if (p.letter != letter || !p.power_model || p.levels_khz.empty()) continue;
+    if (level < 0 || level > static_cast<int>(p.levels_khz.size())) return -1;
+    const size_t at = level == 0 ? p.levels_khz.size() - 1 : static_cast<size_t>(level - 1);
+    const double ghz = static_cast<double>(p.levels_khz[at]) / 1e6;
+    const double volts = at < p.voltages_mv.size() ? p.voltages_mv[at] / 1000.0 : 1.0;
+    return p.power_model->alpha * volts * volts * ghz + p.power_model->beta * volts;
+  }
+  return -1;
+}
+
 // The per-exit thresholds as --exit lists them: "0.85,off" (a threshold above 1 never stops).
 std::string thresholds_text(const planner::StageCandidate& c) {
   std::string list;
@@ -372,7 +386,7 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
     option.letter = lt.processor;
     option.level = lt.level;
     const planner::PowerPoint* power = profile.find_power(lt.processor, lt.level);
-    option.power_w = power != nullptr ? power->busy_w : -1;
+    option.power_w = power != nullptr ? power->busy_w : modelled_busy_w(profile, lt.processor, lt.level);
     bool runs_all = true;
     for (const auto& row : stages.compute) {
       std::vector<double> tau;
@@ -418,7 +432,8 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
   if (objective == "energy" && std::any_of(in.options.begin(), in.options.end(),
                                            [](const planner::ProcessorOption& p) { return p.power_w < 0; })) {
     throw InputError("--objective=energy needs each processor's power in profile '" + o.profile_file +
-                     "' (power_w; profile with power, or use --objective=latency|accuracy|pareto)");
+                     "' (power_w, or a platform power_model with a DVFS table; profile with power, or use "
+                     "--objective=latency|accuracy|pareto)");
   }
   const planner::StageSearchResult result = planner::search_stage_mappings(in);
 
