@@ -79,18 +79,23 @@ std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::str
   for (size_t i = 1; i < m; ++i) {
     if (order[i] != order[i - 1]) boundaries += overheads.boundary(order[i]);
   }
-  std::vector<double> out;
+  // Running sum over stages; a sub-graph (consecutive stages on one letter) computes all its
+  // stages before any of its exits decides, so an exit inside it costs the whole sub-graph.
+  std::vector<double> through(m, 0.0);
   double t = boundaries;
   for (size_t i = 0; i < m; ++i) {
     if (i == 0 || order[i] != order[i - 1]) t += overheads.run(order[i]);
     for (double tau : costs.tau[i]) t += tau;
     for (size_t k = 0; k < i && !costs.transfer.empty(); ++k) {
+      if (order[k] == order[i]) continue;  // one processor: no transfer
       for (size_t j = 0; j < costs.reuse[k].size() && j < costs.transfer[k][i].size(); ++j) {
         if (costs.reuse[k][j] == 1) t += costs.transfer[k][i][j];
       }
     }
-    out.push_back(t);
+    through[i] = t;
   }
+  std::vector<double> out(m, 0.0);
+  for (size_t i = m; i-- > 0;) out[i] = i + 1 < m && order[i + 1] == order[i] ? out[i + 1] : through[i];
   return out;
 }
 

@@ -14,7 +14,8 @@
 //           + sum_{boundaries, run or skipped}     boundary(p)             hand-off
 //
 // own_i is the sum of stage i's sub-layer times (tau); a sub-graph is a run of consecutive stages
-// on one letter, p its processor; a boundary is each change of letter in the order, p the
+// on one letter, p its processor (it computes all its stages before any of its exits decides, so
+// a frame that stops inside it pays for all of them; no transfer between its stages); a boundary is each change of letter in the order, p the
 // processor after it. run(p) is what running a sub-graph on p costs beyond its profiled
 // operators (binding, the backend's launch and finish); boundary(p) what the executor adds when
 // the next sub-graph is on p (commit and publish, p's thread waking up and claiming the frame).
