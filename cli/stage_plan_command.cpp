@@ -413,7 +413,11 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
   }
   std::vector<std::string> fitted_orders;
   if (o.stage_timing == "runtime") {
-    require_labelled_set(o);
+    if (o.input.empty() || o.labels.empty()) {
+      throw InputError("--stage-timing=runtime fits its dispatch and hand-off costs by running the fit orders on a "
+                       "labelled set: give --input=TEST.npy (with --input-scale=1/255 for 8-bit images) and "
+                       "--labels=TEST_LABELS.npy");
+    }
     std::string letters;
     for (const planner::ProcessorOption& p : in.options) {
       if (letters.find(p.letter) == std::string::npos) letters += p.letter;

@@ -90,6 +90,18 @@ TEST_F(StageTimingRuntimeTest, BadFitOrdersAreOneLineErrors) {
   EXPECT_EQ(x.err, "co_up: error: --fit-orders: 'BLX' must give each of the 3 stages a processor of the profile (BLG)\n");
 }
 
+TEST_F(StageTimingRuntimeTest, WithoutALabelledSetIsAOneLineError) {
+  std::vector<std::string> args = plan("");
+  std::erase_if(args, [](const std::string& a) { return a.rfind("--labels=", 0) == 0; });
+  const test::CommandResult r = test::run_program(CO_UP_BINARY, args, scratch_.path());
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_EQ(r.out, "");  // refused before any run
+  EXPECT_EQ(r.err,
+            "co_up: error: --stage-timing=runtime fits its dispatch and hand-off costs by running the fit orders on a "
+            "labelled set: give --input=TEST.npy (with --input-scale=1/255 for 8-bit images) and "
+            "--labels=TEST_LABELS.npy\n");
+}
+
 TEST_F(StageTimingRuntimeTest, AnUnknownTimingIsAOneLineError) {
   std::vector<std::string> args = plan("");
   args.push_back("--stage-timing=queue");
