@@ -429,9 +429,15 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
     fitted_orders = fit_orders(o, letters, plan.stage_count());
     in.runtime = fit_runtime_model(o, in, fitted_orders, stop, std::cout);
     // The model predicts only orders of processors whose boundary cost was fitted.
+    std::string left_out;
     std::erase_if(in.options, [&](const planner::ProcessorOption& p) {
-      return !in.runtime->boundary_ms.contains(p.letter) || !in.runtime->run_ms.contains(p.letter);
+      const bool unknown = !in.runtime->boundary_ms.contains(p.letter) || !in.runtime->run_ms.contains(p.letter);
+      if (unknown && left_out.find(p.letter) == std::string::npos) left_out += p.letter;
+      return unknown;
     });
+    if (!left_out.empty()) {
+      std::cout << "left out of the search (costs not determined by the fit orders): " << left_out << "\n\n";
+    }
   }
   if (objective == "energy" && std::any_of(in.options.begin(), in.options.end(),
                                            [](const planner::ProcessorOption& p) { return p.power_w < 0; })) {
