@@ -112,11 +112,13 @@ Options parse_options(const std::vector<std::string>& args) {
       {"exit-logits", [&](const std::string& v) { o.exit_logits = v; }},  // plan with a stage plan
       {"exit-labels", [&](const std::string& v) { o.exit_labels = v; }},
       {"stage-timing", [&](const std::string& v) {
-         if (v != "layers" && v != "stages") {
-           throw InputError("--stage-timing='" + v + "' must be 'layers' (the paper's Eq. 8) or 'stages' (whole sub-graphs)");
+         if (v != "layers" && v != "stages" && v != "runtime") {
+           throw InputError("--stage-timing='" + v + "' must be 'layers' (the paper's Eq. 8), 'stages' (whole sub-graphs) "
+                            "or 'runtime' (stages one after another plus measured dispatch and hand-offs)");
          }
          o.stage_timing = v;
        }},
+      {"fit-orders", [&](const std::string& v) { o.fit_orders = v; }},  // stage plan, runtime timing
       {"top", [&](const std::string& v) { o.top = static_cast<int>(parse_int("top", v, 1, 1000)); }},
       {"repetitions", [&](const std::string& v) { o.repetitions = static_cast<int>(parse_int("repetitions", v, 1, 100000)); }},
       {"processors", [&](const std::string& v) { o.processors = v; }},
@@ -309,6 +311,9 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --stage-timing=layers|stages  a stage's sub-layers start when their inputs are there (the
                         paper's Eq. 8, default) or whole stages wait for the stages they read
                         (how co_up's executor runs sub-graphs)
+  --stage-timing=runtime [--fit-orders=ORDER,ORDER,..]  a frame's stages one after another plus
+                        dispatch and hand-offs fitted from switch-mode runs of those orders on the
+                        labelled set (--input/--labels; default: the rotations of one order)
 
 several networks (co_up profile|plan --workload=FILE.json; docs/hetero2pipe_planning.md)
   co_up profile --workload=W --profile-out=P [--processors=..] [--repetitions=N] [--coruns=N]

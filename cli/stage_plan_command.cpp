@@ -51,6 +51,20 @@ planner::ExitScores read_exit_scores(const Options& o) {
   return s;
 }
 
+// Without measured power: the platform's power model P = alpha V^2 f + beta V at `level` (0: as
+// found, taken as the highest level, as the cost model does); -1 when there is none.
+double modelled_busy_w(const planner::LayerProfile& profile, char letter, int level) {
+  for (const planner::ProfileProcessor& p : profile.processors) {
+    if (p.letter != letter || !p.power_model || p.levels_khz.empty()) continue;
+    if (level < 0 || level > static_cast<int>(p.levels_khz.size())) return -1;
+    const size_t at = level == 0 ? p.levels_khz.size() - 1 : static_cast<size_t>(level - 1);
+    const double ghz = static_cast<double>(p.levels_khz[at]) / 1e6;
+    const double volts = at < p.voltages_mv.size() ? p.voltages_mv[at] / 1000.0 : 1.0;
+    return p.power_model->alpha * volts * volts * ghz + p.power_model->beta * volts;
+  }
+  return -1;
+}
+
 // The per-exit thresholds as --exit lists them: "0.85,off" (a threshold above 1 never stops).
 std::string thresholds_text(const planner::StageCandidate& c) {
   std::string list;
@@ -86,7 +100,8 @@ void print_candidate(std::ostream& out, const Options& o, const std::string& lab
 std::vector<std::string> stage_command_args(const Options& o, const planner::StageCandidate& c) {
   std::vector<std::string> args = {"--model=" + o.model,
                                    o.stages.empty() ? "--stage-plan=" + o.stage_plan : "--stages=" + o.stages,
-                                   "--order=" + c.order, "--mode=pipeline"};
+                                   "--order=" + c.order,
+                                   o.stage_timing == "runtime" ? "--mode=switch" : "--mode=pipeline"};
   const bool early = std::any_of(c.thresholds.begin(), c.thresholds.end(), [](double t) { return t <= 1; });
   if (early) args.push_back("--exit=softmax-max>=" + thresholds_text(c));
   // --frequency takes one level per layer (stage) from 1; a GPU's or NPU's token also needs its
@@ -177,7 +192,10 @@ VerifiedStageCandidate measure_stage_candidate(const Options& o, const planner::
     const nlohmann::json& exits = j.at("exits");
     v.accuracy = exits.at("accuracy").get<double>();
     for (const nlohmann::json& e : exits.at("exits")) {
-      v.exit_fraction.push_back(frames > 0 ? e.at("frames").get<double>() / static_cast<double>(frames) : 0.0);
+      const uint64_t n = e.at("frames").get<uint64_t>();
+      v.exit_fraction.push_back(frames > 0 ? static_cast<double>(n) / static_cast<double>(frames) : 0.0);
+      v.exit_frames.push_back(n);
+      v.exit_latency_ms.push_back(n > 0 ? e.at("latency_mean_ms").get<double>() : 0.0);
     }
   } catch (const std::exception& e) {
     v = VerifiedStageCandidate{};
@@ -197,6 +215,109 @@ std::string shares(const std::vector<double>& fractions) {
   std::string s;
   for (double f : fractions) s += format_number(" %3.0f%%", 100 * f);
   return s;
+}
+
+// The runtime model's fit orders: --fit-orders, or the rotations of the profile's first m letters
+// (for 3 stages B L G: BLG, LGB, GBL, whose boundaries determine each of B, L and G; the other
+// orders of those letters are then held out).
+std::vector<std::string> fit_orders(const Options& o, const std::string& letters, size_t m) {
+  std::vector<std::string> orders;
+  if (!o.fit_orders.empty()) {
+    std::stringstream list(o.fit_orders);
+    for (std::string order; std::getline(list, order, ',');) {
+      if (order.size() != m || order.find_first_not_of(letters) != std::string::npos) {
+        throw InputError("--fit-orders: '" + order + "' must give each of the " + std::to_string(m) +
+                         " stages a processor of the profile (" + letters + ")");
+      }
+      orders.push_back(order);
+    }
+    return orders;
+  }
+  const std::string base = letters.substr(0, m);
+  for (size_t r = 0; r < m; ++r) orders.push_back(base.substr(r) + base.substr(0, r));
+  return orders;
+}
+
+// The fit runs leave every exit open at this softmax maximum, so that each exit takes frames.
+constexpr double kFitThreshold = 0.9;
+
+// Runs the fit orders through the runtime, one frame at a time (switch mode), each processor at
+// its first profiled level, and fits the runtime model's dispatch and hand-off costs to the
+// measured per-exit latencies.
+planner::StageOverheads fit_runtime_model(const Options& o, const planner::StageSearchInput& in,
+                                          const std::vector<std::string>& orders, StopSignal& stop, std::ostream& out) {
+  const size_t m = in.reuse.size();
+  std::vector<planner::OverheadSample> samples;
+  out << "runtime model: dispatch and boundary costs fitted to " << o.frames << " frames of " << o.input
+      << " per order, switch mode, --exit=softmax-max>=" << format_number("%g", kFitThreshold) << "\n";
+  out << "  order  exit  frames  compute ms  measured ms\n";
+  for (size_t r = 0; r < orders.size(); ++r) {
+    planner::StageCandidate c;
+    c.order = orders[r];
+    for (char l : c.order) {
+      int level = -1;
+      for (const planner::ProcessorOption& p : in.options) {
+        if (p.letter == l && (level < 0 || p.level == 0)) level = p.level;
+      }
+      if (level < 0) throw InputError(std::string("--fit-orders: the profile has no times for processor ") + l);
+      c.levels.push_back(level);
+    }
+    c.thresholds.assign(m - 1, kFitThreshold);
+    const VerifiedStageCandidate v = measure_stage_candidate(o, c, 1000 + r, stop);
+    if (!v.failure.empty()) throw RuntimeError("fitting the runtime stage model: order " + c.order + " failed: " + v.failure);
+    const std::vector<double> compute = planner::candidate_exit_latency(in, c);
+    for (size_t k = 0; k < m && k < v.exit_frames.size(); ++k) {
+      out << "  " << c.order << format_number("  %4.0f", static_cast<double>(k))
+          << format_number("  %6.0f", static_cast<double>(v.exit_frames[k])) << format_number("  %10.3f", compute[k])
+          << (v.exit_frames[k] > 0 ? format_number("  %11.3f", v.exit_latency_ms[k]) : std::string("            -"))
+          << "\n";
+      if (v.exit_frames[k] == 0) continue;
+      samples.push_back({c.order, k, v.exit_latency_ms[k], compute[k], static_cast<double>(v.exit_frames[k])});
+    }
+    if (stop.stopped()) break;
+  }
+  const planner::StageOverheads fit = planner::fit_stage_overheads(samples);
+  out << "  fitted (ms): run a sub-graph on";
+  for (const auto& [p, ms] : fit.run_ms) out << " " << p << format_number(" %.3f", ms);
+  out << "; a boundary to";
+  for (const auto& [p, ms] : fit.boundary_ms) out << " " << p << format_number(" %.3f", ms);
+  out << "\n\n";
+  out.flush();
+  return fit;
+}
+
+// The prediction error of the verified points, separately for points whose order was one of the
+// fit orders and for the others (held out: their hand-offs and dispatch were not fitted on them).
+void print_holdout_error(std::ostream& out, const std::vector<planner::StageCandidate>& candidates,
+                         const std::vector<VerifiedStageCandidate>& verified, const std::vector<std::string>& fitted) {
+  struct Sum {
+    double total = 0, worst = 0;
+    std::string rows;
+    size_t n = 0;
+  } held_out, fit;
+  for (size_t i = 0; i < verified.size() && i < candidates.size(); ++i) {
+    if (!verified[i].failure.empty()) continue;
+    const double e = std::fabs(planner::relative_error(candidates[i].latency_ms, verified[i].latency_ms));
+    Sum& s = std::find(fitted.begin(), fitted.end(), candidates[i].order) == fitted.end() ? held_out : fit;
+    s.total += e;
+    s.worst = std::max(s.worst, e);
+    s.rows += (s.rows.empty() ? "" : ",") + std::to_string(i + 1);
+    ++s.n;
+  }
+  const auto line = [&](const char* what, const Sum& s) {
+    out << "  " << what;
+    if (s.n == 0) {
+      out << " none\n";
+      return;
+    }
+    out << format_number(" mean |error| %.1f %%", 100 * s.total / static_cast<double>(s.n))
+        << format_number(", max %.1f %%", 100 * s.worst) << " over " << s.n << " point" << (s.n == 1 ? "" : "s")
+        << " (#" << s.rows << ")\n";
+  };
+  out << "latency prediction error of the runtime model:\n";
+  line("held out (order not among the fit orders):", held_out);
+  line("fit orders:", fit);
+  out.flush();
 }
 
 }  // namespace
@@ -265,7 +386,7 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
     option.letter = lt.processor;
     option.level = lt.level;
     const planner::PowerPoint* power = profile.find_power(lt.processor, lt.level);
-    option.power_w = power != nullptr ? power->busy_w : -1;
+    option.power_w = power != nullptr ? power->busy_w : modelled_busy_w(profile, lt.processor, lt.level);
     bool runs_all = true;
     for (const auto& row : stages.compute) {
       std::vector<double> tau;
@@ -290,10 +411,39 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
     }
     in.transfer_ms[{tr.from, tr.to}] = per_stage;
   }
+  std::vector<std::string> fitted_orders;
+  if (o.stage_timing == "runtime") {
+    if (o.input.empty() || o.labels.empty()) {
+      throw InputError("--stage-timing=runtime fits its dispatch and hand-off costs by running the fit orders on a "
+                       "labelled set: give --input=TEST.npy (with --input-scale=1/255 for 8-bit images) and "
+                       "--labels=TEST_LABELS.npy");
+    }
+    std::string letters;
+    for (const planner::ProcessorOption& p : in.options) {
+      if (letters.find(p.letter) == std::string::npos) letters += p.letter;
+    }
+    if (letters.size() < plan.stage_count()) {
+      throw InputError("--stage-timing=runtime: " + std::to_string(plan.stage_count()) + " stages need as many processors; profile '" +
+                       o.profile_file + "' has " + letters);
+    }
+    fitted_orders = fit_orders(o, letters, plan.stage_count());
+    in.runtime = fit_runtime_model(o, in, fitted_orders, stop, std::cout);
+    // The model predicts only orders of processors whose boundary cost was fitted.
+    std::string left_out;
+    std::erase_if(in.options, [&](const planner::ProcessorOption& p) {
+      const bool unknown = !in.runtime->boundary_ms.contains(p.letter) || !in.runtime->run_ms.contains(p.letter);
+      if (unknown && left_out.find(p.letter) == std::string::npos) left_out += p.letter;
+      return unknown;
+    });
+    if (!left_out.empty()) {
+      std::cout << "left out of the search (costs not determined by the fit orders): " << left_out << "\n\n";
+    }
+  }
   if (objective == "energy" && std::any_of(in.options.begin(), in.options.end(),
                                            [](const planner::ProcessorOption& p) { return p.power_w < 0; })) {
     throw InputError("--objective=energy needs each processor's power in profile '" + o.profile_file +
-                     "' (power_w; profile with power, or use --objective=latency|accuracy|pareto)");
+                     "' (power_w, or a platform power_model with a DVFS table; profile with power, or use "
+                     "--objective=latency|accuracy|pareto)");
   }
   const planner::StageSearchResult result = planner::search_stage_mappings(in);
 
@@ -329,7 +479,9 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
   out << "\nobjective: " << objective
       << (objective == "latency" || objective == "energy" ? " (within 1 percentage point of the last exit's accuracy)" : "")
       << "; mean per frame, predicted by Eq. 8-14 over the validation exits"
-      << (in.whole_stages ? " with whole stages as sub-graphs" : "") << " (measure with --verify)\n\n";
+      << (in.runtime ? " with the runtime model (stages one after another, fitted dispatch and hand-offs)"
+                     : in.whole_stages ? " with whole stages as sub-graphs" : "")
+      << " (measure with --verify)\n\n";
   for (size_t i = 0; i < ranked.size(); ++i) print_candidate(out, o, format_number("%3.0f. ", static_cast<double>(i + 1)), ranked[i]);
   const auto best = [&](const std::vector<planner::StageCandidate>& cs) {
     return *std::min_element(cs.begin(), cs.end(), [&](const planner::StageCandidate& a, const planner::StageCandidate& b) {
@@ -348,6 +500,7 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
   const std::vector<VerifiedStageCandidate> verified = verify_stage_candidates(o, to_verify, stop, out);
   const bool all_failed = !verified.empty() && std::all_of(verified.begin(), verified.end(), [](const VerifiedStageCandidate& v) { return !v.failure.empty(); });
   if (all_failed) throw RuntimeError("--verify: no point of the front ran (see the rows above)");
+  if (in.runtime) print_holdout_error(out, to_verify, verified, fitted_orders);
   return 0;
 }
 

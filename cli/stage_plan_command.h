@@ -17,6 +17,7 @@
 // Exit status: 0; 2 for bad input; 1 when --verify cannot measure.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <vector>
 
@@ -28,7 +29,8 @@ namespace co_up::cli {
 
 int run_stage_plan_command(const Options& options, StopSignal& stop);
 
-// The co_up arguments that run `candidate` (stage i on candidate.order[i] in pipeline mode, its
+// The co_up arguments that run `candidate` (stage i on candidate.order[i] in pipeline mode, or
+// switch mode with --stage-timing=runtime, whose model is one frame in flight; its
 // exit thresholds as the runtime's exit policy, `off` for a threshold no frame reaches, and its
 // DVFS levels as --frequency when every stage has a table level on a CPU processor).
 std::vector<std::string> stage_command_args(const Options& options, const planner::StageCandidate& candidate);
@@ -39,6 +41,8 @@ struct VerifiedStageCandidate {
   double latency_ms = 0;  // measured mean per frame
   double accuracy = 0;    // measured on the labelled test set
   std::vector<double> exit_fraction;
+  std::vector<double> exit_latency_ms;  // measured mean per exit (0 where no frame stopped)
+  std::vector<uint64_t> exit_frames;    // frames that stopped at each exit
   std::string failure;    // non-empty: the run failed (the numbers are 0)
 };
 

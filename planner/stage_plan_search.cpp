@@ -94,11 +94,18 @@ class ExitTable {
 };
 
 StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table, StageCandidate c);
+std::vector<ExitCost> candidate_exit_costs(const StageSearchInput& in, const StageCandidate& c);
 
 }  // namespace
 
 ExitOutcome evaluate_exit_thresholds(const ExitScores& s, const std::vector<double>& thresholds) {
   return ExitTable(s).evaluate(thresholds);
+}
+
+std::vector<double> candidate_exit_latency(const StageSearchInput& in, const StageCandidate& c) {
+  std::vector<double> out;
+  for (const ExitCost& e : candidate_exit_costs(in, c)) out.push_back(e.latency_ms);
+  return out;
 }
 
 StageCandidate evaluate_stage_candidate(const StageSearchInput& in, StageCandidate c) {
@@ -107,18 +114,16 @@ StageCandidate evaluate_stage_candidate(const StageSearchInput& in, StageCandida
 
 namespace {
 
-StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table, StageCandidate c) {
+StageCosts candidate_costs(const StageSearchInput& in, const StageCandidate& c) {
   const size_t m = in.reuse.size();
   StageCosts costs;
   costs.reuse = in.reuse;
-  bool energy = true;
   for (size_t i = 0; i < m; ++i) {
     const ProcessorOption& o = find_option(in, c.order[i], c.levels[i]);
     costs.tau.push_back(o.tau_ms.at(i));
     costs.power_w.push_back(o.power_w);
-    energy = energy && o.power_w >= 0;
   }
-  const size_t layers = costs.tau[0].size();
+  const size_t layers = costs.tau.empty() ? 0 : costs.tau[0].size();
   costs.transfer.assign(m, std::vector<std::vector<double>>(m, std::vector<double>(layers, 0.0)));
   for (size_t k = 0; k < m; ++k) {
     for (size_t i = k + 1; i < m; ++i) {
@@ -128,7 +133,25 @@ StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table,
       for (size_t j = 0; j + 1 < layers && j < it->second.at(k).size(); ++j) costs.transfer[k][i][j] = it->second[k][j];
     }
   }
-  const std::vector<ExitCost> exits = exit_costs(costs, in.whole_stages);
+  return costs;
+}
+
+std::vector<ExitCost> candidate_exit_costs(const StageSearchInput& in, const StageCandidate& c) {
+  const StageCosts costs = candidate_costs(in, c);
+  std::vector<ExitCost> exits = exit_costs(costs, in.whole_stages);
+  if (in.runtime) {
+    const size_t m = costs.tau.size();
+    const std::vector<double> t = runtime_exit_latency(costs, c.order, *in.runtime);
+    for (size_t k = 0; k < m; ++k) exits[k].latency_ms = t[k];
+  }
+  return exits;
+}
+
+StageCandidate evaluate_with(const StageSearchInput& in, const ExitTable& table, StageCandidate c) {
+  const size_t m = in.reuse.size();
+  bool energy = true;
+  for (size_t i = 0; i < m; ++i) energy = energy && find_option(in, c.order[i], c.levels[i]).power_w >= 0;
+  const std::vector<ExitCost> exits = candidate_exit_costs(in, c);
   const ExitOutcome outcome = table.evaluate(c.thresholds);
   c.latency_ms = 0;
   c.energy_mj = 0;
@@ -176,7 +199,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
       for (double t : row) total += t;
     }
     const ExitOutcome outcome = table.evaluate(never);
-    c.latency_ms = total;
+    c.latency_ms = total + (in.runtime ? in.runtime->run(o.letter) : 0.0);  // one sub-graph, no boundary
     c.energy_mj = o.power_w >= 0 ? total * o.power_w : -1;
     c.accuracy = outcome.accuracy;
     c.exit_fraction = outcome.exit_fraction;

@@ -12,9 +12,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "planner/stage_overheads.h"
 
 namespace co_up::planner {
 
@@ -51,6 +54,9 @@ struct StageSearchInput {
   // false: the paper's Eq. 8 (a sub-layer starts when the features it reads are there); true:
   // whole stages, as co_up's executor runs sub-graphs (stage_latency_model.h).
   bool whole_stages = false;
+  // Set: the runtime model instead (stage_overheads.h): a frame's stages one after another, plus
+  // these dispatch and hand-off costs; whole_stages is then ignored.
+  std::optional<StageOverheads> runtime;
   uint64_t seed = 1;
   int generations = 60;
   int population = 40;
@@ -75,6 +81,10 @@ struct StageSearchResult {
 
 // Throws InputError when there are fewer processors than stages or the shapes disagree.
 StageSearchResult search_stage_mappings(const StageSearchInput& input);
+
+// The latency (ms) of a frame that stops at each exit under `input`'s timing model, for a
+// candidate's order and levels.
+std::vector<double> candidate_exit_latency(const StageSearchInput& input, const StageCandidate& candidate);
 
 // Predicts one candidate (order, levels, thresholds filled in) under `input`.
 StageCandidate evaluate_stage_candidate(const StageSearchInput& input, StageCandidate candidate);

@@ -1,0 +1,70 @@
+// What the executor adds to a multi-exit frame's compute (Map-and-Conquer stages as co_up runs
+// them), and a least-squares fit of it from measured runs.
+//
+// Why a model of its own: Eq. 8-14 (stage_latency_model.h) count compute and transfers and let a
+// frame's stages overlap. co_up's executor runs a frame's stages one after another (stage i+1
+// waits for exit i's decision, docs/early_exits.md), and a frame is complete only when every
+// sub-graph that computes an exit has committed it: a frame that stops at exit m still passes
+// through every later sub-graph, which skips it (claims and releases, runs nothing) but has to
+// be woken for it. On a network of ~1 MMAC these costs are larger than the compute, so the
+// runtime model of a frame that stops at exit m is
+//
+//   latency = sum_{i <= m} ( own_i + sum_{k < i reusing} u[k][i] )      compute and transfers
+//           + sum_{sub-graphs that run the frame}  run(p)                  dispatch
+//           + sum_{boundaries, run or skipped}     boundary(p)             hand-off
+//
+// own_i is the sum of stage i's sub-layer times (tau); a sub-graph is a run of consecutive stages
+// on one letter, p its processor (it computes all its stages before any of its exits decides, so
+// a frame that stops inside it pays for all of them; no transfer between its stages); a boundary is each change of letter in the order, p the
+// processor after it. run(p) is what running a sub-graph on p costs beyond its profiled
+// operators (binding, the backend's launch and finish); boundary(p) what the executor adds when
+// the next sub-graph is on p (commit and publish, p's thread waking up and claiming the frame).
+// Both are fitted from frames measured through the runtime one at a time (switch mode), per exit:
+// the exits of one order differ by the run costs of the stages they add, the orders by their
+// boundaries (fit_stage_overheads).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "planner/stage_latency_model.h"
+
+namespace co_up::planner {
+
+struct StageOverheads {
+  std::map<char, double> run_ms;       // per processor letter; absent: 0
+  std::map<char, double> boundary_ms;  // per processor letter after the boundary; absent: 0
+
+  double run(char p) const;
+  double boundary(char p) const;
+};
+
+// The runtime model above for each exit m: the latency of a frame that stops there (ms).
+// `order[i]` is stage i's processor; costs.tau/reuse/transfer as in stage_latency_model.h.
+// Consecutive stages on one letter share a sub-graph (no hand-off). Throws InputError when the
+// order does not have one letter per stage.
+std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::string& order,
+                                         const StageOverheads& overheads);
+
+// One measurement: frames of a run with stages on `order` that stopped at `exit` took
+// `measured_ms` on average; the runtime model with zero overheads predicts `compute_ms` for them.
+struct OverheadSample {
+  std::string order;
+  size_t exit = 0;
+  double measured_ms = 0;
+  double compute_ms = 0;
+  double weight = 1;  // e.g. the number of frames behind the mean
+};
+
+// Weighted least squares of (measured - compute) = the sample's run and boundary costs, every
+// unknown >= 0 (one the solution would make negative is fixed at 0 and the rest refitted).
+// Letters whose cost the samples do not determine (e.g. two letters only ever seen together)
+// are absent from the result: the model cannot predict orders that use them.
+// Throws InputError for an empty order or a non-positive weight.
+StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples);
+
+// Relative error of a prediction: (predicted - measured) / measured.
+double relative_error(double predicted, double measured);
+
+}  // namespace co_up::planner
