@@ -25,7 +25,7 @@ using backends::Op;
 using backends::Pool2dShape;
 
 void F32Step::run(const CpuPool& pool) const {
-  for (const auto& op : ops) check_xnn(pool.run_operator(op.get()), "f32 run");
+  for (const auto& op : ops) check_xnn(pool.run_operator(op.get(), ops_on_pool), "f32 run");
   if (own) own();
 }
 
@@ -90,7 +90,14 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                        const std::vector<float*>& buffers, const CpuPool& pool) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   F32Step step;
-  pthreadpool_t tp = pool.get();
+  // XNNPACK's operators can only use pthreadpool, whose join waits for every worker, started or
+  // not (a time slice when another process holds the worker's core). Only convolutions and fully
+  // connected layers do enough work per call to be worth that risk; pooling, element-wise ops,
+  // copies and softmax are memory-bound and run on the caller. Same bits either way: XNNPACK
+  // splits outputs, never a reduction.
+  const bool split = p.op == Op::kConv || p.op == Op::kFullyConnected;
+  step.ops_on_pool = split;
+  pthreadpool_t tp = split ? pool.get() : nullptr;
   const CpuPool* pool_ptr = &pool;
   const std::string where = node_where(graph, index);
   auto constant = [&](uint32_t t) { return constant_data(graph, t); };
