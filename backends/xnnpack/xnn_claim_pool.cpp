@@ -194,6 +194,14 @@ ClaimPool::Hold::~Hold() {
   pool_.state_->holds.notify_all();
 }
 
+int ClaimPool::thread_index() const {
+  const std::thread::id me = std::this_thread::get_id();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].get_id() == me) return static_cast<int>(i) + 1;
+  }
+  return 0;
+}
+
 int64_t ClaimPool::chunks_run_by_workers() const {
   return state_->worker_chunks.load(std::memory_order_relaxed);
 }

@@ -37,6 +37,8 @@ class ClaimPool {
   ClaimPool& operator=(const ClaimPool&) = delete;
 
   int worker_count() const { return static_cast<int>(workers_.size()); }
+  // The pool's thread index of the calling thread: 1 + i on worker i, 0 on any other thread.
+  int thread_index() const;
 
   // Calls chunk(i) once for every i in [0, chunks), on the caller and on whichever workers come;
   // returns when every call has returned. chunks must be < 65536.

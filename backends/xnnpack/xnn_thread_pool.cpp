@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -184,12 +185,12 @@ std::vector<std::vector<int>> CpuPool::xnnpack_operator_affinities() const {
 
 std::vector<std::vector<int>> CpuPool::thread_affinities() const {
   if (!kernels_) return {own_affinity()};
+  // Entry i for the pool's thread i (the caller 0, worker i - 1 at i), whichever chunk it took.
   std::vector<std::vector<int>> result(static_cast<size_t>(threads_));
-  const pthread_t caller = pthread_self();
-  std::vector<int> is_caller(static_cast<size_t>(threads_), 0);
+  std::vector<int> filled(static_cast<size_t>(threads_), 0);
   std::atomic<int> arrived{0};
   std::atomic<bool> timed_out{false};
-  kernels_->run(threads_, [&](int64_t index) {
+  kernels_->run(threads_, [&](int64_t) {
     // Wait until every thread holds one chunk: a thread busy here cannot claim a second one.
     arrived.fetch_add(1);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -200,13 +201,14 @@ std::vector<std::vector<int>> CpuPool::thread_affinities() const {
       }
       std::this_thread::yield();
     }
-    result[static_cast<size_t>(index)] = own_affinity();
-    is_caller[static_cast<size_t>(index)] = pthread_equal(pthread_self(), caller) ? 1 : 0;
+    const auto index = static_cast<size_t>(kernels_->thread_index());
+    result[index] = own_affinity();
+    filled[index] = 1;
   });
-  if (timed_out.load()) {
+  if (timed_out.load() || std::count(filled.begin(), filled.end(), 1) != threads_) {
     throw std::runtime_error("pool threads did not all start within 20 s (machine overloaded?)");
   }
-  return caller_first(std::move(result), is_caller);
+  return result;
 }
 
 void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,

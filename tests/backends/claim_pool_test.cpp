@@ -140,6 +140,23 @@ TEST(ClaimPool, ParallelForCoversEveryItemWithAHeldWorker) {
   }
 }
 
+// Entry i of thread_affinities() is the pool's thread i, whichever chunk it happened to claim.
+TEST(ClaimPool, EveryWorkerOfBothPoolsRunsOnItsCore) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores";
+  const std::vector<int> cores{0, 1};
+  const CpuPool pool(3, cores, Schedule::kDynamic);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    const auto kernels = pool.thread_affinities();
+    ASSERT_EQ(kernels.size(), 3u);
+    EXPECT_EQ(kernels[1], std::vector<int>{1}) << "attempt " << attempt;
+    EXPECT_EQ(kernels[2], std::vector<int>{0}) << "attempt " << attempt;
+  }
+  const auto operators = pool.xnnpack_operator_affinities();
+  ASSERT_EQ(operators.size(), 3u);
+  EXPECT_EQ(operators[1], std::vector<int>{1});
+  EXPECT_EQ(operators[2], std::vector<int>{0});
+}
+
 TEST(ClaimPool, BadWorkerCountsAndCoresAreRefused) {
   EXPECT_THROW(ClaimPool(-1, {}), std::runtime_error);
   const std::vector<int> no_such_core{0, 1023};
