@@ -31,6 +31,12 @@ void F32Step::run(const CpuPool& pool) const {
 
 namespace {
 
+// The operators that run on pthreadpool (convolutions, fully connected) release its workers to
+// the scheduler right after they finish instead of letting them spin: the backend's own kernels
+// run next on the claiming pool, whose worker shares the core with them (a spinning pthreadpool
+// worker would take that core from it until the scheduler preempts it).
+constexpr uint32_t kPooledOperatorFlags = XNN_FLAG_YIELD_WORKERS;
+
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
 // residual Add and the activation that then applies.
@@ -75,7 +81,8 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
                 uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
                 uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
                 uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
-                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi, 0, &op),
+                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi,
+                kPooledOperatorFlags, &op),
             "convolution create for " + where);
   step.ops.emplace_back(op);
   check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
@@ -147,7 +154,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       xnn_operator_t op = nullptr;
       check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
                                                   size_t(p.fc_out), w, constant(p.inputs[2]), lo,
-                                                  hi, 0, &op),
+                                                  hi, kPooledOperatorFlags, &op),
                 "fully connected create for " + where);
       add_op(op);
       check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(p.in_dims[0]), x, y, tp),
