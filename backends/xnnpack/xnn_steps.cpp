@@ -27,11 +27,17 @@ using backends::Op;
 using backends::Pool2dShape;
 
 void F32Step::run(const CpuPool& pool) const {
-  for (const auto& op : ops) check_xnn(pool.run_operator(op.get()), "f32 run");
+  for (const auto& op : ops) check_xnn(pool.run_operator(op.get(), ops_on_pool), "f32 run");
   if (own) own();
 }
 
 namespace {
+
+// The operators that run on pthreadpool (convolutions, fully connected) release its workers to
+// the scheduler right after they finish instead of letting them spin: the backend's own kernels
+// run next on the claiming pool, whose worker shares the core with them (a spinning pthreadpool
+// worker would take that core from it until the scheduler preempts it).
+constexpr uint32_t kPooledOperatorFlags = XNN_FLAG_YIELD_WORKERS;
 
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
@@ -87,7 +93,8 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
                 uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
                 uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
                 uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
-                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi, 0, &op),
+                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi,
+                kPooledOperatorFlags, &op),
             "convolution create for " + where);
   step.ops.emplace_back(op);
   check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
@@ -102,7 +109,14 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                        const std::vector<float*>& buffers, const CpuPool& pool) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   F32Step step;
-  pthreadpool_t tp = pool.get();
+  // XNNPACK's operators can only use pthreadpool, whose join waits for every worker, started or
+  // not (a time slice when another process holds the worker's core). Only convolutions and fully
+  // connected layers do enough work per call to be worth that risk; pooling, element-wise ops,
+  // copies and softmax are memory-bound and run on the caller. Same bits either way: XNNPACK
+  // splits outputs, never a reduction.
+  const bool split = p.op == Op::kConv || p.op == Op::kFullyConnected;
+  step.ops_on_pool = split;
+  pthreadpool_t tp = split ? pool.get() : nullptr;
   const CpuPool* pool_ptr = &pool;
   const std::string where = node_where(graph, index);
   auto constant = [&](uint32_t t) { return constant_data(graph, t); };
@@ -152,7 +166,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       xnn_operator_t op = nullptr;
       check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
                                                   size_t(p.fc_out), w, constant(p.inputs[2]), lo,
-                                                  hi, 0, &op),
+                                                  hi, kPooledOperatorFlags, &op),
                 "fully connected create for " + where);
       add_op(op);
       check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(p.in_dims[0]), x, y, tp),

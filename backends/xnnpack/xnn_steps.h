@@ -22,6 +22,7 @@ namespace co_up::xnnpack {
 
 struct F32Step {
   std::vector<XnnOperator> ops;  // run in order, when present
+  bool ops_on_pool = true;       // false: `ops` were set up without the pool, run on the caller
   std::function<void()> own;     // the backend's own kernel, when present
 
   void run(const CpuPool& pool) const;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -43,21 +44,6 @@ inline void tsan_acquire([[maybe_unused]] const void* job) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-struct RangeJob {
-  const std::function<void(int64_t, int64_t)>* body;
-  int64_t count;
-  int64_t align;
-};
-
-void run_range(void* context, size_t start, size_t tile) {
-  const auto* job = static_cast<const RangeJob*>(context);
-  tsan_acquire(job);
-  const int64_t begin = static_cast<int64_t>(start) * job->align;
-  const int64_t end = std::min(job->count, static_cast<int64_t>(start + tile) * job->align);
-  if (begin < end) (*job->body)(begin, end);
-  tsan_release(job);
-}
 
 struct EveryThreadJob {
   const std::function<void(int)>* task;
@@ -101,7 +87,16 @@ CpuPool::CpuPool(int threads, std::span<const int> cores, Schedule schedule)
     throw std::runtime_error("pthreadpool made " + std::to_string(made) + " threads instead of " +
                              std::to_string(threads));
   }
-  if (cores.empty()) return;
+  if (!cores.empty()) pin_xnnpack_workers(cores);
+  try {
+    kernels_ = std::make_unique<ClaimPool>(threads - 1, cores);
+  } catch (...) {
+    pthreadpool_destroy(pool_);
+    throw;
+  }
+}
+
+void CpuPool::pin_xnnpack_workers(std::span<const int> cores) {
   // pthreadpool has no affinity API: every worker pins itself from inside a one-task-per-thread
   // job. The creating thread is not a worker (and is pinned, if at all, by whoever owns it).
   const pthread_t creator = pthread_self();
@@ -152,25 +147,66 @@ void CpuPool::on_every_thread(const std::function<void(int)>& task) const {
   }
 }
 
-std::vector<std::vector<int>> CpuPool::thread_affinities() const {
+namespace {
+
+std::vector<int> own_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+// Puts the caller's entry first; workers keep their order.
+std::vector<std::vector<int>> caller_first(std::vector<std::vector<int>> result,
+                                           const std::vector<int>& is_caller) {
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (is_caller[i] && i != 0) std::swap(result[0], result[i]);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> CpuPool::xnnpack_operator_affinities() const {
   std::vector<std::vector<int>> result(static_cast<size_t>(threads_));
   const pthread_t caller = pthread_self();
-  std::vector<int> caller_index(static_cast<size_t>(threads_), 0);
+  std::vector<int> is_caller(static_cast<size_t>(threads_), 0);
   on_every_thread([&](int index) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &set)) cpus.push_back(c);
-      }
-    }
-    result[static_cast<size_t>(index)] = std::move(cpus);
-    caller_index[static_cast<size_t>(index)] = pthread_equal(pthread_self(), caller) ? 1 : 0;
+    result[static_cast<size_t>(index)] = own_affinity();
+    is_caller[static_cast<size_t>(index)] = pthread_equal(pthread_self(), caller) ? 1 : 0;
   });
-  // Put the caller's entry first; workers keep their order.
-  for (size_t i = 0; i < result.size(); ++i) {
-    if (caller_index[i] && i != 0) std::swap(result[0], result[i]);
+  return caller_first(std::move(result), is_caller);
+}
+
+std::vector<std::vector<int>> CpuPool::thread_affinities() const {
+  if (!kernels_) return {own_affinity()};
+  // Entry i for the pool's thread i (the caller 0, worker i - 1 at i), whichever chunk it took.
+  std::vector<std::vector<int>> result(static_cast<size_t>(threads_));
+  std::vector<int> filled(static_cast<size_t>(threads_), 0);
+  std::atomic<int> arrived{0};
+  std::atomic<bool> timed_out{false};
+  kernels_->run(threads_, [&](int64_t) {
+    // Wait until every thread holds one chunk: a thread busy here cannot claim a second one.
+    arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (arrived.load() < threads_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        timed_out.store(true);
+        return;
+      }
+      std::this_thread::yield();
+    }
+    const auto index = static_cast<size_t>(kernels_->thread_index());
+    result[index] = own_affinity();
+    filled[index] = 1;
+  });
+  if (timed_out.load() || std::count(filled.begin(), filled.end(), 1) != threads_) {
+    throw std::runtime_error("pool threads did not all start within 20 s (machine overloaded?)");
   }
   return result;
 }
@@ -183,18 +219,21 @@ void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,
     return;
   }
   const int64_t blocks = ceil_div(count, align);
-  // Static: one range per thread. Dynamic: four chunks per thread, taken by whoever is idle
-  // (pthreadpool hands each thread its share first, then idle threads steal chunks).
+  // Static: one range per thread. Dynamic: four chunks per thread. Chunks go to whoever claims
+  // them first, so the split (and so the bits) depends on count and align only.
   const int64_t per = schedule_ == Schedule::kStatic ? threads_ : threads_ * 4;
-  const int64_t tile = std::max<int64_t>(1, ceil_div(blocks, per));
-  RangeJob job{&body, count, align};
-  tsan_release(&job);
-  pthreadpool_parallelize_1d_tile_1d(pool_, &run_range, &job, static_cast<size_t>(blocks),
-                                     static_cast<size_t>(tile), 0);
-  tsan_acquire(&job);
+  const int64_t chunk_blocks = std::max<int64_t>(1, ceil_div(blocks, per));
+  const int64_t chunks = ceil_div(blocks, chunk_blocks);
+  const int64_t step = chunk_blocks * align;
+  kernels_->run(chunks, [&](int64_t i) {
+    const int64_t begin = i * step;
+    const int64_t end = std::min(count, begin + step);
+    if (begin < end) body(begin, end);
+  });
 }
 
-xnn_status CpuPool::run_operator(xnn_operator_t op) const {
+xnn_status CpuPool::run_operator(xnn_operator_t op, bool on_pool) const {
+  if (!on_pool) return xnn_run_operator(op, nullptr);
 #if defined(CO_UP_TSAN)
   const auto fence = [](int) {};
   if (threads_ > 1) on_every_thread(fence);

@@ -1,9 +1,14 @@
-// CpuPool: the cpu-xnnpack backend's thread pool — one per device (= per CPU cluster), a
-// pthreadpool whose workers are pinned to the cluster's cores, shared by XNNPACK operators and by
-// the backend's own kernels.
+// CpuPool: the cpu-xnnpack backend's thread pools — one per device (= per CPU cluster), workers
+// pinned to the cluster's cores:
+//  - the backend's own kernels (parallel_for) run on a ClaimPool (xnn_claim_pool.h): chunks are
+//    claimed from an atomic counter by whoever is running, so the caller never waits for a worker
+//    that has not started (on a core shared with other processes that wait is a time slice);
+//  - XNNPACK's operators take a pthreadpool (their only interface), whose join waits for every
+//    worker; the step builder gives it only to the operators that are worth splitting
+//    (convolutions, fully connected) and runs the rest on the caller.
 //
-// Threading contract: every call may come from any thread; pthreadpool serialises parallel
-// regions, so at most one job occupies the workers at a time (a device serves several compiled
+// Threading contract: every call may come from any thread; each pool serialises its parallel
+// regions, so at most one job occupies its workers at a time (a device serves several compiled
 // sub-graphs, possibly from several host threads). The calling thread takes part in every job as
 // thread 0 and is pinned by the runtime, not by the pool.
 #pragma once
@@ -13,16 +18,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "xnn_claim_pool.h"
+
 namespace co_up::xnnpack {
 
-// How the backend's own kernels split their work (XNNPACK operators always tile finely and let
-// idle workers steal tiles, i.e. they are dynamic whatever this says).
+// How finely the backend's own kernels split their work. Either way chunks are claimed by whoever
+// is running, so a late worker never holds the caller up (XNNPACK operators tile finely and let
+// idle workers steal tiles whatever this says).
 enum class Schedule : uint8_t {
   kStatic,   // one contiguous range per thread (paper §3.1, "static")
-  kDynamic,  // small chunks, idle threads take the next one (paper §3.1, "dynamic chunking")
+  kDynamic,  // four chunks per thread, taken in order by idle threads (paper §3.1, "dynamic chunking")
 };
 
 class CpuPool {
@@ -46,23 +55,32 @@ class CpuPool {
   void parallel_for(int64_t count, int64_t align, int64_t min_parallel,
                     const std::function<void(int64_t, int64_t)>& body) const;
 
-  // Runs one XNNPACK operator (created and set up with this pool) on the pool's threads.
+  // Runs one XNNPACK operator (created and set up with this pool, or with NULL when
+  // `on_pool` is false: then it runs on the caller alone) on the pool's threads.
   // XNNPACK's tasks cannot be annotated, so in ThreadSanitizer builds every worker is fenced with
   // the caller before and after the operator (the edges pthreadpool makes but TSan cannot see).
-  xnn_status run_operator(xnn_operator_t op) const;
+  xnn_status run_operator(xnn_operator_t op, bool on_pool = true) const;
 
-  // For tests: runs one task on every thread of the pool at once (each waits until all have
-  // started, so no thread runs two) and returns, per thread, the CPUs sched_getaffinity reports
-  // from inside it; entry 0 is the calling thread. Throws std::runtime_error on timeout.
+  // For tests: runs one task on every thread of the kernels' pool at once (each waits until all
+  // have started, so no thread runs two) and returns, per thread, the CPUs sched_getaffinity
+  // reports from inside it; entry 0 is the calling thread. Throws std::runtime_error on timeout.
+  // xnnpack_operator_affinities() does the same on the XNNPACK operators' pthreadpool.
   std::vector<std::vector<int>> thread_affinities() const;
+  std::vector<std::vector<int>> xnnpack_operator_affinities() const;
+
+  // The kernels' pool (NULL for a single thread), for tests.
+  const ClaimPool* kernel_pool() const { return kernels_.get(); }
 
  private:
-  // Runs task(thread_index) once on each of the pool's threads, all concurrently.
+  // Pins pthreadpool's workers (worker i to cores[i % size]); destroys the pool and throws on failure.
+  void pin_xnnpack_workers(std::span<const int> cores);
+  // Runs task(thread_index) once on each of pthreadpool's threads, all concurrently.
   void on_every_thread(const std::function<void(int)>& task) const;
 
   int threads_;
   Schedule schedule_;
   pthreadpool_t pool_ = nullptr;
+  std::unique_ptr<ClaimPool> kernels_;
 };
 
 }  // namespace co_up::xnnpack

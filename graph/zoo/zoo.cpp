@@ -9,7 +9,7 @@ namespace {
 //  - Caffe models (AlexNet, GoogLeNet, SqueezeNet): BGR, minus the ImageNet mean (104, 117, 123)
 //    on the 0..255 scale, no scaling: mean = m / 255, std = 1 / 255 gives 255 * x - m.
 //  - MobileNet (TF-slim weights, as ARM-CL runs it): RGB scaled to [-1, 1]: mean 0.5, std 0.5.
-//  - ResNet50 (torchvision weights, see resnet50.cpp): RGB with torchvision's ImageNet statistics.
+//  - ResNet50 and Inception-v3 (torchvision layouts): RGB with torchvision's ImageNet statistics.
 constexpr float kCaffeStd = 1.0f / 255.0f;
 
 ZooEntry caffe_entry(std::string name, std::string description, int64_t size, uint32_t layers) {
@@ -45,6 +45,13 @@ const std::vector<ZooEntry>& zoo_entries() {
                {0.485f, 0.456f, 0.406f},
                {0.229f, 0.224f, 0.225f}},
       caffe_entry("squeezenet", "SqueezeNet v1.0 (Caffe, DeepScale), 1000 classes", 224, 10),
+      ZooEntry{"inception_v3",
+               "Inception-v3 (torchvision layout, batch norm folded), 1000 classes",
+               299,
+               13,
+               /*bgr=*/false,
+               {0.485f, 0.456f, 0.406f},
+               {0.229f, 0.224f, 0.225f}},
   };
   return entries;
 }
@@ -62,6 +69,7 @@ Graph build_zoo_graph(const std::string& name, WeightSource& weights, const ZooO
   if (name == "mobilenet") return build_mobilenet(weights, options);
   if (name == "resnet50") return build_resnet50(weights, options);
   if (name == "squeezenet") return build_squeezenet(weights, options);
+  if (name == "inception_v3") return build_inception_v3(weights, options);
   std::string known;
   for (const ZooEntry& entry : zoo_entries()) known += (known.empty() ? "" : ", ") + entry.name;
   throw InputError("unknown graph '" + name + "' (known: " + known + ")");

@@ -1,4 +1,5 @@
-// The model zoo: the five networks of the ARM-CO-UP evaluation, built with GraphBuilder.
+// The model zoo: the five networks of the ARM-CO-UP evaluation and Inception-v3 (the Para-Pipe
+// evaluation's second inception network), built with GraphBuilder.
 //
 // Layer units follow ARM-CO-UP's released graphs (one letter of --order each):
 //   alexnet 8     conv1..conv5 (ReLU/LRN/pool folded in), fc6, fc7, fc8 (+softmax)
@@ -9,6 +10,8 @@
 //   resnet50 18   conv1+pool, 16 bottlenecks, classifier (pool+fc+softmax)
 //   squeezenet 10 conv1 (+pool), 8 fire modules (pools attach to the preceding unit), conv10
 //                 (+pool+softmax)
+//   inception_v3 13  stem_a (3 convs + pool), stem_b (2 convs + pool), 11 Mixed modules (the last
+//                 takes the classifier); 299x299 by default, at least 75x75
 #pragma once
 
 #include <cstdint>
@@ -54,5 +57,6 @@ Graph build_googlenet(WeightSource& weights, const ZooOptions& options);
 Graph build_mobilenet(WeightSource& weights, const ZooOptions& options);
 Graph build_resnet50(WeightSource& weights, const ZooOptions& options);
 Graph build_squeezenet(WeightSource& weights, const ZooOptions& options);
+Graph build_inception_v3(WeightSource& weights, const ZooOptions& options);
 
 }  // namespace co_up::graph

@@ -96,6 +96,10 @@ TEST(ZooThreads, TwoThreadsEqualOneBitForBitByOp) {
   for (const char* name : names) {
     expect_two_threads_equal_one({name, "ops", 64, 7, ""}, std::string(name) + " --units=ops");
   }
+#if !defined(__SANITIZE_THREAD__)
+  // Inception-v3's 1x7/7x1 and 1x3/3x1 convolutions; 75x75 is its smallest input.
+  expect_two_threads_equal_one({"inception_v3", "branches", 80, 7, ""}, "inception_v3 --units=branches");
+#endif
 }
 
 // The cluster's pool: worker i on cores[i], the caller left where the runtime pinned it.

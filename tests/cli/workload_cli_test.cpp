@@ -45,10 +45,10 @@ class WorkloadCliTest : public ::testing::Test {
 TEST_F(WorkloadCliTest, UnknownNetworkNamesTheNetworkAndTheGraph) {
   expect_error({"--workload=nosuchnet:BBB"},
                "workload network 'nosuchnet': graph: unknown graph 'nosuchnet' (known: alexnet, "
-               "googlenet, mobilenet, resnet50, squeezenet)");
+               "googlenet, mobilenet, resnet50, squeezenet, inception_v3)");
   expect_error({"--workload=" + file("w.json", R"({"networks": [{"name": "det", "graph": "yolo", "order": "B"}]})")},
                "workload network 'det': graph: unknown graph 'yolo' (known: alexnet, googlenet, "
-               "mobilenet, resnet50, squeezenet)");
+               "mobilenet, resnet50, squeezenet, inception_v3)");
 }
 
 TEST_F(WorkloadCliTest, OrderOfTheWrongLengthIsRefused) {

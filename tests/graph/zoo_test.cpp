@@ -25,8 +25,8 @@ class ZeroWeights final : public WeightSource {
   }
 };
 
-// Every network builds at 64 (the largest minimum is AlexNet's 55: conv1 and three stride-2 pools
-// leave 1x1 before fc6); small inputs keep sanitizer runs fast.
+// Every network but Inception-v3 builds at 64 (AlexNet's minimum is 55: conv1 and three stride-2
+// pools leave 1x1 before fc6; Inception-v3's is 75); small inputs keep sanitizer runs fast.
 constexpr int64_t kSmallImageSize = 64;
 
 struct Expected {
@@ -40,6 +40,7 @@ struct Expected {
   //  mobilenet  0.569 G  (Howard et al., Table 1: 569 M mult-adds)
   //  resnet50   4.09 G   (torchvision resnet50, the v1.5 stride convention used here)
   //  squeezenet 0.82 G   (torchvision squeezenet1_0 at 224)
+  //  inception_v3 5.71 G (torchvision inception_v3 at 299 without the auxiliary classifier)
   double published_gmacs;
   const char* first_unit;
   const char* last_unit;
@@ -54,7 +55,11 @@ constexpr Expected kNetworks[] = {
     {"mobilenet", 14, 1001, 0.569, "Conv2d_0", "Conv2d_13", 1},
     {"resnet50", 18, 1000, 4.09, "conv1", "fc1000", 1},
     {"squeezenet", 10, 1000, 0.82, "conv1", "conv10", 29},
+    {"inception_v3", 13, 1000, 5.71, "stem_a", "Mixed_7c", 75},
 };
+
+// The small size a test builds a network at: 64, or the network's minimum when that is larger.
+int64_t small_size(const Expected& e) { return std::max(kSmallImageSize, e.min_image_size); }
 
 int64_t total_macs(const Graph& g) {
   int64_t macs = 0;
@@ -123,7 +128,7 @@ TEST_P(ZooNetworkTest, DefaultSizeHasPublishedShapeAndWork) {
 
 TEST_P(ZooNetworkTest, NamesAreUnique) {
   ZeroWeights weights;
-  Graph g = build_zoo_graph(GetParam().name, weights, {.image_size = kSmallImageSize});
+  Graph g = build_zoo_graph(GetParam().name, weights, {.image_size = small_size(GetParam())});
   std::set<std::string> names;
   for (const Node& n : g.nodes()) EXPECT_TRUE(names.insert(n.name).second) << n.name;
   for (const Tensor& t : g.tensors()) {
@@ -136,17 +141,17 @@ TEST_P(ZooNetworkTest, NamesAreUnique) {
 TEST_P(ZooNetworkTest, BuildsSmallWithBatchTwo) {
   const Expected& e = GetParam();
   SeededWeights weights(7);
-  Graph g = build_zoo_graph(e.name, weights, {.image_size = kSmallImageSize, .batch = 2});
+  Graph g = build_zoo_graph(e.name, weights, {.image_size = small_size(e), .batch = 2});
   EXPECT_NO_THROW(g.validate());
   EXPECT_EQ(g.layer_count(), e.layers);
   EXPECT_EQ(g.tensor(g.inputs()[0]).desc.shape,
-            (std::vector<int64_t>{2, 3, kSmallImageSize, kSmallImageSize}));
+            (std::vector<int64_t>{2, 3, small_size(e), small_size(e)}));
   EXPECT_EQ(g.tensor(g.outputs()[0]).desc.shape, (std::vector<int64_t>{2, e.classes}));
 }
 
 TEST_P(ZooNetworkTest, WeightsDependOnSeedOnly) {
   const char* name = GetParam().name;
-  const ZooOptions small{.image_size = kSmallImageSize};
+  const ZooOptions small{.image_size = small_size(GetParam())};
   SeededWeights a(1), a_again(1), b(2);
   Graph ga = build_zoo_graph(name, a, small);
   Graph ga_again = build_zoo_graph(name, a_again, small);
@@ -170,7 +175,7 @@ TEST_P(ZooNetworkTest, WeightsDependOnSeedOnly) {
 TEST_P(ZooNetworkTest, RejectsBadOptions) {
   ZeroWeights weights;
   EXPECT_THROW(build_zoo_graph(GetParam().name, weights, {.image_size = -1}), InputError);
-  EXPECT_THROW(build_zoo_graph(GetParam().name, weights, {.image_size = 64, .batch = 0}),
+  EXPECT_THROW(build_zoo_graph(GetParam().name, weights, {.image_size = small_size(GetParam()), .batch = 0}),
                InputError);
 }
 
@@ -191,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooNetworkTest, ::testing::ValuesIn(kNetworks),
                            return std::string(info.param.name);
                          });
 
-TEST(Zoo, EntriesListTheFiveNetworks) {
+TEST(Zoo, EntriesListTheNetworks) {
   std::vector<std::string> names;
   for (const ZooEntry& e : zoo_entries()) {
     names.push_back(e.name);
@@ -199,7 +204,7 @@ TEST(Zoo, EntriesListTheFiveNetworks) {
     for (int c = 0; c < 3; ++c) EXPECT_GT(e.std[c], 0.0f) << e.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"alexnet", "googlenet", "mobilenet", "resnet50",
-                                             "squeezenet"}));
+                                             "squeezenet", "inception_v3"}));
   EXPECT_EQ(find_zoo_entry("alexnet")->default_image_size, 227);
   EXPECT_EQ(find_zoo_entry("nope"), nullptr);
   // Caffe models take BGR minus the 0..255 ImageNet mean; index 0 is blue.
@@ -244,6 +249,26 @@ TEST(Zoo, GoogLeNetPoolsAttachToThePrecedingModule) {
             (std::vector<int64_t>{1, 256, 28, 28}));
   EXPECT_EQ(g.tensor(find_node(g, "inception_5b/output")->outputs[0]).desc.shape,
             (std::vector<int64_t>{1, 1024, 7, 7}));
+}
+
+TEST(Zoo, InceptionV3ModulesAndRectangularKernels) {
+  ZeroWeights weights;
+  Graph g = build_inception_v3(weights, {});
+  EXPECT_EQ(find_constant(g, "Mixed_6b/branch7x7_2_w")->desc.shape, (std::vector<int64_t>{128, 128, 1, 7}));
+  EXPECT_EQ(find_constant(g, "Mixed_6b/branch7x7_3_w")->desc.shape, (std::vector<int64_t>{192, 128, 7, 1}));
+  EXPECT_EQ(find_node(g, "Mixed_6b/branch7x7_2")->attrs.get_ints("pads"), (std::vector<int64_t>{0, 3, 0, 3}));
+  EXPECT_EQ(unit_of(g, "maxpool2"), "stem_b");
+  EXPECT_EQ(unit_of(g, "fc"), "Mixed_7c");
+  const auto shape = [&](const char* node) { return g.tensor(find_node(g, node)->outputs[0]).desc.shape; };
+  EXPECT_EQ(shape("Mixed_5d/output"), (std::vector<int64_t>{1, 288, 35, 35}));
+  EXPECT_EQ(shape("Mixed_6e/output"), (std::vector<int64_t>{1, 768, 17, 17}));
+  EXPECT_EQ(shape("Mixed_7c/output"), (std::vector<int64_t>{1, 2048, 8, 8}));
+  try {
+    build_inception_v3(weights, {.image_size = 74});
+    FAIL() << "built inception_v3 at 74x74";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 75"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Zoo, MobileNetUsesTensorFlowSamePadding) {

@@ -1,0 +1,209 @@
+#include "xnn_claim_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace co_up::xnnpack {
+namespace {
+
+// How long an idle worker keeps polling for the next job before it sleeps, and how long the
+// caller polls for running chunks before it sleeps. Layers of one frame follow each other within
+// microseconds, so a short spin catches them; longer would take the core from other work.
+constexpr auto kWorkerSpin = std::chrono::microseconds(30);
+constexpr int kCallerSpinIterations = 2000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield");
+#endif
+}
+
+// The claim word: generation (32 bits) | chunk count (16) | next unclaimed chunk (16). One word,
+// so a claim by a late worker can never pair one job's generation with another job's count.
+constexpr uint64_t kFieldMask = 0xFFFF;
+uint64_t pack(uint32_t generation, uint64_t limit, uint64_t next) {
+  return (uint64_t(generation) << 32) | (limit << 16) | next;
+}
+
+}  // namespace
+
+struct ClaimPool::State {
+  std::mutex job_mutex;            // one job at a time
+  uint32_t last_generation = 0;    // guarded by job_mutex
+  std::atomic<uint64_t> claim{0};  // see pack()
+  std::atomic<uint32_t> generation{0};  // the newest job; idle workers sleep on it
+  std::atomic<uint32_t> done{0};        // chunks of the current job that have returned
+  std::atomic<bool> stop{false};
+  std::atomic<int> holds{0};
+  std::atomic<int64_t> worker_chunks{0};
+  // The current job's body: written under job_mutex before the claim word publishes the job, read
+  // only by a participant that has claimed one of its chunks (so it is still alive).
+  const std::function<void(int64_t)>* body = nullptr;
+  std::mutex error_mutex;
+  std::exception_ptr error;  // the first exception a worker's chunk threw, guarded by error_mutex
+};
+
+ClaimPool::ClaimPool(int workers, std::span<const int> cores) : state_(std::make_unique<State>()) {
+  if (workers < 0) throw std::runtime_error("worker count must be >= 0");
+  auto stop_all = [&] {
+    state_->stop.store(true, std::memory_order_release);
+    state_->generation.fetch_add(1, std::memory_order_release);
+    state_->generation.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+  };
+  workers_.reserve(static_cast<size_t>(workers));
+  for (int i = 0; i < workers; ++i) {
+    try {
+      workers_.emplace_back([this, i] { worker_loop(i); });
+    } catch (const std::system_error& e) {
+      stop_all();
+      throw std::runtime_error("cannot start pool worker " + std::to_string(i + 1) + ": " + e.what());
+    }
+    if (cores.empty()) continue;
+    const int core = cores[static_cast<size_t>(i + 1) % cores.size()];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (const int rc = pthread_setaffinity_np(workers_.back().native_handle(), sizeof(set), &set); rc != 0) {
+      stop_all();
+      throw std::runtime_error("cannot pin a pool worker to CPU " + std::to_string(core) + ": " +
+                               std::strerror(rc) +
+                               " (is the core online and in this process's affinity mask?)");
+    }
+  }
+}
+
+ClaimPool::~ClaimPool() {
+  state_->stop.store(true, std::memory_order_release);
+  state_->generation.fetch_add(1, std::memory_order_release);
+  state_->generation.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ClaimPool::claim_and_run(uint32_t generation, bool on_worker) const {
+  State& s = *state_;
+  uint64_t word = s.claim.load(std::memory_order_acquire);
+  for (;;) {
+    if (uint32_t(word >> 32) != generation) break;
+    const uint64_t limit = (word >> 16) & kFieldMask;
+    const uint64_t next = word & kFieldMask;
+    if (next >= limit) break;
+    if (!s.claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      continue;
+    }
+    try {
+      (*s.body)(static_cast<int64_t>(next));
+    } catch (...) {
+      const std::lock_guard lock(s.error_mutex);
+      if (!s.error) s.error = std::current_exception();
+    }
+    if (on_worker) s.worker_chunks.fetch_add(1, std::memory_order_relaxed);
+    // Nothing of the job may be touched after this: the caller may return and free the body.
+    if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == limit) s.done.notify_one();
+    word = s.claim.load(std::memory_order_acquire);
+  }
+}
+
+void ClaimPool::worker_loop(int) const {
+  State& s = *state_;
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t current = s.generation.load(std::memory_order_acquire);
+    if (current == seen) {
+      const auto until = std::chrono::steady_clock::now() + kWorkerSpin;
+      while (current == seen) {
+        for (int i = 0; i < 64 && current == seen; ++i) {
+          cpu_relax();
+          current = s.generation.load(std::memory_order_acquire);
+        }
+        if (current != seen || std::chrono::steady_clock::now() > until) break;
+      }
+      if (current == seen) {
+        s.generation.wait(seen, std::memory_order_acquire);
+        continue;
+      }
+    }
+    seen = current;
+    if (s.stop.load(std::memory_order_acquire)) return;
+    for (int held = s.holds.load(std::memory_order_acquire); held > 0;
+         held = s.holds.load(std::memory_order_acquire)) {
+      s.holds.wait(held, std::memory_order_acquire);
+    }
+    claim_and_run(seen, true);
+  }
+}
+
+void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) const {
+  if (chunks <= 0) return;
+  if (chunks > int64_t(kFieldMask)) {
+    throw std::invalid_argument("ClaimPool::run: " + std::to_string(chunks) +
+                                " chunks, at most 65535");
+  }
+  if (workers_.empty()) {
+    for (int64_t i = 0; i < chunks; ++i) chunk(i);
+    return;
+  }
+  State& s = *state_;
+  const std::lock_guard job_lock(s.job_mutex);
+  const uint32_t generation = ++s.last_generation;
+  s.body = &chunk;
+  s.done.store(0, std::memory_order_relaxed);
+  s.claim.store(pack(generation, uint64_t(chunks), 0), std::memory_order_release);
+  s.generation.store(generation, std::memory_order_release);
+  s.generation.notify_all();
+
+  // The caller is a participant like any worker; a chunk it runs cannot outlive this call.
+  claim_and_run(generation, false);
+  // Every chunk is claimed: wait only for those still running on a worker.
+  for (int spin = 0;; ++spin) {
+    const uint32_t finished = s.done.load(std::memory_order_acquire);
+    if (finished >= uint32_t(chunks)) break;
+    if (spin < kCallerSpinIterations) {
+      cpu_relax();
+    } else {
+      s.done.wait(finished, std::memory_order_acquire);
+    }
+  }
+  s.body = nullptr;
+  std::exception_ptr worker_error;
+  {
+    const std::lock_guard lock(s.error_mutex);
+    worker_error = std::exchange(s.error, nullptr);
+  }
+  if (worker_error) std::rethrow_exception(worker_error);
+}
+
+ClaimPool::Hold::Hold(const ClaimPool& pool) : pool_(pool) {
+  pool_.state_->holds.fetch_add(1, std::memory_order_acq_rel);
+}
+
+ClaimPool::Hold::~Hold() {
+  pool_.state_->holds.fetch_sub(1, std::memory_order_acq_rel);
+  pool_.state_->holds.notify_all();
+}
+
+int ClaimPool::thread_index() const {
+  const std::thread::id me = std::this_thread::get_id();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].get_id() == me) return static_cast<int>(i) + 1;
+  }
+  return 0;
+}
+
+int64_t ClaimPool::chunks_run_by_workers() const {
+  return state_->worker_chunks.load(std::memory_order_relaxed);
+}
+
+}  // namespace co_up::xnnpack

@@ -1,0 +1,75 @@
+// ClaimPool: the workers that run cpu-xnnpack's own kernels. A job is a number of chunks; every
+// participant (the caller and each worker) claims the next unclaimed chunk from one atomic word
+// until none is left, and the caller then waits only for chunks that were claimed and are still
+// running. A worker that the OS has not scheduled yet (another process holds its core) therefore
+// costs nothing but its share of the parallelism: the caller takes its chunks, and when the worker
+// finally runs it finds the job closed and goes back to sleep. (pthreadpool's join waits for every
+// worker to check in, started or not, which on a shared core costs a scheduler time slice per
+// parallel region.)
+//
+// Idle workers spin briefly (back-to-back layers of a frame arrive within microseconds), then
+// sleep on a futex (std::atomic::wait) until the next job.
+//
+// Threading contract: run() may be called from any thread; jobs are serialised by a mutex, one at
+// a time. The body must not call run() on the same pool (it would wait for itself).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+namespace co_up::xnnpack {
+
+class ClaimPool {
+ public:
+  // Starts `workers` threads (0 is allowed: every job then runs on the caller). When `cores` is
+  // non-empty, worker i (0-based) is pinned to cores[(i + 1) % cores.size()], i.e. the pool's
+  // thread i + 1 where the caller is thread 0. Throws std::runtime_error when a worker cannot be
+  // started or pinned (the message names the core).
+  ClaimPool(int workers, std::span<const int> cores);
+  ~ClaimPool();
+  ClaimPool(const ClaimPool&) = delete;
+  ClaimPool& operator=(const ClaimPool&) = delete;
+
+  int worker_count() const { return static_cast<int>(workers_.size()); }
+  // The pool's thread index of the calling thread: 1 + i on worker i, 0 on any other thread.
+  int thread_index() const;
+
+  // Calls chunk(i) once for every i in [0, chunks), on the caller and on whichever workers come;
+  // returns when every call has returned. chunks must be < 65536.
+  void run(int64_t chunks, const std::function<void(int64_t)>& chunk) const;
+
+  // For tests: while the returned object lives, workers stop before claiming any chunk (as if the
+  // OS had descheduled them), so run() must finish on the caller alone.
+  class Hold {
+   public:
+    explicit Hold(const ClaimPool& pool);
+    ~Hold();
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    const ClaimPool& pool_;
+  };
+
+  // For tests: how many chunks the workers (not the caller) ran since the pool was created.
+  int64_t chunks_run_by_workers() const;
+
+ private:
+  struct State;
+  void worker_loop(int index) const;
+  // Claims and runs chunks of job `generation` until none is left (a chunk's exception is kept
+  // for the caller of run()).
+  void claim_and_run(uint32_t generation, bool on_worker) const;
+
+  // State before workers: the threads use it until the destructor has joined them.
+  std::unique_ptr<State> state_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace co_up::xnnpack
