@@ -81,19 +81,8 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 commit=$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "pool_ab: $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${commit} against ${base_commit}, $(nproc --all) CPUs, load average ${load_before}; results in ${out}"
 
-clk_tck=$(getconf CLK_TCK)
-contention=""
-measured() {  # runs "$@", sets ${contention} (others' cores during the run), as bench/ort_compare.sh
-  local s0 s1 tfile=${out}/time.txt
-  s0=$(head -1 /proc/stat)
-  /usr/bin/time -f '%e %U %S' -o "${tfile}" "$@"
-  s1=$(head -1 /proc/stat)
-  contention=$(awk -v a="${s0}" -v b="${s1}" -v hz="${clk_tck}" -v t="$(cat "${tfile}")" 'BEGIN {
-    split(a, x, " "); split(b, y, " "); split(t, w, " ")
-    busy = 0; for (i = 2; i <= 9; ++i) if (i != 5 && i != 6 && i != 9) busy += y[i] - x[i]
-    others = (busy / hz - w[2] - w[3]) / w[1]; if (others < 0) others = 0
-    printf ",\"others_cores\":%.2f", others }')
-}
+# measured (the contention record of a run) and ort_run: the runner ort_compare.sh uses.
+source "${root}/bench/ort/ort_runner.sh"
 
 run_co_up() {  # plugins_dir cores [platform]: sets ${lat_ms}
   local plugins=$1 cores=$2 platform=${3:-}
@@ -110,9 +99,8 @@ print(statistics.median((b - a) / 1e6 for a, b in zip(start[w:], end[w:])))' "${
 }
 
 run_ort() {  # model input: sets ${lat_ms}
-  measured taskset -c 0-1 node "${ort_dir}/ort_bench.js" "$1" --threads=2 --warmup="${warmup}" \
-    --runs="${frames}" --input="$2" >"${out}/ort.json"
-  lat_ms=$("${python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["median_ms"])' "${out}/ort.json")
+  ort_run "$1" 2 0-1 "$2"
+  lat_ms=${ort_ms}
 }
 
 for net in "${nets[@]}"; do

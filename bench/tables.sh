@@ -65,10 +65,13 @@ tables=(
   "python|6|30|yes|docs/python.md (bench/python_overhead.py paragraph)|bench/python_overhead.py"
   "para_pipe|15|120|yes|docs/para_pipe.md \"Measured\"|co_up profile --units=branches, co_up_bench_para_pipe"
   "exits|5|30|yes|docs/map_and_conquer.md \"Measured on this host\"|co_up on the trained multi-exit fixtures, 1000 test images"
+  "ort_modern|30|420|yes|bench/README.md \"Modern CNNs: MobileNetV3-Large, EfficientNet-B0, a YOLOv5s-style detector, ConvNeXt-T\"|bench/ort_compare.sh NETS=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny"
+  "map_and_conquer|20|180|yes|bench/README.md \"Map-and-Conquer\"|bench/map_and_conquer_bench.sh on the trained Fashion-MNIST fixtures"
   "ort_transformers|0|1800|no|bench/README.md \"Transformers: ViT-B/16 and BERT-base\"|bench/ort_compare.sh NETS=vit_b_16,bert_base"
   "workload_plan|0|240|no|bench/README.md \"Planning several networks\" (regression error, predicted plans)|co_up_bench_workload_plan on a measured workload profile"
   "opencl|0|300|no|bench/README.md \"OpenCL backend on PoCL\" (parts A-D)|co_up_bench_opencl"
   "validate|0|600|no|bench/README.md \"ONNX loading and validation\" (max abs diff vs PyTorch)|bench/validate.sh"
+  "validate_modern|0|1500|no|bench/README.md \"ONNX loading and validation\" (the eleven full-size modern networks vs PyTorch)|bench/validate_modern.sh"
 )
 # Tables of the READMEs that no run regenerates, and why (written to index.md).
 not_regenerated=(
@@ -76,7 +79,7 @@ not_regenerated=(
   "README.md \"Status\" table: its numbers are quotes of the tables here (ORT ratios, OpenCL, workload, para-pipe, exits); update them from those tables"
   "docs/design.md, docs/early_exits.md, docs/multi_network.md, docs/transformer_ops.md: their tables are options, formats and designs, not measurements"
   "docs/para_pipe.md \"Predicted\" (cost model only) and docs/intra_op_threads.md earlier runs: predictions / history, not measurements of the current code"
-  "ort_transformers, workload_plan, opencl, validate: not in --full (estimates above: the transformers alone take ~30 min at 1-2 fps x 5 reps x 6 runs; the workload profile ~4 min; the OpenCL bench ~5 min incl. a cold PoCL kernel cache; validate is a correctness check against PyTorch, ~10 min of exports); run them with --only=NAME in a second quiet window"
+  "ort_transformers, workload_plan, opencl, validate, validate_modern: not in --full (estimates above: the transformers alone take ~30 min at 1-2 fps x 5 reps x 6 runs; the workload profile ~4 min; the OpenCL bench ~5 min incl. a cold PoCL kernel cache; validate is a correctness check against PyTorch, ~10 min of exports); run them with --only=NAME in a second quiet window"
 )
 
 selected() {  # name in_full
@@ -174,6 +177,31 @@ t_ort_transformers() {
   quick && { reps=1; frames=3; warm=1; }
   NETS=vit_b_16,bert_base REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 \
     OUT_DIR=${work}/ort_transformers "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
+}
+t_ort_modern() {
+  need co_up || return 1
+  local nets=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny reps=3 frames=50 warm=3
+  quick && { nets=mobilenet_v3_large; reps=1; frames=5; warm=1; }
+  method="REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 on ${nets} (3 reps, not 5, to keep the whole run near 40 min)"
+  NETS=${nets} REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 \
+    OUT_DIR=${work}/ort_modern "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
+}
+t_map_and_conquer() {
+  need co_up || return 1
+  local n=1000
+  quick && n=100
+  method="bench/map_and_conquer_bench.sh ${build} ${n}: runtime model fitted on three orders and checked on the others, both ways round; dynamic plan vs static CNN and static width split (switch mode, simulated power)"
+  "${root}/bench/map_and_conquer_bench.sh" "${build}" "${n}"
+}
+t_validate_modern() {
+  need co_up || return 1
+  method="bench/validate_modern.sh: the eleven full-size networks vs PyTorch in four mappings"
+  quick && method="NETS=mobilenet_v3_large OPENCL=0 (smoke)"
+  if quick; then
+    NETS=mobilenet_v3_large OPENCL=0 "${root}/bench/validate_modern.sh" "${build}" "${fixtures}"
+  else
+    "${root}/bench/validate_modern.sh" "${build}" "${fixtures}"
+  fi
 }
 t_ort_intraop() {
   need co_up || return 1
