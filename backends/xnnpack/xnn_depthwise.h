@@ -1,11 +1,11 @@
 // f32 depthwise convolution (one input and one output channel per group) on NHWC buffers, for
 // the kernel sizes Debian 12's XNNPACK has no depthwise micro-kernel for.
 //
-// Why: that XNNPACK (a February 2022 snapshot) has depthwise kernels for 4, 9 and 25 taps only
-// (2x2, 3x3, 5x5); any other size, ConvNeXt's 7x7 among them, becomes a grouped GEMM with one
-// channel per group, which fills 1 of 16 vector lanes (ConvNeXt-T's 7x7 at 56x56: 25 ms, about
-// 1 GFLOP/s). This kernel vectorises over channels (16 per vector) and keeps a tile of output
-// pixels in registers over all taps.
+// Why: that XNNPACK (a February 2022 snapshot) has f32 depthwise kernels for 3, 4, 9 and 25 taps
+// only (1x3 or 3x1, 2x2, 3x3, 5x5); any other size, ConvNeXt's 7x7 among them, becomes a grouped
+// GEMM with one channel per group, which fills 1 of 16 vector lanes (ConvNeXt-T's 7x7 at 56x56:
+// 25 ms, about 1 GFLOP/s). This kernel vectorises over channels (16 per vector) and keeps a tile
+// of output pixels in registers over all taps.
 //
 // Numerics: every output is bias + the taps in (ky, kx) order, one fixed sequence of f32
 // operations for a given build and CPU (the compiler may contract a multiply and an add into an

@@ -135,7 +135,8 @@ TEST(XnnpackDepthwise, TakesOnlyTheSizesXnnpackRunsAsAGemm) {
   s.in_channels = s.out_channels = s.group = 32;
   s.in_height = s.in_width = 14;
   for (auto [kh, kw, want] : {std::tuple{7, 7, true}, {1, 7, true}, {3, 3, false}, {5, 5, false},
-                              {2, 2, false}, {1, 9, false}, {3, 5, true}}) {
+                              {2, 2, false}, {1, 9, false}, {3, 5, true},
+                              {1, 3, false}, {3, 1, false}, {1, 5, true}, {5, 1, true}}) {
     s.kernel_h = kh;
     s.kernel_w = kw;
     EXPECT_EQ(co_up::xnnpack::depthwise_kernel_wins(s), want) << kh << "x" << kw;
