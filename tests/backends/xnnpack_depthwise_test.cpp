@@ -150,3 +150,25 @@ TEST(XnnpackDepthwise, TakesOnlyTheSizesXnnpackRunsAsAGemm) {
 }
 
 }  // namespace
+
+// A NaN input stays NaN through the clamp in every channel: the 16-wide blocks and the channels
+// left over after them (here 16 + 4) clamp alike.
+TEST(XnnpackDepthwise, KeepsNaNThroughTheClampInEveryChannel) {
+  const Case k{1, 20, 5, 6, 1, 7, 1, 1, 0, 3, 0, 3, 1, 1, 0.0f, 6.0f, 0};
+  const int64_t hw = k.h * k.w;
+  std::vector<float> x_nhwc(static_cast<size_t>(hw * k.c), 0.5f), wt(static_cast<size_t>(k.c * 7), 0.25f),
+      b(static_cast<size_t>(k.c), 0.0f);
+  const int64_t nan_channels[] = {3, 18};  // one in a vector block, one in the tail
+  for (int64_t c : nan_channels)
+    for (int64_t p = 0; p < hw; ++p) x_nhwc[static_cast<size_t>(p * k.c + c)] = NAN;
+  const std::vector<float> y = run(k, x_nhwc, wt, b, 1);
+  for (int64_t p = 0; p < hw; ++p)
+    for (int64_t c = 0; c < k.c; ++c) {
+      const float v = y[static_cast<size_t>(p * k.c + c)];
+      if (c == 3 || c == 18) {
+        EXPECT_TRUE(std::isnan(v)) << "pixel " << p << " channel " << c << ": " << v;
+      } else {
+        EXPECT_FALSE(std::isnan(v)) << "pixel " << p << " channel " << c;
+      }
+    }
+}
