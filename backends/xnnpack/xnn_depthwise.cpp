@@ -93,13 +93,13 @@ DepthwiseConvolution::DepthwiseConvolution(const backends::Conv2dShape& shape, c
   }
 }
 
-void DepthwiseConvolution::run(const CpuPool& pool) const {
+void DepthwiseConvolution::run(const CpuPool& pool, Variant variant) const {
   const DepthwiseArgs args{&s_, channels_padded_, weights_.data(), bias_.data(), lo_, hi_,
                            output_stride_, x_, y_, silu_};
   const int64_t rows = s_.batch * s_.out_height();
   pool.parallel_for(rows, 1, 2, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)
-    if (avx512_gemm_available()) {
+    if (variant == Variant::kAuto && avx512_gemm_available()) {
       avx512::depthwise_rows(args, begin, end);
       return;
     }

@@ -35,7 +35,11 @@ class DepthwiseConvolution {
                        float output_min, float output_max, int64_t output_stride, const float* x,
                        float* y, bool silu = false);
 
-  void run(const CpuPool& pool) const;
+  // Which loops run: kAuto the AVX-512 ones where the CPU has AVX-512F, else the portable ones
+  // (what ARM boards run); kPortable the portable ones anywhere, so that tests cover both.
+  enum class Variant { kAuto, kPortable };
+
+  void run(const CpuPool& pool, Variant variant = Variant::kAuto) const;
 
  private:
   backends::Conv2dShape s_;

@@ -1,7 +1,8 @@
 // cpu-xnnpack's own depthwise convolution (backends/xnnpack/xnn_depthwise.h) against the textbook
 // formula in double precision: ConvNeXt's 7x7, one-sided kernels, stride, asymmetric padding,
 // dilation, channel counts that leave a partial vector, batch > 1, a clamp, and an output that is
-// a slice of a wider tensor; two threads equal one bit for bit.
+// a slice of a wider tensor; two threads equal one bit for bit. Both loop variants (AVX-512 where
+// the CPU has it, and the portable one ARM boards run).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,18 +59,28 @@ Conv2dShape shape_of(const Case& k) {
 }
 
 // y as the kernel writes it: NHWC with (C + extra_stride) floats per pixel.
+using Variant = DepthwiseConvolution::Variant;
+
 std::vector<float> run(const Case& k, const std::vector<float>& x_nhwc, const std::vector<float>& wt,
-                       const std::vector<float>& b, int threads) {
+                       const std::vector<float>& b, int threads, Variant variant) {
   const Conv2dShape s = shape_of(k);
   const int64_t stride = k.c + k.extra_stride;
   std::vector<float> y(static_cast<size_t>(k.n * s.out_height() * s.out_width() * stride), -7.0f);
   CpuPool pool(threads, {}, Schedule::kStatic);
   DepthwiseConvolution conv(s, wt.data(), b.data(), k.lo, k.hi, stride, x_nhwc.data(), y.data());
-  conv.run(pool);
+  conv.run(pool, variant);
   return y;
 }
 
-TEST(XnnpackDepthwise, MatchesTheFormulaOnEveryPath) {
+// Both loop variants: kAuto (AVX-512 on such a CPU) and the portable one ARM boards run.
+class XnnpackDepthwiseVariants : public ::testing::TestWithParam<Variant> {};
+
+INSTANTIATE_TEST_SUITE_P(Loops, XnnpackDepthwiseVariants, ::testing::Values(Variant::kAuto, Variant::kPortable),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return std::string(info.param == Variant::kAuto ? "Auto" : "Portable");
+                         });
+
+TEST_P(XnnpackDepthwiseVariants, MatchesTheFormulaOnEveryPath) {
   const Case cases[] = {
       {1, 96, 20, 21, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, -INFINITY, INFINITY, 0},  // ConvNeXt's block
       {2, 20, 9, 30, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 0.0f, 6.0f, 0},           // partial vector, clamp
@@ -77,6 +88,8 @@ TEST(XnnpackDepthwise, MatchesTheFormulaOnEveryPath) {
       {1, 32, 17, 23, 3, 5, 2, 2, 1, 2, 0, 1, 1, 1, -INFINITY, INFINITY, 0}, // stride, uneven pad
       {1, 48, 16, 40, 7, 1, 1, 1, 3, 0, 3, 0, 2, 2, -1.0f, 1.0f, 16},        // dilation, slice
       {1, 16, 3, 4, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, -INFINITY, INFINITY, 0},   // kernel over the image
+      {1, 40, 13, 37, 3, 5, 1, 1, 2, 4, 2, 4, 2, 2, -INFINITY, INFINITY, 3}, // kw > 1 dilated, slice
+      {1, 19, 9, 29, 1, 7, 1, 2, 0, 5, 0, 4, 1, 3, -2.0f, 2.0f, 0},         // 1x7 dilated, stride 2
   };
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -111,8 +124,8 @@ TEST(XnnpackDepthwise, MatchesTheFormulaOnEveryPath) {
     nc.dw = k.dw;
     std::vector<double> magnitude;
     const std::vector<double> want = co_up::testing::naive_conv(nc, x, wt, b, &magnitude);
-    const std::vector<float> one = run(k, x_nhwc, wt, b, 1);
-    const std::vector<float> two = run(k, x_nhwc, wt, b, 2);
+    const std::vector<float> one = run(k, x_nhwc, wt, b, 1, GetParam());
+    const std::vector<float> two = run(k, x_nhwc, wt, b, 2, GetParam());
     ASSERT_EQ(one, two) << "two threads must give the same bits";
     const int64_t oh = s.out_height(), ow = s.out_width(), stride = k.c + k.extra_stride;
     ASSERT_EQ(oh, nc.oh());
@@ -153,7 +166,7 @@ TEST(XnnpackDepthwise, TakesOnlyTheSizesXnnpackRunsAsAGemm) {
 
 // A NaN input stays NaN through the clamp in every channel: the 16-wide blocks and the channels
 // left over after them (here 16 + 4) clamp alike.
-TEST(XnnpackDepthwise, KeepsNaNThroughTheClampInEveryChannel) {
+TEST_P(XnnpackDepthwiseVariants, KeepsNaNThroughTheClampInEveryChannel) {
   const Case k{1, 20, 5, 6, 1, 7, 1, 1, 0, 3, 0, 3, 1, 1, 0.0f, 6.0f, 0};
   const int64_t hw = k.h * k.w;
   std::vector<float> x_nhwc(static_cast<size_t>(hw * k.c), 0.5f), wt(static_cast<size_t>(k.c * 7), 0.25f),
@@ -161,7 +174,7 @@ TEST(XnnpackDepthwise, KeepsNaNThroughTheClampInEveryChannel) {
   const int64_t nan_channels[] = {3, 18};  // one in a vector block, one in the tail
   for (int64_t c : nan_channels)
     for (int64_t p = 0; p < hw; ++p) x_nhwc[static_cast<size_t>(p * k.c + c)] = NAN;
-  const std::vector<float> y = run(k, x_nhwc, wt, b, 1);
+  const std::vector<float> y = run(k, x_nhwc, wt, b, 1, GetParam());
   for (int64_t p = 0; p < hw; ++p)
     for (int64_t c = 0; c < k.c; ++c) {
       const float v = y[static_cast<size_t>(p * k.c + c)];
