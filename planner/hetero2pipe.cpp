@@ -228,21 +228,54 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
   std::vector<double> completions;
   completions.reserve(total);
   double now = 0;
-  size_t first_open = 0;  // every request before it is complete
+  // The requests not yet complete, in arrival order: a list threaded through the indices (total
+  // ends it), so that finished ones cost the start scan nothing.
+  std::vector<size_t> open_next(total), open_prev(total);
+  for (size_t r = 0; r < total; ++r) {
+    open_next[r] = r + 1;
+    open_prev[r] = r == 0 ? total : r - 1;
+  }
+  size_t open_head = 0;
+  const auto close = [&](size_t r) {
+    if (open_prev[r] == total) {
+      open_head = open_next[r];
+    } else {
+      open_next[open_prev[r]] = open_next[r];
+    }
+    if (open_next[r] != total) open_prev[open_next[r]] = open_prev[r];
+  };
 
   const auto in_flight_limit = [&](size_t net) {
     return settings.in_flight > 0 ? static_cast<size_t>(settings.in_flight) : slices[net].size() + 1;
   };
+  // Networks whose next frame may not start (in-flight window full) during one stage's scan.
+  std::vector<char> window_full(networks.size(), 0);
   while (completions.size() < total) {
-    // Start the oldest ready slice on every idle stage.
+    // Networks with requests left: the scan may stop once each of them has a full window.
+    size_t unfinished = 0;
+    for (size_t i = 0; i < networks.size(); ++i) unfinished += completed_of[i] < frames_of[i] ? 1 : 0;
+    // Start the oldest ready slice on every idle stage. A network's frames pass every stage in
+    // order (each stage takes the oldest ready slice), so once one of its frames may not start for
+    // the in-flight window, none of its later ones may: the scan ends when every unfinished
+    // network is at its window, after at most its window + 1 requests per network (finished ones
+    // have left the list). The same slices start as with a scan over all requests.
     for (size_t k = 0; k < stages; ++k) {
       if (stage_busy[k]) continue;
-      for (size_t r = first_open; r < total; ++r) {
+      std::fill(window_full.begin(), window_full.end(), 0);
+      size_t full = 0;
+      for (size_t r = open_head; r < total && full < unfinished; r = open_next[r]) {
         Request& req = requests[r];
-        if (req.running || req.done_at >= 0) continue;
+        if (req.running) continue;
         const std::vector<Slice>& sl = slices[req.network];
-        if (sl.empty() || sl[req.next].stage != k) continue;
-        if (req.next == 0 && req.frame >= completed_of[req.network] + in_flight_limit(req.network)) continue;
+        if (sl.empty()) continue;
+        if (req.next == 0 && req.frame >= completed_of[req.network] + in_flight_limit(req.network)) {
+          if (!window_full[req.network]) {
+            window_full[req.network] = 1;
+            ++full;
+          }
+          continue;
+        }
+        if (sl[req.next].stage != k) continue;
         req.running = true;
         stage_busy[k] = true;
         running.push_back({r, k, sl[req.next].us, now});
@@ -284,10 +317,10 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
         req.done_at = now;
         ++completed_of[req.network];
         completions.push_back(now);
+        close(run.request);
       }
     }
     running.swap(still);
-    while (first_open < total && requests[first_open].done_at >= 0) ++first_open;
   }
   std::sort(completions.begin(), completions.end());
   // Steady state: between the end of the warm-up cycles and the start of the drain (a whole
