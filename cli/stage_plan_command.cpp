@@ -18,6 +18,7 @@
 #include "graph/npy.h"
 #include "graph/stage_plan.h"
 #include "planner/layer_profile.h"
+#include "planner/relative_error.h"
 
 namespace co_up::cli {
 namespace {
@@ -298,6 +299,7 @@ void print_holdout_error(std::ostream& out, const std::vector<planner::StageCand
   for (size_t i = 0; i < verified.size() && i < candidates.size(); ++i) {
     if (!verified[i].failure.empty()) continue;
     const double e = std::fabs(planner::relative_error(candidates[i].latency_ms, verified[i].latency_ms));
+    if (std::isnan(e)) continue;  // nothing measured: no error to count
     Sum& s = std::find(fitted.begin(), fitted.end(), candidates[i].order) == fitted.end() ? held_out : fit;
     s.total += e;
     s.worst = std::max(s.worst, e);

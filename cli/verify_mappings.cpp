@@ -11,16 +11,17 @@
 #include "core/partition.h"
 #include "core/placement.h"
 #include "power/dvfs_journal.h"
+#include "planner/relative_error.h"
 #include "profiler/report.h"
 
 namespace co_up::cli {
 namespace {
 
-double relative_error(double predicted, double measured) {
-  return measured > 0 ? (predicted - measured) / measured : 0;
-}
+using planner::relative_error;
 
+// "-" for NaN: no usable measurement.
 std::string percent(double fraction) {
+  if (std::isnan(fraction)) return "-";
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%+.1f%%", 100.0 * fraction);
   return buffer;
@@ -167,9 +168,8 @@ double median_abs_error(const std::vector<VerifiedMapping>& verified) {
   std::vector<double> errors;
   for (const VerifiedMapping& v : verified) {
     if (!v.failure.empty()) continue;
-    errors.push_back(std::abs(v.candidate.mapping.mode == Mode::kPipeline
-                                  ? v.throughput_error
-                                  : v.latency_error));
+    const double e = v.candidate.mapping.mode == Mode::kPipeline ? v.throughput_error : v.latency_error;
+    if (!std::isnan(e)) errors.push_back(std::abs(e));  // NaN: nothing measured
   }
   return profiler::median(std::move(errors));
 }

@@ -40,7 +40,7 @@ struct Measurement {
 struct VerifiedMapping {
   planner::Candidate candidate;
   Measurement measured;
-  double throughput_error = 0;  // relative, signed
+  double throughput_error = 0;  // relative, signed; NaN when nothing was measured
   double latency_error = 0;
   std::string failure;  // non-empty: the run failed (the numbers are 0)
 };

@@ -149,8 +149,4 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
   return out;
 }
 
-double relative_error(double predicted, double measured) {
-  return measured > 0 ? (predicted - measured) / measured : 0.0;
-}
-
 }  // namespace co_up::planner

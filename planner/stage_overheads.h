@@ -64,7 +64,4 @@ struct OverheadSample {
 // Throws InputError for an empty order or a non-positive weight.
 StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples);
 
-// Relative error of a prediction: (predicted - measured) / measured.
-double relative_error(double predicted, double measured);
-
 }  // namespace co_up::planner
