@@ -57,6 +57,77 @@ std::vector<double> solve(std::vector<double> a, std::vector<double> b, size_t n
   return x;
 }
 
+// Non-negative least squares on the normal equations g x = h (n x n, g positive semi-definite),
+// by Lawson and Hanson's active-set method: the passive set grows by the unknown whose gradient
+// most wants it positive; the least squares on the passive set, when it makes one of them
+// non-positive, is approached only as far as the first one reaches 0, which leaves the set.
+// Small dense problems: n is the processors' run and boundary costs.
+std::vector<double> nnls(const std::vector<double>& g, const std::vector<double>& h, size_t n) {
+  std::vector<double> x(n, 0.0), w(n);
+  std::vector<bool> passive(n, false), excluded(n, false);
+  double scale = 0;
+  for (double v : g) scale = std::max(scale, std::fabs(v));
+  for (double v : h) scale = std::max(scale, std::fabs(v));
+  const auto passive_least_squares = [&] {
+    std::vector<double> a(n * n, 0.0), b(n, 0.0);
+    for (size_t p = 0; p < n; ++p) {
+      if (!passive[p]) {
+        a[p * n + p] = 1.0;  // x_p = 0
+        continue;
+      }
+      b[p] = h[p];
+      for (size_t q = 0; q < n; ++q) {
+        if (passive[q]) a[p * n + q] = g[p * n + q];
+      }
+    }
+    std::vector<bool> unused;
+    return solve(a, b, n, unused);
+  };
+  for (size_t outer = 0; outer < 4 * n + 4; ++outer) {
+    double x_max = 0;
+    for (double v : x) x_max = std::max(x_max, std::fabs(v));
+    const double tol = 1e-10 * scale * (1.0 + x_max);
+    for (size_t p = 0; p < n; ++p) {
+      w[p] = h[p];
+      for (size_t q = 0; q < n; ++q) w[p] -= g[p * n + q] * x[q];
+    }
+    size_t t = n;
+    for (size_t p = 0; p < n; ++p) {
+      if (!passive[p] && !excluded[p] && w[p] > tol && (t == n || w[p] > w[t])) t = p;
+    }
+    if (t == n) break;  // optimal: no zero unknown's gradient points into the feasible side
+    passive[t] = true;
+    bool moved = true;
+    for (size_t inner = 0; inner <= n; ++inner) {
+      const std::vector<double> z = passive_least_squares();
+      if (inner == 0 && !(z[t] > 0)) {
+        // Only rounding lets an unknown whose column depends on the passive ones look helpful
+        // (its gradient is 0 at the passive optimum): keep it out until x moves.
+        passive[t] = false;
+        excluded[t] = true;
+        moved = false;
+        break;
+      }
+      double alpha = 1.0;
+      for (size_t p = 0; p < n; ++p) {
+        if (passive[p] && !(z[p] > 0)) alpha = std::min(alpha, x[p] / (x[p] - z[p]));
+      }
+      for (size_t p = 0; p < n; ++p) {
+        if (passive[p]) x[p] += alpha * (z[p] - x[p]);
+      }
+      if (alpha >= 1.0) break;  // every passive unknown positive: x is the passive set's optimum
+      for (size_t p = 0; p < n; ++p) {
+        if (passive[p] && (!(z[p] > 0) && x[p] <= 1e-14 * (1.0 + x_max))) {
+          passive[p] = false;
+          x[p] = 0.0;
+        }
+      }
+    }
+    if (moved) std::fill(excluded.begin(), excluded.end(), false);
+  }
+  return x;
+}
+
 }  // namespace
 
 double StageOverheads::run(char p) const {
@@ -113,38 +184,25 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
     }
     rows.push_back(row);
   }
+  // Normal equations g x = h of the weighted least squares over all unknowns.
   const size_t n = names.size();
-  std::vector<bool> fixed_zero(n, false), determined;
-  std::vector<double> x(n, 0.0);
-  for (size_t round = 0; round <= n; ++round) {
-    // Normal equations over the free unknowns (a fixed one is a unit row: x = 0).
-    std::vector<double> a(n * n, 0.0), b(n, 0.0);
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const double y = samples[r].measured_ms - samples[r].compute_ms, w = samples[r].weight;
-      for (size_t p : rows[r]) {
-        if (fixed_zero[p]) continue;
-        b[p] += w * y;
-        for (size_t q : rows[r]) {
-          if (!fixed_zero[q]) a[p * n + q] += w;
-        }
-      }
+  std::vector<double> g(n * n, 0.0), h(n, 0.0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const double y = samples[r].measured_ms - samples[r].compute_ms, w = samples[r].weight;
+    for (size_t p : rows[r]) {
+      h[p] += w * y;
+      for (size_t q : rows[r]) g[p * n + q] += w;
     }
-    for (size_t p = 0; p < n; ++p) {
-      if (fixed_zero[p]) a[p * n + p] = 1.0;
-    }
-    x = solve(a, b, n, determined);
-    size_t worst = n;
-    for (size_t p = 0; p < n; ++p) {
-      if (!fixed_zero[p] && x[p] < 0 && (worst == n || x[p] < x[worst])) worst = p;
-    }
-    if (worst == n) break;
-    fixed_zero[worst] = true;
   }
+  // Which unknowns the samples determine at all (the constraint does not change that; for
+  // those the non-negative optimum is unique, as the fitted values are).
+  std::vector<bool> determined;
+  solve(g, h, n, determined);
+  const std::vector<double> x = nnls(g, h, n);
   StageOverheads out;
   for (size_t p = 0; p < n; ++p) {
-    if (!determined[p] && !fixed_zero[p]) continue;
-    const double v = fixed_zero[p] ? 0.0 : std::max(0.0, x[p]);
-    (names[p].first == 'r' ? out.run_ms : out.boundary_ms)[names[p].second] = v;
+    if (!determined[p]) continue;
+    (names[p].first == 'r' ? out.run_ms : out.boundary_ms)[names[p].second] = std::max(0.0, x[p]);
   }
   return out;
 }

@@ -58,7 +58,7 @@ struct OverheadSample {
 };
 
 // Weighted least squares of (measured - compute) = the sample's run and boundary costs, every
-// unknown >= 0 (one the solution would make negative is fixed at 0 and the rest refitted).
+// unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
 // Letters whose cost the samples do not determine (e.g. two letters only ever seen together)
 // are absent from the result: the model cannot predict orders that use them.
 // Throws InputError for an empty order or a non-positive weight.
