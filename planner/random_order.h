@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,15 @@ namespace co_up::planner {
 
 // One order of `layers` letters in 3 to 6 contiguous runs (fewer where there are fewer layers),
 // cut at distinct random positions, each run a random letter of `letters` other than the run
-// before it. Needs layers >= 2 and at least two letters. Draws from `rng` only.
+// before it. Throws std::invalid_argument unless layers >= 2 and `letters` has at least two
+// distinct letters (no such order exists otherwise). Draws from `rng` only.
 inline std::string random_order(uint32_t layers, const std::string& letters, std::mt19937_64& rng) {
+  if (layers < 2) {
+    throw std::invalid_argument("random_order: needs at least 2 layers to cut, got " + std::to_string(layers));
+  }
+  if (letters.find_first_not_of(letters.empty() ? ' ' : letters[0]) == std::string::npos) {
+    throw std::invalid_argument("random_order: needs at least two distinct processor letters, got '" + letters + "'");
+  }
   const uint32_t segments = std::min<uint32_t>(layers, 3 + static_cast<uint32_t>(rng() % 4));
   std::vector<uint32_t> cuts;  // distinct cut positions in 1..layers-1
   while (cuts.size() + 1 < segments) {
