@@ -10,10 +10,12 @@ import math
 import os
 import random
 import re
+import shutil
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +37,21 @@ def git_commit():
         return "unknown"
 
 
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def cpu_stat():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
@@ -52,21 +69,30 @@ def measured(cmd, **kw):
     /proc/stat minus the run's own user+sys, over wall time). A quiet host reads about 0.
     """
     cmds = cmd if isinstance(cmd[0], list) else [cmd]
-    b0, _ = cpu_stat()
-    t0 = time.monotonic()
-    procs = [subprocess.Popen(c, stdout=kw.get("stdout", subprocess.DEVNULL)
-                              if len(cmds) == 1 else open(kw["outs"][i], "w"),
-                              stderr=subprocess.PIPE, text=True) for i, c in enumerate(cmds)]
-    if "between" in kw:
-        kw["between"]()
-    own = 0.0
-    for p in procs:
-        _, status, ru = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        own += ru.ru_utime + ru.ru_stime
-        if p.returncode != 0:
-            die(f"command failed ({p.returncode}): {' '.join(p.args)}: {p.stderr.read().strip()[-400:]}")
-    wall = time.monotonic() - t0
+    # stdout and stderr go to files, not pipes: a pipe read only after wait4 fills (64 KiB) and
+    # blocks the child forever.
+    outs = [open(kw["outs"][i], "w") if len(cmds) > 1 else None for i in range(len(cmds))]
+    errs = [tempfile.TemporaryFile("w+") for _ in cmds]
+    try:
+        b0, _ = cpu_stat()
+        t0 = time.monotonic()
+        procs = [subprocess.Popen(c, stdout=outs[i] or kw.get("stdout", subprocess.DEVNULL), stderr=errs[i])
+                 for i, c in enumerate(cmds)]
+        if "between" in kw:
+            kw["between"]()
+        own = 0.0
+        for i, p in enumerate(procs):
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            own += ru.ru_utime + ru.ru_stime
+            if p.returncode != 0:
+                errs[i].seek(0)
+                die(f"command failed ({p.returncode}): {' '.join(p.args)}: {errs[i].read().strip()[-400:]}")
+        wall = time.monotonic() - t0
+    finally:
+        for f in outs + errs:
+            if f is not None:
+                f.close()
     b1, _ = cpu_stat()
     others = max(0.0, ((b1 - b0) / HZ - own) / wall)
     return wall, others
@@ -109,13 +135,13 @@ def main():
     out = os.environ.get("OUT_DIR") or subprocess.run(["mktemp", "-d", "/tmp/workload_bench.XXXXXX"],
                                                       capture_output=True, text=True).stdout.strip()
     os.makedirs(out, exist_ok=True)
-    runs_file = open(os.path.join(out, "runs.jsonl"), "w")
+    runs_file = open(os.path.join(out, "runs.jsonl"), "w")  # closed at the end of main
 
     def record(**kw):
         runs_file.write(json.dumps(kw) + "\n")
         runs_file.flush()
 
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = read_text("/proc/loadavg").split()[:3]
     print(f"workload_bench: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {git_commit()}, "
           f"{os.cpu_count()} CPUs, load average {' '.join(load_before)}; {', '.join(nets)} at image size {size}, "
           f"{frames} requests per network, {rounds} rounds; results in {out}")
@@ -136,22 +162,23 @@ def main():
 
     def write_workload(name, networks, **top):
         path = os.path.join(out, name + ".json")
-        json.dump(dict(top, networks=networks), open(path, "w"), indent=1)
+        write_text(path, json.dumps(dict(top, networks=networks), indent=1))
         return path
 
     # The planned arrangement: co_up profile --workload, then co_up plan --workload (hetero2pipe).
     mix = write_workload("mix", [{k: v for k, v in network(n, "").items() if k != "order"} for n in nets])
     t0 = time.monotonic()
-    subprocess.run([co_up, "profile", f"--plugins={plugins}", f"--workload={mix}", "--processors=BL",
-                    "--repetitions=6", f"--profile-out={out}/mix_profile.json"], check=True,
-                   stdout=open(os.path.join(out, "profile.txt"), "w"), stderr=subprocess.DEVNULL)
+    with open(os.path.join(out, "profile.txt"), "w") as profile_txt:
+        subprocess.run([co_up, "profile", f"--plugins={plugins}", f"--workload={mix}", "--processors=BL",
+                        "--repetitions=6", f"--profile-out={out}/mix_profile.json"], check=True,
+                       stdout=profile_txt, stderr=subprocess.DEVNULL)
     plan_text = subprocess.run([co_up, "plan", f"--plugins={plugins}", f"--workload={mix}",
                                 f"--profile={out}/mix_profile.json", f"--out={out}/plans"], check=True,
                                capture_output=True, text=True).stdout
-    open(os.path.join(out, "plan.txt"), "w").write(plan_text)
+    write_text(os.path.join(out, "plan.txt"), plan_text)
     predicted = {m.group(1): float(m.group(2))
                  for m in re.finditer(r"^(\S+)\s+([0-9.]+) fps aggregate", plan_text, re.M)}
-    planned = json.load(open(f"{out}/plans/hetero2pipe.json"))
+    planned = read_json(f"{out}/plans/hetero2pipe.json")
     print(f"planned: co_up profile --workload --processors=BL --repetitions=6, then co_up plan --workload "
           f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s; "
           "orders " + ", ".join(f"{n['name']} {n['order']}" for n in planned["networks"]))
@@ -170,7 +197,7 @@ def main():
     def run_co_up(path, tag):
         prof = os.path.join(out, tag + ".profile.json")
         wall, others = measured([co_up, f"--plugins={plugins}", f"--workload={path}", f"--profile-out={prof}"])
-        return json.load(open(prof)), others
+        return read_json(prof), others
 
     def on_cpu(prof):
         """The processor threads' CPU time over the wall time of their sub-graph runs (1.0: never
@@ -191,7 +218,9 @@ def main():
         """Every network as its own ONNX Runtime session (one intra-op thread) in its own process, all
         side by side on both cores; they start their timed requests at one instant after warm-up."""
         sync = os.path.join(out, tag + "_sync")
-        os.makedirs(sync, exist_ok=True)
+        # A reused OUT_DIR's start and .ready files would let the sessions start unsynchronised.
+        shutil.rmtree(sync, ignore_errors=True)
+        os.makedirs(sync)
         start_file = os.path.join(sync, "start")
         cmds, outs, ready = [], [], []
         for n in nets:
@@ -212,7 +241,7 @@ def main():
             os.rename(start_file + ".tmp", start_file)
 
         _, others = measured(cmds, outs=outs, between=start_when_ready)
-        res = [json.loads(open(o).read().splitlines()[0]) for o in outs]
+        res = [json.loads(read_text(o).splitlines()[0]) for o in outs]
         spread_ms = max(r["timed_start_ms"] for r in res) - min(r["timed_start_ms"] for r in res)
         if spread_ms > 20:
             print(f"  note: the ONNX Runtime sessions started their timed requests {spread_ms:.0f} ms apart")
@@ -322,7 +351,8 @@ def main():
             print(f"| {label} | {spread(p99[side])} | {percentile(pooled[side], 50):.2f} | {spread(lat_others[side])} |")
     if p99["ort"]:
         print(f"co_up p99 / ONNX Runtime p99 per round: {spread([a / b for a, b in zip(p99['co_up'], p99['ort'])])}")
-    print(f"load average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    print(f"load average after: {' '.join(read_text('/proc/loadavg').split()[:3])}")
+    runs_file.close()
 
 
 if __name__ == "__main__":
