@@ -22,7 +22,8 @@
 # BASE (git ref of the baseline; default the parent of the commit that added the claiming pool),
 # OUT_DIR (default a new directory under /tmp; results.json there).
 # The baseline plugin is built from `git archive BASE` in OUT_DIR/base (cmake + ninja, ccache if
-# present): a few minutes the first time.
+# present): a few minutes the first time; kept for later runs with the same OUT_DIR while BASE
+# names the same commit (OUT_DIR/base/commit). The other plugins are this tree's, copied every run.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,7 +50,8 @@ if [[ -z ${base} ]]; then
   [[ -n ${added} ]] || die "cannot find the commit that added the claiming pool; set BASE=<git ref>"
   base=${added}^
 fi
-base_commit=$(git -C "${root}" rev-parse --short "${base}") || die "BASE=${base} is not a commit"
+base_commit=$(git -C "${root}" rev-parse --short "${base}^{commit}") || die "BASE=${base} is not a commit"
+base_full=$(git -C "${root}" rev-parse "${base}^{commit}")
 have_ort=0
 if [[ -d ${ort_dir}/node_modules/onnxruntime-node ]] && command -v node >/dev/null; then have_ort=1; fi
 
@@ -58,9 +60,11 @@ mkdir -p "${out}"
 results=${out}/runs.jsonl
 : >"${results}"
 
-# The baseline plugin: BASE's source, this machine's compiler, the same build type.
+# The baseline plugin: BASE's source, this machine's compiler, the same build type. Rebuilt when
+# the stamp names another commit (a reused OUT_DIR with another BASE).
 base_plugins=${out}/base/plugins
-if [[ ! -f ${base_plugins}/libco_up_cpu_xnnpack.so ]]; then
+base_so=${out}/base/build/plugins/libco_up_cpu_xnnpack.so
+if [[ ! -f ${base_so} || $(cat "${out}/base/commit" 2>/dev/null) != "${base_full}" ]]; then
   echo "building the cpu-xnnpack plugin of ${base_commit} in ${out}/base (log: ${out}/base/build.log)"
   rm -rf "${out}/base" && mkdir -p "${out}/base/src"
   git -C "${root}" archive "${base}" | tar -x -C "${out}/base/src"
@@ -71,17 +75,18 @@ if [[ ! -f ${base_plugins}/libco_up_cpu_xnnpack.so ]]; then
   { cmake -S "${out}/base/src" -B "${out}/base/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" &&
     ninja -C "${out}/base/build" co_up_backend_xnnpack; } >"${out}/base/build.log" 2>&1 ||
     die "building ${base_commit}'s plugin failed: see ${out}/base/build.log"
-  # Every other plugin is this tree's: only cpu-xnnpack differs between the two sides.
-  mkdir -p "${base_plugins}"
-  cp "${build}"/plugins/*.so "${base_plugins}/"
-  cp "${out}/base/build/plugins/libco_up_cpu_xnnpack.so" "${base_plugins}/"
+  echo "${base_full}" >"${out}/base/commit"
 fi
+# Every other plugin is this tree's, as built now: only cpu-xnnpack differs between the two sides.
+rm -rf "${base_plugins}" && mkdir -p "${base_plugins}"
+cp "${build}"/plugins/*.so "${base_plugins}/"
+cp "${base_so}" "${base_plugins}/"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 commit=$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "pool_ab: $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${commit} against ${base_commit}, $(nproc --all) CPUs, load average ${load_before}; results in ${out}"
 
-# measured (the contention record of a run) and ort_run: the runner ort_compare.sh uses.
+# measured (the contention record of a run), ort_run and rep_order: the runner ort_compare.sh uses.
 source "${root}/bench/ort/ort_runner.sh"
 
 run_co_up() {  # plugins_dir cores [platform]: sets ${lat_ms}
@@ -116,10 +121,7 @@ for net in "${nets[@]}"; do
   order=$(printf 'B%.0s' $(seq "${layers}"))
   echo "=== ${net}: ${layers} layers, all on B; ${warmup} + ${frames} frames per run"
   for ((rep = 1; rep <= reps; ++rep)); do
-    seq_configs=("${configs[@]}")
-    if ((rep % 2 == 0)); then
-      seq_configs=(); for ((i = ${#configs[@]} - 1; i >= 0; --i)); do seq_configs+=("${configs[i]}"); done
-    fi
+    rep_order "${rep}" "${configs[@]}"  # sets seq_configs: forward on odd reps, reversed on even
     line=""
     for cfg in "${seq_configs[@]}"; do
       case ${cfg} in
@@ -148,7 +150,8 @@ for net in nets:
     by = lambda cfg: {r["rep"]: r["latency_ms"] for r in runs if r["net"] == net and r["config"] == cfg}
     b2, n2, o2, n1 = by("base-2"), by("new-2"), by("ort-2"), by("new-1")
     paired = lambda a, b: spread([a[k] / b[k] for k in a if k in b])
-    others = {c: med([r["others_cores"] for r in runs if r["net"] == net and r["config"] == c] or [0])
+    # None where the configuration did not run (no ORT for a zoo network or without onnxruntime-node).
+    others = {c: med(v) if (v := [r["others_cores"] for r in runs if r["net"] == net and r["config"] == c]) else None
               for c in ("base-2", "new-2", "ort-2")}
     rows.append({"net": net, "base2_ms": spread(list(b2.values())), "new2_ms": spread(list(n2.values())),
                  "ort2_ms": spread(list(o2.values())), "new1_ms": spread(list(n1.values())),
@@ -158,6 +161,7 @@ json.dump({"commit": sys.argv[5], "base": sys.argv[6], "load_before": sys.argv[3
            "rows": rows, "runs": runs}, open(sys.argv[2], "w"), indent=1)
 r = lambda s: f"{s['median']:.2f} [{s['min']:.2f}-{s['max']:.2f}]" if s else "-"
 x = lambda s: f"{s['median']:.2f}x [{s['min']:.2f}-{s['max']:.2f}]" if s else "-"
+c = lambda v: "-" if v is None else f"{v:.2f}"
 n = rows[0]["new2_ms"]["n"] if rows else 0
 print()
 print(f"Commit {sys.argv[5]} (claiming pool) against {sys.argv[6]} (pthreadpool join); medians over {n} reps [min-max], "
@@ -170,5 +174,5 @@ for t in rows:
     o = t["others_cores_median"]
     print(f"| {t['net']} | {r(t['base2_ms'])} | {r(t['new2_ms'])} | {x(t['base2_vs_new2'])} | {r(t['ort2_ms'])} | "
           f"{x(t['ort2_vs_new2'])} | {r(t['new1_ms'])} | {x(t['new_scaling'])} | "
-          f"{o['base-2']:.2f} / {o['new-2']:.2f} / {o['ort-2']:.2f} |")
+          f"{c(o['base-2'])} / {c(o['new-2'])} / {c(o['ort-2'])} |")
 PY

@@ -1,9 +1,10 @@
-# Shared by bench/ort_compare.sh and bench/ort_intraop.sh (sourced, not run): the checks both
-# need, the contention record of a run, one timed ONNX Runtime run, and the alternating run order.
+# Shared by bench/ort_compare.sh, bench/ort_intraop.sh and bench/pool_ab.sh (sourced, not run):
+# the checks they need, the contention record of a run, one timed ONNX Runtime run, and the
+# alternating run order.
 # The sourcing script sets ${root}, ${co_up}, ${ort_dir}, ${python}, ${warmup}, ${frames} and
 # ${out} (and defines die) before calling these.
 
-# Prerequisites of both scripts: co_up built, onnxruntime-node installed, node, taskset, 2 cores.
+# Prerequisites of ort_compare.sh and ort_intraop.sh: co_up built, onnxruntime-node installed, node, taskset, 2 cores.
 ort_check_prerequisites() {
   [[ -x ${co_up} ]] || die "${co_up} not found (build co_up and its plugins first)"
   [[ -d ${ort_dir}/node_modules/onnxruntime-node ]] ||
