@@ -16,14 +16,20 @@
 # measured busy time x the simulated power, summed over the run and divided by the frames
 # (a skipped sub-graph costs nothing). The dynamic plan's thresholds are the ones
 # scripts/train_map_and_conquer.py chose on the validation split (accuracy.json, "policy"), not
-# on these test images. Ratios are taken within this one invocation.
+# on these test images. Part 2 runs its four configurations REPS times (default 3), forward on
+# odd repetitions and reversed on even ones; it reports medians over the repetitions and, for the
+# comparisons, the median [min-max] of the per-repetition ratios. Ratios are taken within this
+# one invocation. Works from any directory (paths are the tree's that holds this script).
 set -euo pipefail
 
-BUILD=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$root/build}
 FRAMES=${2:-1000}
+REPS=${REPS:-3}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "map_and_conquer_bench.sh: REPS=$REPS: a positive integer" >&2; exit 2; }
 CO_UP="$BUILD/co_up"
-F=tests/fixtures/map_and_conquer
-PLATFORM=platforms/host-2core-simulated-power.json
+F=$root/tests/fixtures/map_and_conquer
+PLATFORM=$root/platforms/host-2core-simulated-power.json
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 mkdir -p "$OUT/sys"  # an empty sysfs root: no DVFS is read or set, levels are the platform's defaults
@@ -31,8 +37,8 @@ COMMON=(--platform="$PLATFORM" --plugins="$BUILD/plugins" --sysfs-root="$OUT/sys
 LABELLED=(--input="$F/test_images.npy" --input-scale=1/255 --labels="$F/test_labels.npy" --n="$FRAMES")
 POLICY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["policy"]["exit"])' "$F/accuracy.json")
 
-echo "# Map-and-Conquer bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), host $(uname -n)"
-echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $FRAMES test frames per run, switch mode"
+echo "# Map-and-Conquer bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), host $(uname -n)"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $FRAMES test frames per run, switch mode; part 2: $REPS repetitions"
 echo
 
 echo "## 1. Runtime latency model: fitted on three orders, predicted for the others (co_up plan --stage-timing=runtime --verify)"
@@ -49,37 +55,58 @@ done
 echo
 
 echo "## 2. Dynamic plan against the static networks on the same processors (B, L, G)"
-run() {  # name, model, extra args...
-  local name=$1 model=$2
-  shift 2
-  "$CO_UP" "${COMMON[@]}" --model="$model" --mode=switch "${LABELLED[@]}" --power \
-    --profile-out="$OUT/$name.json" "$@" > /dev/null
+run() {  # name, rep: one configuration's run
+  local name=$1 rep=$2 args
+  case $name in
+    static_cnn_blgg) args=(--model="$F/static.onnx" --order=BLGG) ;;
+    static_cnn_bbbb) args=(--model="$F/static.onnx" --order=BBBB) ;;
+    static_split_blg) args=(--model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BLG --exit=none) ;;
+    dynamic_blg) args=(--model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BLG --exit="$POLICY") ;;
+  esac
+  "$CO_UP" "${COMMON[@]}" "${args[@]}" --mode=switch "${LABELLED[@]}" --power \
+    --profile-out="$OUT/$name.$rep.json" > /dev/null
 }
-run static_cnn_blgg "$F/static.onnx" --order=BLGG
-run static_cnn_bbbb "$F/static.onnx" --order=BBBB
-run static_split_blg "$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BLG --exit=none
-run dynamic_blg "$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BLG --exit="$POLICY"
-python3 - "$OUT" "$POLICY" <<'PY'
-import json, os, sys
-out, policy = sys.argv[1], sys.argv[2]
+CONFIGS=(static_cnn_blgg static_cnn_bbbb static_split_blg dynamic_blg)
+for ((rep = 1; rep <= REPS; ++rep)); do
+  order=("${CONFIGS[@]}")
+  if ((rep % 2 == 0)); then
+    order=(); for ((i = ${#CONFIGS[@]} - 1; i >= 0; --i)); do order+=("${CONFIGS[i]}"); done
+  fi
+  for name in "${order[@]}"; do run "$name" "$rep"; done
+done
+python3 - "$OUT" "$POLICY" "$REPS" <<'PY'
+import json, os, statistics, sys
+out, policy, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+med = statistics.median
 rows = [("static CNN, BLGG", "static_cnn_blgg"), ("static CNN, BBBB (one core)", "static_cnn_bbbb"),
         ("static width split, BLG (--exit=none)", "static_split_blg"),
         (f"dynamic, BLG ({policy})", "dynamic_blg")]
-res = {}
+res = {}  # name -> per repetition (latency ms, accuracy, energy mJ/frame, exit shares)
 for label, name in rows:
-    j = json.load(open(os.path.join(out, name + ".json")))
-    frames = j["frames_completed"]
-    energy = sum(l["total_energy_mj"] for p in j["power"] for l in p["layers"]) / frames
-    shares = [e["frames"] / frames for e in j["exits"].get("exits", [])]
-    res[name] = (j["summary"]["latency_mean_ms"], j["exits"]["accuracy"], energy, shares)
+    res[name] = []
+    for rep in range(1, reps + 1):
+        with open(os.path.join(out, f"{name}.{rep}.json")) as f:
+            j = json.load(f)
+        frames = j["frames_completed"]
+        energy = sum(l["total_energy_mj"] for p in j["power"] for l in p["layers"]) / frames
+        shares = [e["frames"] / frames for e in j["exits"].get("exits", [])]
+        res[name].append((j["summary"]["latency_mean_ms"], j["exits"]["accuracy"], energy, shares))
+print(f"medians over {reps} repetitions (alternating order)")
+print()
 print("| run | mean latency ms | accuracy | modelled energy mJ/frame (simulated power) | exit shares |")
 print("|---|---|---|---|---|")
 for label, name in rows:
-    lat, acc, e, shares = res[name]
+    r = res[name]
+    lat, acc, e = (med(x[k] for x in r) for k in range(3))
+    shares = r[0][3]  # the same images and thresholds every repetition
     print(f"| {label} | {lat:.3f} | {100 * acc:.1f} % | {e:.3f} | {' / '.join(f'{100 * s:.0f} %' for s in shares) or '-'} |")
+spread = lambda v: f"{med(v):.2f}x [{min(v):.2f}-{max(v):.2f}]"
 d = res["dynamic_blg"]
 for label, name in (("static CNN BLGG", "static_cnn_blgg"), ("static width split BLG", "static_split_blg")):
     s = res[name]
-    print(f"dynamic vs {label}: latency {s[0] / d[0]:.2f}x lower, modelled energy {s[2] / d[2]:.2f}x lower, "
-          f"accuracy {100 * (d[1] - s[1]):+.1f} points")
+    lat = [s[i][0] / d[i][0] for i in range(reps)]
+    energy = [s[i][2] / d[i][2] for i in range(reps)]
+    acc = med(d[i][1] - s[i][1] for i in range(reps))
+    print(f"dynamic vs {label}: latency {spread(lat)} lower, modelled energy {spread(energy)} lower, "
+          f"accuracy {100 * acc:+.1f} points")
 PY
