@@ -233,6 +233,16 @@ void print_report(std::ostream& out, const RunProfile& p) {
   print_exit_report(out, p);
 }
 
+nlohmann::json dvfs_event_to_json(const DvfsEvent& d) {
+  using nlohmann::json;
+  json ev = {{"processor", std::string(1, d.processor)}, {"level", d.level + 1}, {"khz", d.khz},
+             {"frame", d.frame}, {"issue_ns", d.issue_ns}, {"apply_ns", d.apply_ns},
+             {"superseded", d.superseded}};
+  ev["layer"] = d.layer == UINT32_MAX ? json("setup") : json(d.layer);
+  if (!d.error.empty()) ev["error"] = d.error;
+  return ev;
+}
+
 nlohmann::json to_json(const RunProfile& p) {
   using nlohmann::json;
   const Summary s = summarize(p);
@@ -338,14 +348,7 @@ nlohmann::json to_json(const RunProfile& p) {
   j["events"] = events;
   if (!p.dvfs.empty()) {
     json dvfs = json::array();
-    for (const DvfsEvent& d : p.dvfs) {
-      json ev = {{"processor", std::string(1, d.processor)}, {"level", d.level + 1}, {"khz", d.khz},
-                 {"frame", d.frame}, {"issue_ns", d.issue_ns}, {"apply_ns", d.apply_ns},
-                 {"superseded", d.superseded}};
-      ev["layer"] = d.layer == UINT32_MAX ? json("setup") : json(d.layer);
-      if (!d.error.empty()) ev["error"] = d.error;
-      dvfs.push_back(std::move(ev));
-    }
+    for (const DvfsEvent& d : p.dvfs) dvfs.push_back(dvfs_event_to_json(d));
     j["dvfs"] = dvfs;
   }
   if (json exits = exit_report_json(p); !exits.is_null()) j["exits"] = std::move(exits);

@@ -38,6 +38,10 @@ Latencies latencies_ms(const std::vector<int64_t>& from_ns, const std::vector<in
 
 void print_report(std::ostream& out, const RunProfile& profile);
 nlohmann::json to_json(const RunProfile& profile);
+
+// One DVFS event as every profile JSON writes it (single network and workload): level 1-based,
+// layer "setup" for a level set before the first frame, error only when setting it failed.
+nlohmann::json dvfs_event_to_json(const DvfsEvent& event);
 // Writes through `out` (core/io/output_file.h: a regular file is replaced atomically, so an
 // interrupted run never leaves half a file). Throws RuntimeError when the write fails.
 void write_json(const io::OutputFile& out, const RunProfile& profile);

@@ -235,12 +235,7 @@ json workload_to_json(const WorkloadProfile& w) {
   }
   if (!w.dvfs.empty()) {  // as the single-network profile writes its setup levels
     j["dvfs"] = json::array();
-    for (const DvfsEvent& d : w.dvfs) {
-      json ev = {{"processor", std::string(1, d.processor)}, {"level", d.level + 1}, {"khz", d.khz},
-                 {"layer", "setup"}, {"issue_ns", d.issue_ns}, {"apply_ns", d.apply_ns}};
-      if (!d.error.empty()) ev["error"] = d.error;
-      j["dvfs"].push_back(std::move(ev));
-    }
+    for (const DvfsEvent& d : w.dvfs) j["dvfs"].push_back(dvfs_event_to_json(d));
   }
   j["processors"] = json::array();
   for (const ProcessorSummary& p : s.processors) {
