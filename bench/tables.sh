@@ -160,7 +160,7 @@ t_run_example() {
 t_ort_compare() {
   need co_up co_up_bench_xnnpack || return 1
   if quick; then
-    method="REPS=1 FRAMES=10 WARMUP=2 CANDIDATES=1, squeezenet1_0 only (smoke: below the issue's 5 reps x 50 frames)"
+    method="REPS=1 FRAMES=10 WARMUP=2 CANDIDATES=1, squeezenet1_0 only (smoke: below the method's 5 reps x 50 frames)"
     NETS=squeezenet1_0 REPS=1 FRAMES=10 WARMUP=2 CANDIDATES=1 OUT_DIR=${work}/ort_compare \
       "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
   else
