@@ -16,9 +16,10 @@ namespace {
 
 // How long an idle worker keeps polling for the next job before it sleeps, and how long the
 // caller polls for running chunks before it sleeps. Layers of one frame follow each other within
-// microseconds, so a short spin catches them; longer would take the core from other work.
+// microseconds, so a short spin catches them; longer would take the core from other work. Both
+// by the clock: a count of pause instructions lasts 10x longer on one CPU than on another.
 constexpr auto kWorkerSpin = std::chrono::microseconds(30);
-constexpr int kCallerSpinIterations = 2000;
+constexpr auto kCallerSpin = std::chrono::microseconds(30);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -46,6 +47,8 @@ struct ClaimPool::State {
   std::atomic<bool> stop{false};
   std::atomic<int> holds{0};
   std::atomic<int64_t> worker_chunks{0};
+  // Per worker: the newest job it has handled (claimed what it could, or found closed); tests.
+  std::unique_ptr<std::atomic<uint32_t>[]> handled;
   // The current job's body: written under job_mutex before the claim word publishes the job, read
   // only by a participant that has claimed one of its chunks (so it is still alive).
   const std::function<void(int64_t)>* body = nullptr;
@@ -62,6 +65,7 @@ ClaimPool::ClaimPool(int workers, std::span<const int> cores) : state_(std::make
     for (std::thread& t : workers_) t.join();
     workers_.clear();
   };
+  state_->handled = std::make_unique<std::atomic<uint32_t>[]>(static_cast<size_t>(workers));
   workers_.reserve(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i) {
     try {
@@ -116,7 +120,7 @@ void ClaimPool::claim_and_run(uint32_t generation, bool on_worker) const {
   }
 }
 
-void ClaimPool::worker_loop(int) const {
+void ClaimPool::worker_loop(int index) const {
   State& s = *state_;
   uint32_t seen = 0;
   for (;;) {
@@ -142,6 +146,7 @@ void ClaimPool::worker_loop(int) const {
       s.holds.wait(held, std::memory_order_acquire);
     }
     claim_and_run(seen, true);
+    s.handled[static_cast<size_t>(index)].store(seen, std::memory_order_release);
   }
 }
 
@@ -167,10 +172,17 @@ void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) c
   // The caller is a participant like any worker; a chunk it runs cannot outlive this call.
   claim_and_run(generation, false);
   // Every chunk is claimed: wait only for those still running on a worker.
-  for (int spin = 0;; ++spin) {
+  std::chrono::steady_clock::time_point spin_until{};
+  bool spinning = true;
+  for (int poll = 0;; ++poll) {
     const uint32_t finished = s.done.load(std::memory_order_acquire);
     if (finished >= uint32_t(chunks)) break;
-    if (spin < kCallerSpinIterations) {
+    if (poll == 0) {
+      spin_until = std::chrono::steady_clock::now() + kCallerSpin;
+    } else if (spinning && poll % 64 == 0) {
+      spinning = std::chrono::steady_clock::now() < spin_until;
+    }
+    if (spinning) {
       cpu_relax();
     } else {
       s.done.wait(finished, std::memory_order_acquire);
@@ -192,6 +204,17 @@ ClaimPool::Hold::Hold(const ClaimPool& pool) : pool_(pool) {
 ClaimPool::Hold::~Hold() {
   pool_.state_->holds.fetch_sub(1, std::memory_order_acq_rel);
   pool_.state_->holds.notify_all();
+}
+
+void ClaimPool::wait_for_workers_to_catch_up() const {
+  State& s = *state_;
+  const std::lock_guard job_lock(s.job_mutex);  // no new job meanwhile
+  const uint32_t newest = s.last_generation;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    while (s.handled[i].load(std::memory_order_acquire) != newest) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
 }
 
 int ClaimPool::thread_index() const {

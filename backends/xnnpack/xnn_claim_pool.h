@@ -45,7 +45,8 @@ class ClaimPool {
   void run(int64_t chunks, const std::function<void(int64_t)>& chunk) const;
 
   // For tests: while the returned object lives, workers stop before claiming any chunk (as if the
-  // OS had descheduled them), so run() must finish on the caller alone.
+  // OS had descheduled them), so run() must finish on the caller alone. A Hold must not outlive
+  // its pool (it refers to it; and a worker held at destruction would never be joined).
   class Hold {
    public:
     explicit Hold(const ClaimPool& pool);
@@ -59,6 +60,10 @@ class ClaimPool {
 
   // For tests: how many chunks the workers (not the caller) ran since the pool was created.
   int64_t chunks_run_by_workers() const;
+  // For tests: returns once every worker has handled the newest job run() started (claimed what
+  // it could of it, or found it closed), so that chunks_run_by_workers() holds all the workers
+  // will ever run of the jobs so far. Never returns while a Hold lives; no run() meanwhile.
+  void wait_for_workers_to_catch_up() const;
 
  private:
   struct State;

@@ -66,8 +66,9 @@ TEST(ClaimPool, CallerFinishesAloneWhileNoWorkerRuns) {
       }
     });
   }
-  // Released, the worker finds those jobs closed: it ran none of their chunks.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Released, the worker finds those jobs closed: once it has handled the newest one, it has run
+  // none of their chunks (and never will).
+  finishes_within(std::chrono::seconds(20), [&] { pool.wait_for_workers_to_catch_up(); });
   EXPECT_EQ(pool.chunks_run_by_workers(), 0);
 }
 
