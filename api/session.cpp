@@ -170,7 +170,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   }
   void deliver_loop();
   void check_dvfs_after_run();
-  void add_dvfs_events(profiler::RunProfile& profile) const;
+  void add_dvfs_events(profiler::RunProfile& profile);
   void warn_dvfs(const std::string& message);
   // Around every executor run: the sensor sampler runs only while frames do.
   void begin_power() {
@@ -403,19 +403,22 @@ void Session::Impl::check_dvfs_after_run() {
   }
 }
 
-void Session::Impl::add_dvfs_events(profiler::RunProfile& profile) const {
+// After drain(): the run's requests are settled, so their records are complete; they leave the
+// worker, so the next run's profile has its own.
+void Session::Impl::add_dvfs_events(profiler::RunProfile& profile) {
   profile.dvfs = setup_dvfs_;
   if (dvfs_worker_) {
-    for (profiler::DvfsEvent& e : dvfs_worker_->records()) profile.dvfs.push_back(std::move(e));
+    for (profiler::DvfsEvent& e : dvfs_worker_->take_records()) profile.dvfs.push_back(std::move(e));
   }
 }
 
 void Session::Impl::end_power(profiler::RunProfile& profile) {
   if (sampler_) sampler_->stop();
+  // Settle what the run issued before its records are read and the strict check looks at errors
+  // (the power model below also reads the levels the worker writes).
+  if (dvfs_worker_) dvfs_worker_->drain();
   add_dvfs_events(profile);
   if (!values_.power) return;
-  // The power model reads the levels the worker writes: let it settle what the run issued.
-  if (dvfs_worker_) dvfs_worker_->drain();
   // Spans and samples accumulate over the Session's runs: the summary covers all of them.
   profiler::PowerSummary summary;
   summary.source = sampler_->samples().count() > 0 ? "sensors" : "estimated";
@@ -465,7 +468,8 @@ api::FramesRun Session::Impl::run_frames(RunRequest& request, bool inputs_fixed)
     throw;
   }
   if (sampler_) sampler_->stop();
-  if (dvfs_worker_) dvfs_worker_->stop();  // what was pending is applied: every record is in the profile
+  // What was pending is applied: every record is in the profile. The worker stays for later runs.
+  if (dvfs_worker_) dvfs_worker_->drain();
   add_dvfs_events(run.result.profile);
   if (dvfs_worker_) {
     if (values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
