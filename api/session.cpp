@@ -172,8 +172,10 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   void check_dvfs_after_run();
   void add_dvfs_events(profiler::RunProfile& profile);
   void warn_dvfs(const std::string& message);
-  // Around every executor run: the sensor sampler runs only while frames do.
+  // Around every executor run: the sensor sampler runs only while frames do. Each run's power
+  // data is its own (the sampler's start() begins a new series), so nothing grows over runs.
   void begin_power() {
+    if (span_recorder_) span_recorder_->clear();
     if (sampler_) sampler_->start();
   }
   // After a run of the public API: DVFS events and, with power, the per-layer summary.
@@ -419,7 +421,7 @@ void Session::Impl::end_power(profiler::RunProfile& profile) {
   if (dvfs_worker_) dvfs_worker_->drain();
   add_dvfs_events(profile);
   if (!values_.power) return;
-  // Spans and samples accumulate over the Session's runs: the summary covers all of them.
+  // This run's spans and samples only (begin_power dropped the earlier runs').
   profiler::PowerSummary summary;
   summary.source = sampler_->samples().count() > 0 ? "sensors" : "estimated";
   summary.layers = layer_power();

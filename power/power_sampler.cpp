@@ -183,6 +183,10 @@ void LayerSpanRecorder::on_layer_end(char processor, uint32_t layer, uint64_t fr
   if (!v.empty() && v.back().layer == layer && v.back().end_ns == 0) v.back().end_ns = profiler::now_ns();
 }
 
+void LayerSpanRecorder::clear() {
+  for (auto& v : per_processor_) v.clear();
+}
+
 std::vector<profiler::LayerSpan> LayerSpanRecorder::spans() const {
   std::vector<profiler::LayerSpan> all;
   for (const auto& v : per_processor_) {

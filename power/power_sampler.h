@@ -60,6 +60,8 @@ class LayerSpanRecorder : public LayerObserver {
   void on_layer_begin(char processor, uint32_t layer, uint64_t frame) override;
   void on_layer_end(char processor, uint32_t layer, uint64_t frame) override;
   std::vector<profiler::LayerSpan> spans() const;  // sorted by begin time
+  // Drops the spans so far (between runs: no processor thread records then).
+  void clear();
 
  private:
   std::vector<std::vector<profiler::LayerSpan>> per_processor_;

@@ -74,5 +74,24 @@ TEST(ApiPowerRuns, EveryRunAppliesItsPerLayerLevelsAndProfilesOnlyItsOwn) {
   }
 }
 
+// With power on, each run's per-layer summary covers that run's frame only: nothing accumulates
+// over the Session's runs.
+TEST(ApiPowerRuns, EveryRunsPowerSummaryCoversOnlyThatRun) {
+  const RunsWorld world;
+  Session session = Session::open_zoo(kNetwork, world.options("max").set("power", "1"));
+  const Tensor input = random_input(session.inputs().at(0).shape, 6);
+  for (int run = 0; run < 3; ++run) {
+    session.run(input);
+    const nlohmann::json profile = nlohmann::json::parse(session.profile().json);
+    ASSERT_TRUE(profile.contains("power")) << "run " << run;
+    ASSERT_EQ(profile["power"].size(), 1u) << "run " << run;
+    const nlohmann::json& layers = profile["power"][0]["layers"];
+    ASSERT_FALSE(layers.empty()) << "run " << run;
+    for (const nlohmann::json& l : layers) {
+      EXPECT_EQ(l["frames"], 1) << "run " << run << ": layer " << l["layer"] << " counts earlier runs";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace co_up::test
