@@ -256,6 +256,9 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
                                     values_.cores_little, values_.host_gpu, values_.host_npu,
                                     values_.split_cluster})),
       graph_(build_network(spec)) {
+  // A meter implies power; decided here, from the options as they are now, so a later
+  // set("power", "0") cannot leave a meter without its sampler and spans.
+  values_.power = values_.power || !values_.meter.empty() || !values_.meter_log.empty();
   // The steps and their order are the command line's (its checks fail in the same order).
   registry_ = PluginRegistry::load_directory(plugin_dir_);
   // Layers on npu-int8 run their first --calibration frames in f32 (a device option).

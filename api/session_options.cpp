@@ -207,8 +207,8 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"power-rate", [&](const std::string& s) {
            v.power_rate = static_cast<double>(parse_int("power-rate", s, 1, 100000));
          }},
-        {"meter", [&](const std::string& s) { check_not_empty("meter", s); v.meter = s; v.power = true; }},
-        {"meter-log", [&](const std::string& s) { check_not_empty("meter-log", s); v.meter_log = s; v.power = true; }},
+        {"meter", [&](const std::string& s) { check_not_empty("meter", s); v.meter = s; }},
+        {"meter-log", [&](const std::string& s) { check_not_empty("meter-log", s); v.meter_log = s; }},
         {"meter-window", [&](const std::string& s) { v.meter_window = parse_milliseconds("meter-window", s, 10000); }},
     };
     const auto it = setters.find(key);
