@@ -1,4 +1,3 @@
-#include <charconv>
 #include <functional>
 #include <map>
 #include <utility>
@@ -34,16 +33,6 @@ bool parse_flag(const std::string& name, const std::string& value) {
   if (value == "1" || value == "true" || value.empty()) return true;
   if (value == "0" || value == "false") return false;
   throw InputError("--" + name + "='" + value + "' must be 1 or 0");
-}
-
-double parse_milliseconds(const std::string& name, const std::string& value, double max) {
-  double ms = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-  if (ec != std::errc() || end != value.data() + value.size() || ms < 0 || ms > max) {
-    throw InputError("--" + name + "='" + value + "' must be milliseconds, 0 to " +
-                     std::to_string(static_cast<int>(max)) + " (0: instantaneous samples)");
-  }
-  return ms;
 }
 
 }  // namespace
@@ -207,10 +196,13 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"power-rate", [&](const std::string& s) {
            v.power_rate = static_cast<double>(parse_int("power-rate", s, 1, 100000));
          }},
-        {"meter", [&](const std::string& s) { check_not_empty("meter", s); v.meter = s; }},
-        {"meter-log", [&](const std::string& s) { check_not_empty("meter-log", s); v.meter_log = s; }},
-        {"meter-window", [&](const std::string& s) { v.meter_window = parse_milliseconds("meter-window", s, 10000); }},
     };
+    // The meter's alignment table is printed by the command line (which sets these values
+    // itself); nothing of it reaches a Session's profile, so the API does not open the device.
+    if (key == "meter" || key == "meter-log" || key == "meter-window") {
+      throw InputError("--" + key + " is command-line only (the meter's report is printed by co_up; a "
+                       "Session does not expose it)");
+    }
     const auto it = setters.find(key);
     if (it == setters.end()) {
       std::string known;
