@@ -21,14 +21,6 @@ void check_not_empty(const std::string& name, const std::string& value) {
   if (value.empty()) throw InputError("--" + name + " needs a value");
 }
 
-// The command line's words for these values (cli/options.cpp).
-char parse_cluster(const std::string& name, const std::string& value) {
-  if (value != "B" && value != "L") {
-    throw InputError("--" + name + "='" + value + "' must be B (big) or L (LITTLE)");
-  }
-  return value[0];
-}
-
 bool parse_flag(const std::string& name, const std::string& value) {
   if (value == "1" || value == "true" || value.empty()) return true;
   if (value == "0" || value == "false") return false;
@@ -176,15 +168,10 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"queue-capacity", [&](const std::string& s) {
            v.queue_capacity = static_cast<uint32_t>(parse_int("queue-capacity", s, 1, 1 << 20));
          }},
-        {"host_gpu", [&](const std::string& s) { v.host_gpu = parse_cluster("host_gpu", s); }},
-        {"host_npu", [&](const std::string& s) { v.host_npu = parse_cluster("host_npu", s); }},
+        {"host_gpu", [&](const std::string& s) { v.host_gpu = parse_cluster_option("host_gpu", s); }},
+        {"host_npu", [&](const std::string& s) { v.host_npu = parse_cluster_option("host_npu", s); }},
         {"split-cluster", [&](const std::string& s) { v.split_cluster = parse_cluster_split(s, "--split-cluster"); }},
-        {"npu_fallback", [&](const std::string& s) {
-           if (s.size() != 1 || s[0] < 'A' || s[0] > 'Z') {
-             throw InputError("--npu_fallback='" + s + "' must be one processor letter such as B, L or G");
-           }
-           v.npu_fallback = s[0];
-         }},
+        {"npu_fallback", [&](const std::string& s) { v.npu_fallback = parse_processor_letter_option("npu_fallback", s); }},
         {"calibration", [&](const std::string& s) { v.calibration = parse_int("calibration", s, 1, 1000000); }},
         {"exit", [&](const std::string& s) { ExitPolicy::parse(s); v.exit = s; }},
         {"exits", [&](const std::string& s) { check_not_empty("exits", s); v.exits = s; }},
