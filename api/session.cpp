@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -169,6 +170,9 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
     if (submitted_ - handed_ <= slots_.size() / 2 || handed_ == submitted_) room_.notify_all();
   }
   void deliver_loop();
+  // Under --dvfs=strict, the DVFS worker's first failed write (kept for the Session's life: the
+  // run it stopped cannot be trusted, nor can later ones, so every later run reports it too).
+  std::optional<RuntimeError> strict_dvfs_error() const;
   void check_dvfs_after_run();
   void add_dvfs_events(profiler::RunProfile& profile);
   void warn_dvfs(const std::string& message);
@@ -204,6 +208,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   Platform platform_;
   graph::Graph graph_;
   PluginRegistry registry_;
+  power::DvfsPolicy dvfs_policy_ = power::DvfsPolicy::kBestEffort;  // --dvfs, parsed at open
   std::atomic<bool> warned_dvfs_{false};  // best-effort warns once
   // Declaration order is destruction order reversed: the executor goes first, then the int8
   // report's reference, the observers it calls (sampler's recorder, GPIO tagger, DVFS observer),
@@ -277,7 +282,8 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
       power::parse_frequency(values_.frequency, order_, subgraph_letters);
   ExecutorOptions options;
   options.mode = values_.mode_text.empty() ? values_.mode : parse_mode(values_.mode_text);
-  const power::DvfsPolicy policy = power::parse_dvfs_policy(values_.dvfs);
+  dvfs_policy_ = power::parse_dvfs_policy(values_.dvfs);
+  const power::DvfsPolicy policy = dvfs_policy_;
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
   std::vector<uint32_t> subgraph_of_layer;
   for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
@@ -402,10 +408,15 @@ void Session::Impl::check_inputs(std::span<const TensorView> inputs) const {
   }
 }
 
+std::optional<RuntimeError> Session::Impl::strict_dvfs_error() const {
+  if (!dvfs_worker_ || dvfs_policy_ != power::DvfsPolicy::kStrict) return std::nullopt;
+  const std::string error = dvfs_worker_->error();
+  if (error.empty()) return std::nullopt;
+  return RuntimeError(error + " during the run (run as root or use --dvfs=best-effort)");
+}
+
 void Session::Impl::check_dvfs_after_run() {
-  if (dvfs_worker_ && values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
-    throw RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)");
-  }
+  if (std::optional<RuntimeError> error = strict_dvfs_error()) throw *error;
 }
 
 // After drain(): the run's requests are settled, so their records are complete; they leave the
@@ -476,12 +487,7 @@ api::FramesRun Session::Impl::run_frames(RunRequest& request, bool inputs_fixed)
   // What was pending is applied: every record is in the profile. The worker stays for later runs.
   if (dvfs_worker_) dvfs_worker_->drain();
   add_dvfs_events(run.result.profile);
-  if (dvfs_worker_) {
-    if (values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
-      run.late_error = std::make_exception_ptr(
-          RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)"));
-    }
-  }
+  if (std::optional<RuntimeError> error = strict_dvfs_error()) run.late_error = std::make_exception_ptr(*error);
   return run;
 }
 
