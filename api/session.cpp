@@ -188,9 +188,9 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
  public:
   // The command line's frame run and reports (api/session_run.h).
   api::FramesRun run_frames(RunRequest& request, bool inputs_fixed);
+  // From any thread (a signal's, the DVFS worker's), once the Session exists: nothing can reach
+  // the Impl before its constructor has set executor_.
   void request_stop() {
-    std::lock_guard lock(stop_mutex_);
-    stop_requested_ = true;
     if (executor_) executor_->request_stop();
   }
   void print_int8_report(std::ostream& out, const RunResult& result) const {
@@ -224,8 +224,6 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   std::unique_ptr<power::LayerSpanRecorder> span_recorder_;
   std::unique_ptr<power::PowerSampler> sampler_;
   std::unique_ptr<api::AccuracyReport> int8_report_;
-  std::mutex stop_mutex_;  // request_stop() (a signal's thread, the DVFS worker) vs opening
-  bool stop_requested_ = false;
   std::unique_ptr<Executor> executor_;
 
   mutable std::mutex mutex_;
@@ -336,13 +334,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   int8_report_ = std::make_unique<api::AccuracyReport>(placement, registry_,
                                                        static_cast<uint64_t>(values_.calibration));
   const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
-  {
-    std::unique_ptr<Executor> executor = api::open_executor(std::move(placement), options);
-    std::lock_guard lock(stop_mutex_);
-    executor_ = std::move(executor);
-    // A stop asked for during setup (a signal) stops the first run at once.
-    if (stop_requested_) executor_->request_stop();
-  }
+  executor_ = api::open_executor(std::move(placement), options);
   if (meter_) meter_->start();
 
   for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
