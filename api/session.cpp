@@ -392,9 +392,14 @@ void Session::Impl::check_inputs(std::span<const TensorView> inputs) const {
       throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' needs shape " +
                                          shape_text(inputs_[i].shape) + " but got " + shape_text(shape));
     }
-    bool empty = false;
-    for (int64_t d : shape) empty = empty || d == 0;
-    if (inputs[i].data == nullptr && !empty) {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);  // non-negative: it equals inputs_[i]
+    if (inputs[i].element_count != count) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' of shape " + shape_text(shape) + " needs " +
+                                         std::to_string(count) + " values but the view has " +
+                                         std::to_string(inputs[i].element_count));
+    }
+    if (inputs[i].data == nullptr && count != 0) {
       throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' is a view without data");
     }
   }
@@ -826,13 +831,13 @@ namespace {
 std::vector<TensorView> views_of(std::span<const Tensor> tensors) {
   std::vector<TensorView> views;
   views.reserve(tensors.size());
-  for (const Tensor& t : tensors) views.push_back({t.data(), t.shape()});
+  for (const Tensor& t : tensors) views.push_back({t.data(), t.shape(), t.size()});
   return views;
 }
 }  // namespace
 
 std::vector<Tensor> Session::run(const Tensor& input) {
-  const TensorView view{input.data(), input.shape()};
+  const TensorView view{input.data(), input.shape(), input.size()};
   return checked(impl_).run(std::span<const TensorView>(&view, 1));
 }
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {

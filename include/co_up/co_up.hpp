@@ -113,9 +113,12 @@ class Tensor {
 };
 
 // A dense float32 tensor the caller owns: read in place, only during the call it is given to.
+// `element_count` is how many floats lie at `data`; it must equal the shape's element count
+// (Error(kInput) otherwise, as co_up_tensor_view's), so a short buffer is refused, not overread.
 struct TensorView {
-  const float* data = nullptr;      // the shape's element count of values
+  const float* data = nullptr;
   std::span<const int64_t> shape;
+  size_t element_count = 0;
 };
 
 struct TensorInfo {
