@@ -184,6 +184,15 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   }
   // After a run of the public API: DVFS events and, with power, the per-layer summary.
   void end_power(profiler::RunProfile& profile);
+  // After a run that threw: the sampler stops, and the run's DVFS requests are settled and
+  // their records dropped, so the next run's profile has only its own.
+  void abandon_power() {
+    if (sampler_) sampler_->stop();
+    if (dvfs_worker_) {
+      dvfs_worker_->drain();
+      dvfs_worker_->take_records();
+    }
+  }
 
  public:
   // The command line's frame run and reports (api/session_run.h).
@@ -477,7 +486,7 @@ api::FramesRun Session::Impl::run_frames(RunRequest& request, bool inputs_fixed)
   try {
     run.result = executor_->run(request);
   } catch (...) {
-    if (sampler_) sampler_->stop();
+    abandon_power();
     throw;
   }
   if (sampler_) sampler_->stop();
@@ -542,7 +551,7 @@ std::vector<Tensor> Session::Impl::run(std::span<const TensorView> inputs) {
     try {
       return executor_->run_stream(stream);
     } catch (...) {
-      if (sampler_) sampler_->stop();
+      abandon_power();
       throw;
     }
   });
@@ -595,7 +604,7 @@ void Session::Impl::start_stream() {
       end_power(result->profile);
       check_dvfs_after_run();
     } catch (...) {
-      if (sampler_) sampler_->stop();
+      abandon_power();
       error = std::current_exception();
     }
     {
