@@ -121,7 +121,7 @@ std::vector<co_up::TensorView> to_views(const co_up_tensor_view* views, size_t c
                          "tensor of shape " + co_up::Tensor::shape_text(shapes.back()) + " needs " +
                              std::to_string(count_of_shape) + " values but got " + std::to_string(v.element_count));
     }
-    out.push_back({v.data, shapes.back()});
+    out.push_back({v.data, shapes.back(), v.element_count});
   }
   return out;
 }

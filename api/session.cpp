@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -169,22 +170,36 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
     if (submitted_ - handed_ <= slots_.size() / 2 || handed_ == submitted_) room_.notify_all();
   }
   void deliver_loop();
+  // Under --dvfs=strict, the DVFS worker's first failed write (kept for the Session's life: the
+  // run it stopped cannot be trusted, nor can later ones, so every later run reports it too).
+  std::optional<RuntimeError> strict_dvfs_error() const;
   void check_dvfs_after_run();
-  void add_dvfs_events(profiler::RunProfile& profile) const;
+  void add_dvfs_events(profiler::RunProfile& profile);
   void warn_dvfs(const std::string& message);
-  // Around every executor run: the sensor sampler runs only while frames do.
+  // Around every executor run: the sensor sampler runs only while frames do. Each run's power
+  // data is its own (the sampler's start() begins a new series), so nothing grows over runs.
   void begin_power() {
+    if (span_recorder_) span_recorder_->clear();
     if (sampler_) sampler_->start();
   }
   // After a run of the public API: DVFS events and, with power, the per-layer summary.
   void end_power(profiler::RunProfile& profile);
+  // After a run that threw: the sampler stops, and the run's DVFS requests are settled and
+  // their records dropped, so the next run's profile has only its own.
+  void abandon_power() {
+    if (sampler_) sampler_->stop();
+    if (dvfs_worker_) {
+      dvfs_worker_->drain();
+      dvfs_worker_->take_records();
+    }
+  }
 
  public:
   // The command line's frame run and reports (api/session_run.h).
   api::FramesRun run_frames(RunRequest& request, bool inputs_fixed);
+  // From any thread (a signal's, the DVFS worker's), once the Session exists: nothing can reach
+  // the Impl before its constructor has set executor_.
   void request_stop() {
-    std::lock_guard lock(stop_mutex_);
-    stop_requested_ = true;
     if (executor_) executor_->request_stop();
   }
   void print_int8_report(std::ostream& out, const RunResult& result) const {
@@ -202,6 +217,7 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   Platform platform_;
   graph::Graph graph_;
   PluginRegistry registry_;
+  power::DvfsPolicy dvfs_policy_ = power::DvfsPolicy::kBestEffort;  // --dvfs, parsed at open
   std::atomic<bool> warned_dvfs_{false};  // best-effort warns once
   // Declaration order is destruction order reversed: the executor goes first, then the int8
   // report's reference, the observers it calls (sampler's recorder, GPIO tagger, DVFS observer),
@@ -217,8 +233,6 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   std::unique_ptr<power::LayerSpanRecorder> span_recorder_;
   std::unique_ptr<power::PowerSampler> sampler_;
   std::unique_ptr<api::AccuracyReport> int8_report_;
-  std::mutex stop_mutex_;  // request_stop() (a signal's thread, the DVFS worker) vs opening
-  bool stop_requested_ = false;
   std::unique_ptr<Executor> executor_;
 
   mutable std::mutex mutex_;
@@ -254,6 +268,9 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
                                     values_.cores_little, values_.host_gpu, values_.host_npu,
                                     values_.split_cluster})),
       graph_(build_network(spec)) {
+  // A meter implies power; decided here, from the options as they are now, so a later
+  // set("power", "0") cannot leave a meter without its sampler and spans.
+  values_.power = values_.power || !values_.meter.empty() || !values_.meter_log.empty();
   // The steps and their order are the command line's (its checks fail in the same order).
   registry_ = PluginRegistry::load_directory(plugin_dir_);
   // Layers on npu-int8 run their first --calibration frames in f32 (a device option).
@@ -272,7 +289,8 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
       power::parse_frequency(values_.frequency, order_, subgraph_letters);
   ExecutorOptions options;
   options.mode = values_.mode_text.empty() ? values_.mode : parse_mode(values_.mode_text);
-  const power::DvfsPolicy policy = power::parse_dvfs_policy(values_.dvfs);
+  dvfs_policy_ = power::parse_dvfs_policy(values_.dvfs);
+  const power::DvfsPolicy policy = dvfs_policy_;
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
   std::vector<uint32_t> subgraph_of_layer;
   for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
@@ -325,13 +343,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   int8_report_ = std::make_unique<api::AccuracyReport>(placement, registry_,
                                                        static_cast<uint64_t>(values_.calibration));
   const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
-  {
-    std::unique_ptr<Executor> executor = api::open_executor(std::move(placement), options);
-    std::lock_guard lock(stop_mutex_);
-    executor_ = std::move(executor);
-    // A stop asked for during setup (a signal) stops the first run at once.
-    if (stop_requested_) executor_->request_stop();
-  }
+  executor_ = api::open_executor(std::move(placement), options);
   if (meter_) meter_->start();
 
   for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
@@ -389,34 +401,47 @@ void Session::Impl::check_inputs(std::span<const TensorView> inputs) const {
       throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' needs shape " +
                                          shape_text(inputs_[i].shape) + " but got " + shape_text(shape));
     }
-    bool empty = false;
-    for (int64_t d : shape) empty = empty || d == 0;
-    if (inputs[i].data == nullptr && !empty) {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);  // non-negative: it equals inputs_[i]
+    if (inputs[i].element_count != count) {
+      throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' of shape " + shape_text(shape) + " needs " +
+                                         std::to_string(count) + " values but the view has " +
+                                         std::to_string(inputs[i].element_count));
+    }
+    if (inputs[i].data == nullptr && count != 0) {
       throw Error(ErrorKind::kInput, "input '" + inputs_[i].name + "' is a view without data");
     }
   }
 }
 
-void Session::Impl::check_dvfs_after_run() {
-  if (dvfs_worker_ && values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
-    throw RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)");
-  }
+std::optional<RuntimeError> Session::Impl::strict_dvfs_error() const {
+  if (!dvfs_worker_ || dvfs_policy_ != power::DvfsPolicy::kStrict) return std::nullopt;
+  const std::string error = dvfs_worker_->error();
+  if (error.empty()) return std::nullopt;
+  return RuntimeError(error + " during the run (run as root or use --dvfs=best-effort)");
 }
 
-void Session::Impl::add_dvfs_events(profiler::RunProfile& profile) const {
+void Session::Impl::check_dvfs_after_run() {
+  if (std::optional<RuntimeError> error = strict_dvfs_error()) throw *error;
+}
+
+// After drain(): the run's requests are settled, so their records are complete; they leave the
+// worker, so the next run's profile has its own.
+void Session::Impl::add_dvfs_events(profiler::RunProfile& profile) {
   profile.dvfs = setup_dvfs_;
   if (dvfs_worker_) {
-    for (profiler::DvfsEvent& e : dvfs_worker_->records()) profile.dvfs.push_back(std::move(e));
+    for (profiler::DvfsEvent& e : dvfs_worker_->take_records()) profile.dvfs.push_back(std::move(e));
   }
 }
 
 void Session::Impl::end_power(profiler::RunProfile& profile) {
   if (sampler_) sampler_->stop();
+  // Settle what the run issued before its records are read and the strict check looks at errors
+  // (the power model below also reads the levels the worker writes).
+  if (dvfs_worker_) dvfs_worker_->drain();
   add_dvfs_events(profile);
   if (!values_.power) return;
-  // The power model reads the levels the worker writes: let it settle what the run issued.
-  if (dvfs_worker_) dvfs_worker_->drain();
-  // Spans and samples accumulate over the Session's runs: the summary covers all of them.
+  // This run's spans and samples only (begin_power dropped the earlier runs').
   profiler::PowerSummary summary;
   summary.source = sampler_->samples().count() > 0 ? "sensors" : "estimated";
   summary.layers = layer_power();
@@ -461,18 +486,14 @@ api::FramesRun Session::Impl::run_frames(RunRequest& request, bool inputs_fixed)
   try {
     run.result = executor_->run(request);
   } catch (...) {
-    if (sampler_) sampler_->stop();
+    abandon_power();
     throw;
   }
   if (sampler_) sampler_->stop();
-  if (dvfs_worker_) dvfs_worker_->stop();  // what was pending is applied: every record is in the profile
+  // What was pending is applied: every record is in the profile. The worker stays for later runs.
+  if (dvfs_worker_) dvfs_worker_->drain();
   add_dvfs_events(run.result.profile);
-  if (dvfs_worker_) {
-    if (values_.dvfs == "strict" && !dvfs_worker_->error().empty()) {
-      run.late_error = std::make_exception_ptr(
-          RuntimeError(dvfs_worker_->error() + " during the run (run as root or use --dvfs=best-effort)"));
-    }
-  }
+  if (std::optional<RuntimeError> error = strict_dvfs_error()) run.late_error = std::make_exception_ptr(*error);
   return run;
 }
 
@@ -530,7 +551,7 @@ std::vector<Tensor> Session::Impl::run(std::span<const TensorView> inputs) {
     try {
       return executor_->run_stream(stream);
     } catch (...) {
-      if (sampler_) sampler_->stop();
+      abandon_power();
       throw;
     }
   });
@@ -583,7 +604,7 @@ void Session::Impl::start_stream() {
       end_power(result->profile);
       check_dvfs_after_run();
     } catch (...) {
-      if (sampler_) sampler_->stop();
+      abandon_power();
       error = std::current_exception();
     }
     {
@@ -819,13 +840,13 @@ namespace {
 std::vector<TensorView> views_of(std::span<const Tensor> tensors) {
   std::vector<TensorView> views;
   views.reserve(tensors.size());
-  for (const Tensor& t : tensors) views.push_back({t.data(), t.shape()});
+  for (const Tensor& t : tensors) views.push_back({t.data(), t.shape(), t.size()});
   return views;
 }
 }  // namespace
 
 std::vector<Tensor> Session::run(const Tensor& input) {
-  const TensorView view{input.data(), input.shape()};
+  const TensorView view{input.data(), input.shape(), input.size()};
   return checked(impl_).run(std::span<const TensorView>(&view, 1));
 }
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {

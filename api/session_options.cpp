@@ -1,4 +1,3 @@
-#include <charconv>
 #include <functional>
 #include <map>
 #include <utility>
@@ -22,28 +21,10 @@ void check_not_empty(const std::string& name, const std::string& value) {
   if (value.empty()) throw InputError("--" + name + " needs a value");
 }
 
-// The command line's words for these values (cli/options.cpp).
-char parse_cluster(const std::string& name, const std::string& value) {
-  if (value != "B" && value != "L") {
-    throw InputError("--" + name + "='" + value + "' must be B (big) or L (LITTLE)");
-  }
-  return value[0];
-}
-
 bool parse_flag(const std::string& name, const std::string& value) {
   if (value == "1" || value == "true" || value.empty()) return true;
   if (value == "0" || value == "false") return false;
   throw InputError("--" + name + "='" + value + "' must be 1 or 0");
-}
-
-double parse_milliseconds(const std::string& name, const std::string& value, double max) {
-  double ms = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-  if (ec != std::errc() || end != value.data() + value.size() || ms < 0 || ms > max) {
-    throw InputError("--" + name + "='" + value + "' must be milliseconds, 0 to " +
-                     std::to_string(static_cast<int>(max)) + " (0: instantaneous samples)");
-  }
-  return ms;
 }
 
 }  // namespace
@@ -187,15 +168,10 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"queue-capacity", [&](const std::string& s) {
            v.queue_capacity = static_cast<uint32_t>(parse_int("queue-capacity", s, 1, 1 << 20));
          }},
-        {"host_gpu", [&](const std::string& s) { v.host_gpu = parse_cluster("host_gpu", s); }},
-        {"host_npu", [&](const std::string& s) { v.host_npu = parse_cluster("host_npu", s); }},
+        {"host_gpu", [&](const std::string& s) { v.host_gpu = parse_cluster_option("host_gpu", s); }},
+        {"host_npu", [&](const std::string& s) { v.host_npu = parse_cluster_option("host_npu", s); }},
         {"split-cluster", [&](const std::string& s) { v.split_cluster = parse_cluster_split(s, "--split-cluster"); }},
-        {"npu_fallback", [&](const std::string& s) {
-           if (s.size() != 1 || s[0] < 'A' || s[0] > 'Z') {
-             throw InputError("--npu_fallback='" + s + "' must be one processor letter such as B, L or G");
-           }
-           v.npu_fallback = s[0];
-         }},
+        {"npu_fallback", [&](const std::string& s) { v.npu_fallback = parse_processor_letter_option("npu_fallback", s); }},
         {"calibration", [&](const std::string& s) { v.calibration = parse_int("calibration", s, 1, 1000000); }},
         {"exit", [&](const std::string& s) { ExitPolicy::parse(s); v.exit = s; }},
         {"exits", [&](const std::string& s) { check_not_empty("exits", s); v.exits = s; }},
@@ -207,10 +183,13 @@ SessionOptions& SessionOptions::set(const std::string& key, const std::string& v
         {"power-rate", [&](const std::string& s) {
            v.power_rate = static_cast<double>(parse_int("power-rate", s, 1, 100000));
          }},
-        {"meter", [&](const std::string& s) { check_not_empty("meter", s); v.meter = s; v.power = true; }},
-        {"meter-log", [&](const std::string& s) { check_not_empty("meter-log", s); v.meter_log = s; v.power = true; }},
-        {"meter-window", [&](const std::string& s) { v.meter_window = parse_milliseconds("meter-window", s, 10000); }},
     };
+    // The meter's alignment table is printed by the command line (which sets these values
+    // itself); nothing of it reaches a Session's profile, so the API does not open the device.
+    if (key == "meter" || key == "meter-log" || key == "meter-window") {
+      throw InputError("--" + key + " is command-line only (the meter's report is printed by co_up; a "
+                       "Session does not expose it)");
+    }
     const auto it = setters.find(key);
     if (it == setters.end()) {
       std::string known;

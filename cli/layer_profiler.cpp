@@ -5,7 +5,6 @@
 #include <limits>
 #include <memory>
 
-#include "core/calibration.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/fallback.h"
@@ -45,10 +44,6 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
 }
 
 }  // namespace
-
-std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames) {
-  return set_calibration_frames(platform, plugins, frames);
-}
 
 std::string alternating_order(char first, char second, uint32_t length) {
   std::string order(length, first);

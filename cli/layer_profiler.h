@@ -113,12 +113,6 @@ class LayerProfiler {
   MeasureSettings settings_;
 };
 
-// Processors of `platform` served by npu-int8 (first loaded backend, as the Executor picks), which
-// runs each compiled sub-graph's first frames in f32 to calibrate: sets their device option
-// "calibration_frames" to `frames` (as a run's --calibration does) and returns their letters, for
-// MeasureSettings::calibrating (and plan --verify's warm-up).
-std::string prepare_calibration(Platform& platform, const PluginRegistry& plugins, int frames);
-
 // "XYXY…" of `length` letters starting with `first`.
 std::string alternating_order(char first, char second, uint32_t length);
 

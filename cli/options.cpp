@@ -1,6 +1,5 @@
 #include "cli/options.h"
 
-#include <charconv>
 #include <functional>
 #include <map>
 
@@ -16,13 +15,6 @@ namespace {
 // core/option_value.h: the same words as SessionOptions.
 int64_t parse_int(const std::string& name, const std::string& value, int64_t min, int64_t max) {
   return parse_int_option(name, value, min, max);
-}
-
-char parse_cluster(const std::string& name, const std::string& value) {
-  if (value != "B" && value != "L") {
-    throw InputError("--" + name + "='" + value + "' must be B (big) or L (LITTLE)");
-  }
-  return value[0];
 }
 
 }  // namespace
@@ -54,16 +46,11 @@ Options parse_options(const std::vector<std::string>& args) {
       {"cores", [&](const std::string& v) { o.cores = static_cast<int>(parse_int("cores", v, 1, 1024)); }},
       {"threads_little", [&](const std::string& v) { o.threads_little = static_cast<int>(parse_int("threads_little", v, 1, 1024)); }},
       {"cores_little", [&](const std::string& v) { o.cores_little = static_cast<int>(parse_int("cores_little", v, 1, 1024)); }},
-      {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster("host_gpu", v); }},
-      {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster("host_npu", v); }},
+      {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster_option("host_gpu", v); }},
+      {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster_option("host_npu", v); }},
       {"split-cluster", [&](const std::string& v) { o.split_cluster = parse_cluster_split(v, "--split-cluster"); }},
       {"calibration", [&](const std::string& v) { o.calibration = parse_int("calibration", v, 1, 1000000); }},
-      {"npu_fallback", [&](const std::string& v) {
-         if (v.size() != 1 || v[0] < 'A' || v[0] > 'Z') {
-           throw InputError("--npu_fallback='" + v + "' must be one processor letter such as B, L or G");
-         }
-         o.npu_fallback = v[0];
-       }},
+      {"npu_fallback", [&](const std::string& v) { o.npu_fallback = parse_processor_letter_option("npu_fallback", v); }},
       {"frequency", [&](const std::string& v) { o.frequency = v; }},
       {"dvfs", [&](const std::string& v) {
          if (v != "strict" && v != "best-effort") {
@@ -77,12 +64,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"trace-out", [&](const std::string& v) { o.trace_out = v; o.power = true; }},
       {"meter", [&](const std::string& v) { o.meter = v; o.power = true; }},
       {"meter-log", [&](const std::string& v) { o.meter_log = v; o.power = true; }},
-      {"meter-window", [&](const std::string& v) {
-         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), o.meter_window);
-         if (ec != std::errc() || end != v.data() + v.size() || o.meter_window < 0 || o.meter_window > 10000) {
-           throw InputError("--meter-window='" + v + "' must be milliseconds, 0 to 10000 (0: instantaneous samples)");
-         }
-       }},
+      {"meter-window", [&](const std::string& v) { o.meter_window = parse_milliseconds_option("meter-window", v, 10000); }},
       {"profile", [&](const std::string& v) {
          // `co_up plan --profile=FILE` names a layer profile; for runs it is the profiling level.
          if (o.command == "plan") {

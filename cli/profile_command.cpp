@@ -12,6 +12,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/calibration.h"
 #include "core/error.h"
 #include "core/network.h"
 #include "core/placement.h"
@@ -569,7 +570,7 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
   // npu-int8 runs its first --calibration frames in f32 (per compiled sub-graph, so per layer
   // too): the same option a run passes, and that many more warm-up frames before measuring.
-  const std::string calibrating = prepare_calibration(platform, registry, static_cast<int>(o.calibration));
+  const std::string calibrating = set_calibration_frames(platform, registry, static_cast<int>(o.calibration));
   // Restores every governor it changed when it goes, on every path out (errors, Ctrl-C).
   power::SysfsDvfs dvfs(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/calibration.h"
 #include "core/error.h"
 #include "cli/layer_profiler.h"
 #include "core/executor.h"
@@ -160,7 +161,7 @@ std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::Co
   VerifySettings settings;
   settings.frames = static_cast<int>(std::min<int64_t>(o.frames, 1 << 20));
   settings.calibration_frames = static_cast<int>(o.calibration);
-  settings.calibrating = prepare_calibration(platform, registry, settings.calibration_frames);
+  settings.calibrating = set_calibration_frames(platform, registry, settings.calibration_frames);
   return verify_mappings(graph, platform, registry, &dvfs, model, candidates, settings, out);
 }
 

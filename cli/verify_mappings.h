@@ -26,8 +26,8 @@ namespace co_up::cli {
 struct VerifySettings {
   int frames = 10;
   int warmup_frames = 2;
-  // Letters whose backend calibrates on its first frames (npu-int8, prepare_calibration in
-  // cli/layer_profiler.h): a mapping using one warms up that many frames more.
+  // Letters whose backend calibrates on its first frames (npu-int8, set_calibration_frames in
+  // core/calibration.h): a mapping using one warms up that many frames more.
   std::string calibrating;
   int calibration_frames = 0;
 };

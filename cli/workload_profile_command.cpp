@@ -11,6 +11,7 @@
 
 #include "cli/layer_profiler.h"
 #include "cli/profile_command.h"
+#include "core/calibration.h"
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/io/output_file.h"
@@ -168,7 +169,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
   apply_overrides(platform, {o.threads, o.cores, o.threads_little, o.cores_little, o.host_gpu, o.host_npu});
   check_cores_exist(platform);
   const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
-  const std::string calibrating = prepare_calibration(platform, registry, static_cast<int>(o.calibration));
+  const std::string calibrating = set_calibration_frames(platform, registry, static_cast<int>(o.calibration));
   const int repetitions = o.repetitions > 0 ? o.repetitions : kDefaultRepetitions;
 
   // The graphs first: a bad network is an input error before anything is measured.

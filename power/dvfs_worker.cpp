@@ -1,6 +1,7 @@
 #include "power/dvfs_worker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "profiler/events.h"
 
@@ -20,8 +21,8 @@ void DvfsWorker::request(char domain, int level, uint32_t layer, uint64_t frame)
   const uint64_t seq = next_seq_.fetch_add(1);
   {
     std::lock_guard lock(log_mutex_);
-    if (log_.size() < seq) log_.resize(seq);
-    profiler::DvfsEvent& e = log_[seq - 1];
+    if (log_.size() < seq - log_base_) log_.resize(seq - log_base_);
+    profiler::DvfsEvent& e = log_[seq - 1 - log_base_];
     e.processor = domain;
     e.level = level;
     e.layer = layer;
@@ -32,7 +33,7 @@ void DvfsWorker::request(char domain, int level, uint32_t layer, uint64_t frame)
   const uint64_t previous = slots_[domain - 'A'].exchange((seq << 8) | static_cast<uint64_t>(level + 1));
   if (previous != 0) {
     std::lock_guard lock(log_mutex_);
-    log_[(previous >> 8) - 1].superseded = true;
+    if (profiler::DvfsEvent* e = entry(previous >> 8)) e->superseded = true;
   }
   wake_.fetch_add(1, std::memory_order_release);
   wake_.notify_one();
@@ -56,12 +57,12 @@ void DvfsWorker::loop() {
       bool first_error = false;
       {
         std::lock_guard lock(log_mutex_);
-        profiler::DvfsEvent& e = log_[seq - 1];
-        e.khz = spec != nullptr ? spec->frequencies_khz.at(static_cast<size_t>(level)) : 0;
-        if (error.empty()) {
-          e.apply_ns = applied;
-        } else {
-          e.error = error;
+        if (profiler::DvfsEvent* e = entry(seq)) {
+          e->khz = spec != nullptr ? spec->frequencies_khz.at(static_cast<size_t>(level)) : 0;
+          if (error.empty()) e->apply_ns = applied;
+          if (!error.empty()) e->error = error;
+        }
+        if (!error.empty()) {
           first_error = error_.empty();
           if (first_error) error_ = error;
         }
@@ -77,7 +78,12 @@ void DvfsWorker::loop() {
         done_seq_.store(issued_now);
         done_seq_.notify_all();
       }
-      if (stopping) return;
+      if (stopping) {
+        // A drain() now or later must not wait for requests nobody will apply.
+        done_seq_.store(std::numeric_limits<uint64_t>::max());
+        done_seq_.notify_all();
+        return;
+      }
       wake_.wait(seen, std::memory_order_acquire);
     }
   }
@@ -98,6 +104,19 @@ void DvfsWorker::stop() {
   wake_.fetch_add(1, std::memory_order_release);
   wake_.notify_one();
   thread_.join();
+}
+
+profiler::DvfsEvent* DvfsWorker::entry(uint64_t seq) {
+  if (seq <= log_base_ || seq - 1 - log_base_ >= log_.size()) return nullptr;
+  return &log_[seq - 1 - log_base_];
+}
+
+std::vector<profiler::DvfsEvent> DvfsWorker::take_records() {
+  std::lock_guard lock(log_mutex_);
+  std::vector<profiler::DvfsEvent> taken = std::move(log_);
+  log_.clear();
+  log_base_ += taken.size();
+  return taken;
 }
 
 std::vector<profiler::DvfsEvent> DvfsWorker::records() const {

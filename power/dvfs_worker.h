@@ -10,8 +10,9 @@
 // DvfsObserver turns a per-layer schedule into requests at layer starts, issuing one only when
 // the domain's requested level changes.
 //
-// Threading: request() from any thread; records() after stop(). Errors never throw: the first is
-// kept (error()) and passed to `on_error` once (the CLI stops the run there under --dvfs=strict).
+// Threading: request() from any thread; records() and take_records() after drain() or stop(), with
+// no request() in flight. Errors never throw: the first is kept (error()) and passed to `on_error`
+// once (the CLI stops the run there under --dvfs=strict).
 #pragma once
 
 #include <atomic>
@@ -39,15 +40,20 @@ class DvfsWorker {
   void request(char domain, int level, uint32_t layer, uint64_t frame);
   // Applies what is pending, then joins the thread (waits for a write in progress).
   void stop();
-  // Blocks until every request issued so far was applied or superseded (tests, bench).
+  // Blocks until every request issued so far was applied or superseded. After stop() it returns at
+  // once: a request issued after stop() is never applied (its record has no apply time).
   void drain();
 
-  std::vector<profiler::DvfsEvent> records() const;  // issue order
+  std::vector<profiler::DvfsEvent> records() const;  // issue order, since the last take_records()
+  // The records so far, which then leave the worker (one run's records; the log does not grow
+  // over runs).
+  std::vector<profiler::DvfsEvent> take_records();
   uint64_t issued() const { return issued_.load(); }
   std::string error() const;
 
  private:
   void loop();
+  profiler::DvfsEvent* entry(uint64_t seq);  // under log_mutex_; null: taken already
 
   SysfsDvfs& dvfs_;
   std::function<void(const std::string&)> on_error_;
@@ -55,12 +61,15 @@ class DvfsWorker {
   std::atomic<uint64_t> slots_[26];
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> issued_{0};
-  std::atomic<uint64_t> done_seq_{0};  // requests with seq <= this are settled
+  // Requests with seq <= this are settled; UINT64_MAX once the thread has left (nothing more
+  // will be).
+  std::atomic<uint64_t> done_seq_{0};
   std::atomic<uint32_t> wake_{0};
   std::atomic<bool> stop_{false};
 
   mutable std::mutex log_mutex_;  // issue log (short critical sections, no I/O)
-  std::vector<profiler::DvfsEvent> log_;  // index = seq - 1
+  std::vector<profiler::DvfsEvent> log_;  // index = seq - 1 - log_base_
+  uint64_t log_base_ = 0;                 // records handed out by take_records()
   std::string error_;
   std::thread thread_;  // last: starts after the members it uses exist
 };

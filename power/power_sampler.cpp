@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -130,26 +131,42 @@ void PowerSampler::sample_once() {
 
 void PowerSampler::start() {
   if (thread_.joinable() || sources_.empty()) return;
-  stop_.store(false);
+  samples_.t_ns.clear();
+  samples_.mw.clear();
+  last_energy_mj_.assign(sources_.size(), -1);
+  last_t_ = 0;
+  {
+    std::lock_guard lock(stop_mutex_);
+    stop_ = false;
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
 void PowerSampler::loop() {
+  // profiler::now_ns() is CLOCK_MONOTONIC, as steady_clock is on Linux.
+  using Clock = std::chrono::steady_clock;
   int64_t next = profiler::now_ns();
-  while (!stop_.load(std::memory_order_relaxed)) {
+  std::unique_lock lock(stop_mutex_);
+  while (!stop_) {
+    lock.unlock();
     sample_once();
     next += period_ns_;
     const int64_t now = profiler::now_ns();
     if (next < now) next = now;  // fell behind: skip, do not burst
-    timespec ts{static_cast<time_t>(next / 1000000000), static_cast<long>(next % 1000000000)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+    lock.lock();
+    stop_changed_.wait_until(lock, Clock::time_point(std::chrono::nanoseconds(next)), [&] { return stop_; });
   }
+  lock.unlock();
   sample_once();  // one after the last layer
 }
 
 void PowerSampler::stop() {
   if (!thread_.joinable()) return;
-  stop_.store(true);
+  {
+    std::lock_guard lock(stop_mutex_);
+    stop_ = true;
+  }
+  stop_changed_.notify_one();
   thread_.join();
 }
 
@@ -164,6 +181,10 @@ void LayerSpanRecorder::on_layer_begin(char processor, uint32_t layer, uint64_t 
 void LayerSpanRecorder::on_layer_end(char processor, uint32_t layer, uint64_t frame) {
   auto& v = per_processor_[processor - 'A'];
   if (!v.empty() && v.back().layer == layer && v.back().end_ns == 0) v.back().end_ns = profiler::now_ns();
+}
+
+void LayerSpanRecorder::clear() {
+  for (auto& v : per_processor_) v.clear();
 }
 
 std::vector<profiler::LayerSpan> LayerSpanRecorder::spans() const {

@@ -6,11 +6,15 @@
 // re-read with pread at offset 0 — what sysfs attributes expect. An "energy" sensor becomes power
 // as the counter's difference over the time between two samples (wrap-around handled with
 // max_path); its first sample repeats the second.
+// Each start() begins a new series (one run's): the samples so far and the counters' baselines
+// are dropped, so the first energy sample of a run does not average over the time between runs.
+// stop() wakes the sleeping thread rather than waiting out the period.
 // Threading: start() and stop() from one thread; samples() after stop().
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -42,7 +46,9 @@ class PowerSampler {
   std::vector<double> last_energy_mj_;
   int64_t last_t_ = 0;
   int64_t period_ns_;
-  std::atomic<bool> stop_{false};
+  std::mutex stop_mutex_;
+  std::condition_variable stop_changed_;
+  bool stop_ = false;  // under stop_mutex_
   std::thread thread_;
 };
 
@@ -54,6 +60,8 @@ class LayerSpanRecorder : public LayerObserver {
   void on_layer_begin(char processor, uint32_t layer, uint64_t frame) override;
   void on_layer_end(char processor, uint32_t layer, uint64_t frame) override;
   std::vector<profiler::LayerSpan> spans() const;  // sorted by begin time
+  // Drops the spans so far (between runs: no processor thread records then).
+  void clear();
 
  private:
   std::vector<std::vector<profiler::LayerSpan>> per_processor_;

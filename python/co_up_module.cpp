@@ -124,11 +124,11 @@ class InputViews {
       const py::object item = inputs[i];
       if (std::optional<py::array> array = readable_in_place(item)) {
         shapes_.emplace_back(array->shape(), array->shape() + array->ndim());
-        views.push_back({static_cast<const float*>(array->data()), shapes_.back()});
+        views.push_back({static_cast<const float*>(array->data()), shapes_.back(), static_cast<size_t>(array->size())});
         arrays_.push_back(std::move(*array));
       } else {
         copies_.push_back(copy_to_tensor(item, i));
-        views.push_back({copies_.back().data(), copies_.back().shape()});
+        views.push_back({copies_.back().data(), copies_.back().shape(), copies_.back().size()});
         ++copies;
       }
     }

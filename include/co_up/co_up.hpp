@@ -113,9 +113,12 @@ class Tensor {
 };
 
 // A dense float32 tensor the caller owns: read in place, only during the call it is given to.
+// `element_count` is how many floats lie at `data`; it must equal the shape's element count
+// (Error(kInput) otherwise, as co_up_tensor_view's), so a short buffer is refused, not overread.
 struct TensorView {
-  const float* data = nullptr;      // the shape's element count of values
+  const float* data = nullptr;
   std::span<const int64_t> shape;
+  size_t element_count = 0;
 };
 
 struct TensorInfo {
@@ -153,6 +156,9 @@ class CO_UP_PUBLIC SessionOptions {
   SessionOptions& set_sysfs_root(std::string path);
   // --frequency=LEVELS (1-based DVFS levels as the command line takes them) and --dvfs=strict|
   // best-effort. The levels are set when the Session opens and restored when it is destroyed.
+  // Under strict, a per-layer level write that fails during a run stops that run with
+  // Error(kRuntime); the error stays, so every later run of that Session fails with it too: close
+  // (destroy) the Session, which restores the levels, and open a new one.
   SessionOptions& set_frequency(std::string levels);
   SessionOptions& set_dvfs_policy(std::string policy);
   // --profile=0|1|2: 0 frame times; 1 + sub-graphs and transfers; 2 + layers.

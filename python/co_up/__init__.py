@@ -58,6 +58,7 @@ OPTIONS = {
     "gpio_tags": "gpio-tags",
     "power": "power",
     "power_rate": "power-rate",
+    # Command-line only: the Session refuses them with one line saying so.
     "meter": "meter",
     "meter_log": "meter-log",
     "meter_window": "meter-window",
