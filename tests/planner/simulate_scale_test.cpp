@@ -8,23 +8,10 @@
 #include <random>
 
 #include "planner/hetero2pipe.h"
+#include "random_network_costs.h"
 
 namespace co_up::planner {
 namespace {
-
-NetworkCosts costs(std::mt19937& rng, const std::string& name, uint32_t layers, size_t stages) {
-  std::uniform_real_distribution<double> t(10.0, 1000.0);
-  NetworkCosts c;
-  c.name = name;
-  c.layer_us.assign(stages, std::vector<double>(layers));
-  c.send_us.assign(stages, std::vector<double>(layers - 1, 0.0));
-  c.receive_us.assign(stages, std::vector<double>(layers - 1, 0.0));
-  c.input_us.assign(stages, 0.0);
-  for (size_t k = 0; k < stages; ++k) {
-    for (double& v : c.layer_us[k]) v = t(rng) * (0.5 + 0.7 * static_cast<double>(k));
-  }
-  return c;
-}
 
 struct Problem {
   std::vector<NetworkCosts> networks;
@@ -40,7 +27,7 @@ Problem random_problem(unsigned seed, bool contention) {
   std::mt19937 rng(seed);
   Problem p;
   const size_t stages = 3;
-  for (int i = 0; i < 3; ++i) p.networks.push_back(costs(rng, "n" + std::to_string(i), 6, stages));
+  for (int i = 0; i < 3; ++i) p.networks.push_back(random_costs(rng, "n" + std::to_string(i), 6, stages, false));
   std::uniform_int_distribution<uint32_t> cut(0, 6);
   for (int i = 0; i < 2; ++i) {
     uint32_t a = cut(rng), b = cut(rng);
