@@ -74,25 +74,8 @@ void require(const void* pointer, const char* what) {
   }
 }
 
-std::vector<co_up::Tensor> to_tensors(const co_up_tensor_view* views, size_t count) {
-  if (count > 0) require(views, "inputs");
-  std::vector<co_up::Tensor> tensors;
-  tensors.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    const co_up_tensor_view& v = views[i];
-    if (v.struct_size < sizeof(co_up_tensor_view)) {
-      throw co_up::Error(co_up::ErrorKind::kInput, "input " + std::to_string(i) +
-                                                       ": struct_size is not set (use sizeof(co_up_tensor_view))");
-    }
-    if (v.rank > 0) require(v.shape, "co_up_tensor_view.shape");
-    if (v.element_count > 0) require(v.data, "co_up_tensor_view.data");
-    std::vector<int64_t> shape(v.shape, v.shape + v.rank);
-    tensors.emplace_back(std::move(shape), std::vector<float>(v.data, v.data + v.element_count));
-  }
-  return tensors;
-}
-
-// The caller's views as the C++ API's, checked as to_tensors checks them; `shapes` keeps the spans.
+// The caller's views as the C++ API's, checked as a Tensor made from them would be (the same
+// messages); `shapes` keeps the spans.
 std::vector<co_up::TensorView> to_views(const co_up_tensor_view* views, size_t count,
                                         std::vector<std::vector<int64_t>>& shapes) {
   if (count > 0) require(views, "inputs");
@@ -124,6 +107,18 @@ std::vector<co_up::TensorView> to_views(const co_up_tensor_view* views, size_t c
     out.push_back({v.data, shapes.back(), v.element_count});
   }
   return out;
+}
+
+// Copies of the caller's views, for the calls that keep the frame beyond the call (submit).
+std::vector<co_up::Tensor> to_tensors(const co_up_tensor_view* views, size_t count) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<co_up::Tensor> tensors;
+  tensors.reserve(count);
+  for (const co_up::TensorView& v : to_views(views, count, shapes)) {
+    tensors.emplace_back(std::vector<int64_t>(v.shape.begin(), v.shape.end()),
+                         std::vector<float>(v.data, v.data + v.element_count));
+  }
+  return tensors;
 }
 
 void fill_view(const co_up::Tensor& t, co_up_tensor_view* out) {
