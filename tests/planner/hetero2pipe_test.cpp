@@ -9,21 +9,10 @@
 
 #include "core/error.h"
 #include "planner/workload_planner.h"
-#include "random_network_costs.h"
+#include "network_costs.h"
 
 namespace co_up::planner {
 namespace {
-
-NetworkCosts flat_costs(const std::string& name, const std::vector<std::vector<double>>& layer_us) {
-  NetworkCosts c;
-  c.name = name;
-  c.layer_us = layer_us;
-  const size_t n = layer_us[0].size();
-  c.send_us.assign(layer_us.size(), std::vector<double>(n - 1, 0.0));
-  c.receive_us.assign(layer_us.size(), std::vector<double>(n - 1, 0.0));
-  c.input_us.assign(layer_us.size(), 0.0);
-  return c;
-}
 
 TEST(HorizontalPartition, EqualsBruteForceOnRandomProfiles) {
   for (uint32_t seed = 1; seed <= 60; ++seed) {

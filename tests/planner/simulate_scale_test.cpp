@@ -8,7 +8,7 @@
 #include <random>
 
 #include "planner/hetero2pipe.h"
-#include "random_network_costs.h"
+#include "network_costs.h"
 
 namespace co_up::planner {
 namespace {

@@ -11,20 +11,10 @@
 #include "planner/hetero2pipe.h"
 #include "planner/synthetic_profile.h"
 #include "planner/workload_profile.h"
+#include "network_costs.h"
 
 namespace co_up::planner {
 namespace {
-
-NetworkCosts flat_costs(const std::string& name, const std::vector<std::vector<double>>& layer_us) {
-  NetworkCosts c;
-  c.name = name;
-  c.layer_us = layer_us;
-  const size_t n = layer_us[0].size();
-  c.send_us.assign(layer_us.size(), std::vector<double>(n - 1, 0.0));
-  c.receive_us.assign(layer_us.size(), std::vector<double>(n - 1, 0.0));
-  c.input_us.assign(layer_us.size(), 0.0);
-  return c;
-}
 
 SimulationSettings whole_run(int frames) {
   SimulationSettings s;

@@ -1,5 +1,6 @@
-// Random per-layer costs of one network on `stages` processors of different speed, for the
-// workload planner's tests (with or without transfer costs between layers).
+// Per-layer costs of networks for the workload planner's tests: random ones on `stages` processors
+// of different speed (with or without transfer costs between layers), and given ones without
+// transfers.
 #pragma once
 
 #include <random>
@@ -28,6 +29,17 @@ inline NetworkCosts random_costs(std::mt19937& rng, const std::string& name, uin
     for (double& v : c.receive_us[k]) v = x(rng);
     c.input_us[k] = x(rng);
   }
+  return c;
+}
+
+inline NetworkCosts flat_costs(const std::string& name, const std::vector<std::vector<double>>& layer_us) {
+  NetworkCosts c;
+  c.name = name;
+  c.layer_us = layer_us;
+  const size_t n = layer_us[0].size();
+  c.send_us.assign(layer_us.size(), std::vector<double>(n - 1, 0.0));
+  c.receive_us.assign(layer_us.size(), std::vector<double>(n - 1, 0.0));
+  c.input_us.assign(layer_us.size(), 0.0);
   return c;
 }
 
