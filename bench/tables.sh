@@ -16,6 +16,9 @@
 #   script builds nothing (the targets it needs are listed when one is missing).
 # --out=DIR (default bench-tables/<UTC date>-<commit>); an existing directory is never reused.
 #
+# bench/paste_tables.py OUT then replaces each table's "<!-- measured: NAME -->" block in README.md,
+# bench/README.md and docs/ (full-mode runs only); its --check says every table here has one.
+#
 # Every table file says which README section it replaces, the command that made it, the UTC time,
 # the commit (with "+dirty" when the tree had changes), `uptime` before and after, and the
 # method; the bench's own output follows (its markdown tables as they are, other text fenced).
@@ -37,7 +40,7 @@ for arg in "$@"; do
     --build=*) build=$(cd "${arg#--build=}" && pwd) || exit 2 ;;
     --out=*) out=${arg#--out=} ;;
     --list) list=1 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n "2,26p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "tables.sh: unknown argument ${arg} (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +49,7 @@ quick() { [[ ${mode} == quick ]]; }
 # The tables: name | quick s | full s | in --full | where it goes | what measures it.
 # Estimates are wall seconds on the 2-core host, idle; a loaded host takes longer.
 tables=(
-  "pipeline|20|240|yes|README.md \"Performance\"; bench/README.md \"Latest\" and \"Transfers at the networks' real cuts\"|co_up_bench_pipeline: B-only vs best B/L split per zoo network, Sender/Receiver transfers vs memcpy"
+  "pipeline|20|240|yes|README.md \"Performance\"; bench/README.md \"Latest: co_up_bench_pipeline\"|co_up_bench_pipeline: B-only vs best B/L split per zoo network, Sender/Receiver transfers vs memcpy"
   "run_example|20|60|yes|README.md \"The two commands\" (the scripts/run.sh output block)|co_up --graph=alexnet --order=BBLGGNNN --mode=pipeline --profile=2 (B, L, G on PoCL, N npu-int8)"
   "ort_compare|30|600|yes|bench/README.md \"co_up vs ONNX Runtime (CPU EP)\", Latest; README.md Status row \"XNNPACK CPU backend\"|bench/ort_compare.sh on the five torchvision CNNs"
   "ort_intraop|10|180|yes|docs/intra_op_threads.md \"Numbers\" (bench/README.md \"Intra-op threads only\")|bench/ort_intraop.sh on the five torchvision CNNs"
@@ -64,7 +67,7 @@ tables=(
   "api|15|80|yes|docs/api.md \"Cost\"|co_up_bench_api, cpu-reference and cpu-xnnpack"
   "python|6|30|yes|docs/python.md (bench/python_overhead.py paragraph)|bench/python_overhead.py"
   "para_pipe|15|120|yes|docs/para_pipe.md \"Measured\"|co_up profile --units=branches, co_up_bench_para_pipe"
-  "exits|5|30|yes|docs/map_and_conquer.md \"Measured on this host\"|co_up on the trained multi-exit fixtures, 1000 test images"
+  "exits|5|30|yes|docs/map_and_conquer.md \"Running the fixture end to end\"|co_up on the trained multi-exit fixtures, 1000 test images"
   "ort_modern|30|420|yes|bench/README.md \"Modern CNNs: MobileNetV3-Large, EfficientNet-B0, a YOLOv5s-style detector, ConvNeXt-T\"|bench/ort_compare.sh NETS=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny"
   "map_and_conquer|20|180|yes|bench/README.md \"Map-and-Conquer\"|bench/map_and_conquer_bench.sh on the trained Fashion-MNIST fixtures"
   "ort_transformers|0|1800|no|bench/README.md \"Transformers: ViT-B/16 and BERT-base\"|bench/ort_compare.sh NETS=vit_b_16,bert_base"
@@ -479,6 +482,7 @@ done
   for n in "${not_regenerated[@]}"; do echo "- ${n}"; done
 } >>"${index}"
 echo "tables.sh: done $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/'); index: ${index}"
+quick || echo "tables.sh: into the documents with: bench/paste_tables.py ${out}"
 if ((${#failed[@]})); then
   echo "tables.sh: failed: ${failed[*]} (see ${out}/raw/)" >&2
   exit 1
