@@ -55,17 +55,7 @@ for net in "${nets[@]}"; do
     [[ ${order} == B ]] && order=$(printf 'B%.0s' $(seq 1 "${layers}"))
     "${co_up}" --model="${model}" --units="${units}" --order="${order}" --mode="${mode}" --n=2 \
       --input="${fixtures}/${net}_input.npy" --output="${tmp}/out.npy" >/dev/null
-    result=$("${python}" - "${tmp}/out.npy" "${fixtures}/${net}_output.npy" <<'PY'
-import sys
-import numpy as np
-a = np.load(sys.argv[1]).astype(np.float64)
-b = np.load(sys.argv[2]).astype(np.float64).reshape(a.shape)
-diff = float(np.abs(a - b).max())
-rel = diff / float(b.max() - b.min())
-same = int(a.argmax()) == int(b.argmax())
-print(f"{diff:.3e} {rel:.2e} {'same' if same else 'DIFFERENT'} {int(rel <= 1e-3 and same)}")
-PY
-)
+    result=$("${python}" "${root}/bench/compare_output.py" "${tmp}/out.npy" "${fixtures}/${net}_output.npy")
     read -r diff rel argmax ok <<<"${result}"
     shown=${order}
     (( ${#shown} > 26 )) && shown="${shown:0:23}..."

@@ -81,17 +81,7 @@ for net in "${nets[@]}"; do
       continue
     fi
     secs=$(awk -v a="${start}" -v b="$(date +%s%N)" 'BEGIN {printf "%.1f", (b - a) / 1e9}')
-    result=$("${python}" - "${tmp}/out.npy" "${fixtures}/${net}_output.npy" <<'PY'
-import sys
-import numpy as np
-a = np.load(sys.argv[1]).astype(np.float64)
-b = np.load(sys.argv[2]).astype(np.float64).reshape(a.shape)
-diff = float(np.abs(a - b).max())
-rel = diff / float(b.max() - b.min())
-same = int(a.argmax()) == int(b.argmax())
-print(f"{diff:.3e} {rel:.2e} {'same' if same else 'DIFFERENT'} {int(rel <= 1e-3 and same)}")
-PY
-)
+    result=$("${python}" "${root}/bench/compare_output.py" "${tmp}/out.npy" "${fixtures}/${net}_output.npy")
     read -r diff rel argmax ok <<<"${result}"
     printf '%-19s %-28s %-6s %-9s %9s %10s %9s  %s\n' "${net}" "${name}" "${units}" "${mode}" "${secs}" "${diff}" "${rel}" "${argmax}"
     [[ ${ok} == 1 ]] || failures=$((failures + 1))
