@@ -487,7 +487,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
 
   decide_exit(s);
   // Send (Algorithm 1): map once, copy into every receiver's reserved slot, unmap. A frame that
-  // stops here sends nothing: every receiver is a later sub-graph, which skips it.
+  // stops here sends nothing: every receiver is a later sub-graph, which never sees it.
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     OutputPort& out = s.outputs[o];
     const auto index = static_cast<uint32_t>(o);

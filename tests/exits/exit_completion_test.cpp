@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -245,6 +249,80 @@ TEST(ExitCompletionTest, ThresholdsThatNeverStopGiveTheStaticOutputs) {
       }
     }
     EXPECT_EQ(transfers_into(got.result.profile, 0, 2), 20u);
+  }
+}
+
+// A stream that admits frames a few at a time from another thread and closes after the last:
+// frames that stop early wake no later processor, yet the run neither stalls nor ends early.
+class TrickleStream final : public FrameStream {
+ public:
+  TrickleStream(const InputSets& inputs, uint64_t frames) : inputs_(inputs), frames_(frames) {}
+  uint64_t admitted() const override { return admitted_.load(std::memory_order_acquire); }
+  bool closed() const override { return closed_.load(std::memory_order_acquire); }
+  const float* input(uint64_t frame, uint32_t input) override {
+    return inputs_[frame % inputs_.size()][input].data();
+  }
+  void output(uint64_t frame, uint32_t output, std::span<const float>) override {
+    std::lock_guard lock(mutex_);
+    outputs_.insert({frame, output});
+  }
+  void frames_completed(uint64_t completed) override {
+    {
+      std::lock_guard lock(mutex_);
+      completed_sequence_.push_back(completed);
+    }
+    done_.notify_all();
+  }
+  // Admits frames in steps of `step`, waiting for each step to complete, then closes.
+  void feed(Executor& executor, uint64_t step) {
+    for (uint64_t next = 0; next < frames_;) {
+      next = std::min(frames_, next + step);
+      admitted_.store(next, std::memory_order_release);
+      executor.notify_stream();
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return !completed_sequence_.empty() && completed_sequence_.back() >= next; });
+    }
+    closed_.store(true, std::memory_order_release);
+    executor.notify_stream();
+  }
+  std::set<std::pair<uint64_t, uint32_t>> outputs_;
+  std::vector<uint64_t> completed_sequence_;
+
+ private:
+  const InputSets& inputs_;
+  uint64_t frames_;
+  std::atomic<uint64_t> admitted_{0};
+  std::atomic<bool> closed_{false};
+  std::mutex mutex_;
+  std::condition_variable done_;
+};
+
+TEST(ExitCompletionTest, AStreamOfMostlyEarlyExitsCompletesEveryFrameInOrder) {
+  const graph::Graph g = shared_feature_network(true);
+  // Mostly confident inputs (exit 0), now and then an unsure one (runs to exit 2).
+  InputSets inputs(7, test::scaled_input(g, 41, test::kConfidentScale));
+  inputs[3] = test::scaled_input(g, 42, test::kUnsureScale);
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+    for (uint64_t step : {1u, 5u}) {
+      SCOPED_TRACE(std::string(mode_name(mode)) + ", admitted " + std::to_string(step) + " at a time");
+      ExecutorOptions options;
+      options.mode = mode;
+      options.exit_policy = ExitPolicy::parse("softmax-max>=0.9");
+      Executor executor(g, Partition::create(g, "BLD"), three_processors(), testing::build_plugins(), options);
+      const uint64_t frames = 300;
+      TrickleStream stream(inputs, frames);
+      std::thread producer([&] { stream.feed(executor, step); });
+      const RunResult result = executor.run_stream(stream);
+      producer.join();
+      EXPECT_EQ(result.profile.frames_completed, frames);
+      EXPECT_EQ(stream.outputs_.size(), frames * 3);
+      EXPECT_TRUE(std::is_sorted(stream.completed_sequence_.begin(), stream.completed_sequence_.end()));
+      ASSERT_FALSE(stream.completed_sequence_.empty());
+      EXPECT_EQ(stream.completed_sequence_.back(), frames);
+      uint64_t early = 0;
+      for (uint32_t e : result.profile.frame_exit) early += e == 0 ? 1 : 0;
+      EXPECT_EQ(early, frames - frames / 7 - (frames % 7 > 3 ? 1 : 0));
+    }
   }
 }
 
