@@ -249,6 +249,10 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
                                           const std::vector<std::string>& orders, StopSignal& stop, std::ostream& out) {
   const size_t m = in.reuse.size();
   std::vector<planner::OverheadSample> samples;
+  // What the fit subtracts from each measurement is the runtime model's own compute and
+  // transfers (its stages one after another), not Eq. 8's concurrent stages.
+  planner::StageSearchInput compute_only = in;
+  compute_only.runtime = planner::StageOverheads{};
   out << "runtime model: dispatch and boundary costs fitted to " << o.frames << " frames of " << o.input
       << " per order, switch mode, --exit=softmax-max>=" << format_number("%g", kFitThreshold) << "\n";
   out << "  order  exit  frames  compute ms  measured ms\n";
@@ -266,7 +270,7 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
     c.thresholds.assign(m - 1, kFitThreshold);
     const VerifiedStageCandidate v = measure_stage_candidate(o, c, 1000 + r, stop);
     if (!v.failure.empty()) throw RuntimeError("fitting the runtime stage model: order " + c.order + " failed: " + v.failure);
-    const std::vector<double> compute = planner::candidate_exit_latency(in, c);
+    const std::vector<double> compute = planner::candidate_exit_latency(compute_only, c);
     for (size_t k = 0; k < m && k < v.exit_frames.size(); ++k) {
       out << "  " << c.order << format_number("  %4.0f", static_cast<double>(k))
           << format_number("  %6.0f", static_cast<double>(v.exit_frames[k])) << format_number("  %10.3f", compute[k])

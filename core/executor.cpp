@@ -78,6 +78,12 @@ struct SubGraphRuntime {
   uint32_t stop_exit = kNoExit;
   std::vector<float> exit_values;
   uint64_t frames_skipped = 0;  // guarded by Impl::mutex
+  // Per output port and receiver: whether the claimed frame had already stopped before that
+  // receiver's sub-graph when it was claimed (then nothing is copied to it). Set under the lock.
+  std::vector<std::vector<uint8_t>> unsent;
+  // Whether committing a frame that stops here must wake the other processor threads (see
+  // Impl::stop_wakes_others); set up once.
+  bool stop_wakes_others = true;
 };
 
 // State the layer hooks need; lives on the processor thread's stack during one sub-graph run.
@@ -214,10 +220,14 @@ struct Executor::Impl {
   bool runnable(SubGraphRuntime& s);
   void claim(SubGraphRuntime& s);
   void execute(SubGraphRuntime& s, uint64_t frame);
-  void commit(SubGraphRuntime& s);
+  bool commit(SubGraphRuntime& s);
   bool exits_decided(const SubGraphRuntime& s) const;
   bool skips(const SubGraphRuntime& s, uint64_t frame) const;
-  void skip(SubGraphRuntime& s);
+  bool pass_stopped_frames(SubGraphRuntime& s);
+  void mark_unsent(SubGraphRuntime& s, uint64_t frame);
+  void hand_off(SubGraphRuntime& s, uint64_t frame);
+  bool frame_done(uint64_t frame) const;
+  bool stop_wakes_others(const SubGraphRuntime& s) const;
   void decide_exit(SubGraphRuntime& s);
   void deliver_output(SubGraphRuntime& s, uint64_t frame, uint32_t output, std::span<const float> values);
   void deliver_later_exits(SubGraphRuntime& s, uint64_t frame);
@@ -406,6 +416,7 @@ void Executor::Impl::claim(SubGraphRuntime& s) {
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     if (s.outputs[o].sender) s.outputs[o].sender->reserve(s.reserved_slots[o]);
   }
+  mark_unsent(s, frame);
   if (s.reads_graph_input) {
     // Grown as frames enter (never sized by the request: --n may be huge, a stream unbounded).
     if (frame_start.size() <= frame) frame_start.resize(frame + 1, 0);
@@ -476,7 +487,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
 
   decide_exit(s);
   // Send (Algorithm 1): map once, copy into every receiver's reserved slot, unmap. A frame that
-  // stops here sends nothing: every receiver is a later sub-graph, which skips it.
+  // stops here sends nothing: every receiver is a later sub-graph, which never sees it.
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     OutputPort& out = s.outputs[o];
     const auto index = static_cast<uint32_t>(o);
@@ -485,6 +496,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
     if (out.sender && s.stop_exit == kNoExit) {
       const auto& targets = out.sender->receivers();
       for (size_t k = 0; k < targets.size(); ++k) {
+        if (!s.unsent.empty() && s.unsent[o][k] != 0) continue;
         const int64_t begin = k == 0 ? map_begin : now_ns();
         std::memcpy(s.reserved_slots[o][k], src, out.bytes);
         record_transfer(begin, out.layer, targets[k]->destination(), out.bytes);
@@ -500,9 +512,12 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
   deliver_later_exits(s, frame);
 }
 
-void Executor::Impl::commit(SubGraphRuntime& s) {
+// Returns whether the other processor threads must be woken for this commit (a frame that stops
+// here usually concerns none of them: the later sub-graphs never see it).
+bool Executor::Impl::commit(SubGraphRuntime& s) {
   const uint64_t frame = s.next_frame;
-  if (s.stop_exit != kNoExit) {
+  const bool stopped = s.stop_exit != kNoExit;
+  if (stopped) {
     if (frame_exit.size() <= frame) frame_exit.resize(frame + 1, kNoExit);
     frame_exit[frame] = s.stop_exit;
     s.stop_exit = kNoExit;
@@ -510,27 +525,26 @@ void Executor::Impl::commit(SubGraphRuntime& s) {
   for (InputPort& in : s.inputs) {
     if (in.receiver != nullptr) in.receiver->release();
   }
-  for (OutputPort& out : s.outputs) {
-    if (out.sender) out.sender->publish(frame);
-  }
+  hand_off(s, frame);
   ++s.next_frame;
-  generation.fetch_add(1, std::memory_order_release);
   if (s.writes_graph_output) {
-    uint64_t done = frames;
-    for (const auto& other : subgraphs) {
-      if (other->writes_graph_output) done = std::min(done, other->next_frame);
-    }
     const int64_t now = now_ns();
     const uint64_t before = completed;
-    for (; completed < done; ++completed) frame_end.push_back(now);
+    for (; completed < frames && frame_done(completed); ++completed) frame_end.push_back(now);
     if (completed != before) stream->frames_completed(completed);
   }
+  const bool wake = !stopped || stop_wakes_others(s) || (closed && completed >= frames);
+  if (wake) generation.fetch_add(1, std::memory_order_release);
+  return wake;
 }
 
 // Multi-exit networks. A frame's exit is decided by the first sub-graph whose exit stops it (the
-// final exit always does); every later sub-graph waits for that decision (exit_gates), then skips
-// the frame: it claims and releases its inputs and publishes its reserved output slots unwritten,
-// a "frame finished" marker that keeps the receivers' frame numbering (and their checks) intact.
+// final exit always does); every later sub-graph waits for that decision (exit_gates). A frame
+// that stops completes right there: the stopping sub-graph delivers its outputs and hands it to
+// no one (its reservations are cancelled), and the later sub-graphs never see it: their frame
+// counters pass over it (pass_stopped_frames) without claiming, running or publishing anything,
+// so receivers carry the frames that continue, in order, with gaps. Features an earlier stage
+// sent towards a later one before the frame stopped are dropped unread.
 
 void Executor::Impl::connect_exits() {
   if (!graph.has_exits()) return;
@@ -554,6 +568,15 @@ void Executor::Impl::connect_exits() {
       }
     }
   }
+  for (auto& s : subgraphs) {
+    s->stop_wakes_others = std::any_of(s->inputs.begin(), s->inputs.end(),
+                                       [](const InputPort& in) { return in.receiver != nullptr; });
+    for (const auto& other : subgraphs) {
+      if (other->processor != s->processor && other->reads_graph_input && other->exit_gates.empty()) {
+        s->stop_wakes_others = true;
+      }
+    }
+  }
 }
 
 bool Executor::Impl::exits_decided(const SubGraphRuntime& s) const {
@@ -568,9 +591,69 @@ bool Executor::Impl::skips(const SubGraphRuntime& s, uint64_t frame) const {
   return exit_subgraph[frame_exit[frame]] < s.subgraph->index;
 }
 
-void Executor::Impl::skip(SubGraphRuntime& s) {
-  ++s.frames_skipped;
-  commit(s);
+// Under the lock, on s's own processor thread while s is not running (so none of its receivers
+// holds a claimed slot). Returns whether it freed a receive slot (a sender may be waiting on it).
+bool Executor::Impl::pass_stopped_frames(SubGraphRuntime& s) {
+  bool freed = false;
+  while (s.next_frame < frames && skips(s, s.next_frame)) {
+    for (const InputPort& in : s.inputs) {
+      if (in.receiver != nullptr && in.receiver->has_frame() &&
+          in.receiver->front_frame() == s.next_frame) {
+        in.receiver->discard(s.next_frame);
+        freed = true;
+      }
+    }
+    ++s.frames_skipped;
+    ++s.next_frame;
+  }
+  if (freed) generation.fetch_add(1, std::memory_order_release);
+  return freed;
+}
+
+void Executor::Impl::mark_unsent(SubGraphRuntime& s, uint64_t frame) {
+  if (exit_subgraph.empty()) return;
+  s.unsent.resize(s.outputs.size());
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    if (!s.outputs[o].sender) continue;
+    const auto& targets = s.outputs[o].sender->receivers();
+    s.unsent[o].resize(targets.size());
+    for (size_t k = 0; k < targets.size(); ++k) {
+      s.unsent[o][k] = skips(*subgraphs[targets[k]->destination()], frame) ? 1 : 0;
+    }
+  }
+}
+
+// Publishes the frame to every receiver whose sub-graph will run it; cancels the reservation of
+// the others (all of them when the frame stopped here: every receiver is a later sub-graph).
+void Executor::Impl::hand_off(SubGraphRuntime& s, uint64_t frame) {
+  const bool stopped_here = frame < frame_exit.size() && frame_exit[frame] != kNoExit &&
+                            exit_subgraph[frame_exit[frame]] == s.subgraph->index;
+  for (OutputPort& out : s.outputs) {
+    if (!out.sender) continue;
+    for (Receiver* r : out.sender->receivers()) {
+      if (stopped_here || skips(*subgraphs[r->destination()], frame)) {
+        r->cancel();
+      } else {
+        r->publish(frame);
+      }
+    }
+  }
+}
+
+// Every sub-graph that delivers graph outputs has committed the frame or never sees it.
+bool Executor::Impl::frame_done(uint64_t frame) const {
+  for (const auto& w : subgraphs) {
+    if (w->writes_graph_output && w->next_frame <= frame && !skips(*w, frame)) return false;
+  }
+  return true;
+}
+
+// Whether a frame stopping at s can let another processor thread go on: s frees receive slots
+// of earlier senders, or (switch mode) its completion admits the next frame to a sub-graph on
+// another processor that waits for no exit. A sub-graph behind an exit gate waits for the next
+// frame's decision, which wakes it; the end of the run wakes everyone (commit).
+bool Executor::Impl::stop_wakes_others(const SubGraphRuntime& s) const {
+  return s.stop_wakes_others;
 }
 
 void Executor::Impl::decide_exit(SubGraphRuntime& s) {
@@ -677,6 +760,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       SubGraphRuntime* best = nullptr;
       finished = finished && m.closed;
       for (SubGraphRuntime* s : lane.processor->subgraphs) {
+        if (!m.exit_subgraph.empty() && m.pass_stopped_frames(*s)) m.changed.notify_all();
         if (s->next_frame < m.frames) finished = false;
         // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
         if (m.runnable(*s) && (best == nullptr || s->next_frame < best->next_frame)) best = s;
@@ -706,13 +790,6 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     Impl& m = *pick_lane->impl;
     m.claim(*pick);
     const uint64_t frame = pick->next_frame;
-    if (m.skips(*pick, frame)) {
-      m.skip(*pick);
-      lock.unlock();
-      first.changed.notify_all();
-      lock.lock();
-      continue;
-    }
     lock.unlock();
     try {
       m.execute(*pick, frame);
@@ -721,10 +798,10 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       return;
     }
     lock.lock();
-    m.commit(*pick);
+    const bool wake = m.commit(*pick);
     // Wake the others after releasing the lock, so they do not wake only to wait for it.
     lock.unlock();
-    first.changed.notify_all();
+    if (wake) first.changed.notify_all();
     lock.lock();
   }
 }

@@ -59,8 +59,8 @@ struct ExecutorOptions {
   // owned; they must outlive the Executor.
   std::vector<LayerObserver*> observers;
   // Multi-exit networks (graph::Graph::has_exits): when a frame stops at an exit. A stopped frame
-  // skips every later sub-graph — their processors do no work for it; they pass its number on, so
-  // frames stay numbered and in order — and each later exit's output is the stopping exit's.
+  // completes at that exit: each later exit's output is the stopping exit's, delivered there, and
+  // no later sub-graph sees it (no hand-off, no run, no event); frames still complete in order.
   // Default: never stop early. Setup throws InputError when it does not fit the network.
   ExitPolicy exit_policy;
 };

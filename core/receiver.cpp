@@ -41,6 +41,26 @@ void Receiver::publish(uint64_t frame) {
   ++transfers_;
 }
 
+void Receiver::cancel() {
+  if (claimed_ + published_ >= used_) {
+    throw std::logic_error("receiver '" + tensor_name_ + "': cancel without reserve");
+  }
+  --used_;  // one sender per receiver, one frame at a time: the reservation is the newest slot
+}
+
+uint64_t Receiver::front_frame() const {
+  if (published_ == 0) throw std::logic_error("receiver '" + tensor_name_ + "' is empty");
+  return slots_[(head_ + claimed_) % slots_.size()].frame;
+}
+
+void Receiver::discard(uint64_t frame) {
+  if (claimed_ != 0) {
+    throw std::logic_error("receiver '" + tensor_name_ + "': discard while a frame is claimed");
+  }
+  claim(frame);
+  release();
+}
+
 const void* Receiver::claim(uint64_t frame) {
   if (published_ == 0) throw std::logic_error("receiver '" + tensor_name_ + "' is empty");
   Slot& slot = slots_[(head_ + claimed_) % slots_.size()];

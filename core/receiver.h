@@ -42,6 +42,9 @@ class Receiver {
   bool can_reserve() const { return used_ < slots_.size(); }
   void* reserve();                  // precondition: can_reserve()
   void publish(uint64_t frame);     // the oldest reserved, unpublished slot now holds `frame`
+  // Gives back the newest reserved, unpublished slot unpublished: its frame stopped at an exit
+  // before this receiver's sub-graph, which will never see it (no hand-off, no transfer counted).
+  void cancel();
 
   // Consumer side.
   bool has_frame() const { return published_ > 0; }
@@ -49,6 +52,12 @@ class Receiver {
   // a lost, duplicated or reordered frame is a bug the runtime must not hide.
   const void* claim(uint64_t frame);
   void release();  // frees the oldest claimed slot
+  // The frame of the oldest published slot; precondition: has_frame().
+  uint64_t front_frame() const;
+  // Drops the oldest published slot unread, which must hold `frame` and have no claimed slot
+  // before it (a frame that stopped at an exit after its sender ran it); throws std::logic_error
+  // otherwise, like claim().
+  void discard(uint64_t frame);
 
   // Statistics.
   uint64_t transfers() const { return transfers_; }

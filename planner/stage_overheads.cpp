@@ -15,8 +15,9 @@ std::vector<Term> sample_terms(const std::string& order, size_t exit) {
   std::vector<Term> terms;
   for (size_t i = 0; i < order.size(); ++i) {
     const bool starts = i == 0 || order[i] != order[i - 1];
+    // A frame that stops at `exit` crosses only the boundaries before the stages it runs.
     if (starts && i <= exit) terms.emplace_back('r', order[i]);
-    if (starts && i > 0) terms.emplace_back('b', order[i]);
+    if (starts && i > 0 && i <= exit) terms.emplace_back('b', order[i]);
   }
   return terms;
 }
@@ -146,15 +147,14 @@ std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::str
   if (order.size() != m) {
     throw InputError("runtime stage model: order '" + order + "' needs one letter per stage (" + std::to_string(m) + ")");
   }
-  double boundaries = 0;
-  for (size_t i = 1; i < m; ++i) {
-    if (order[i] != order[i - 1]) boundaries += overheads.boundary(order[i]);
-  }
   // Running sum over stages; a sub-graph (consecutive stages on one letter) computes all its
-  // stages before any of its exits decides, so an exit inside it costs the whole sub-graph.
+  // stages before any of its exits decides, so an exit inside it costs the whole sub-graph. A
+  // boundary is paid by the frames that go on past it only: one that stopped before it completes
+  // at its exit and never reaches the next sub-graph.
   std::vector<double> through(m, 0.0);
-  double t = boundaries;
+  double t = 0;
   for (size_t i = 0; i < m; ++i) {
+    if (i > 0 && order[i] != order[i - 1]) t += overheads.boundary(order[i]);
     if (i == 0 || order[i] != order[i - 1]) t += overheads.run(order[i]);
     for (double tau : costs.tau[i]) t += tau;
     for (size_t k = 0; k < i && !costs.transfer.empty(); ++k) {

@@ -3,25 +3,24 @@
 //
 // Why a model of its own: Eq. 8-14 (stage_latency_model.h) count compute and transfers and let a
 // frame's stages overlap. co_up's executor runs a frame's stages one after another (stage i+1
-// waits for exit i's decision, docs/early_exits.md), and a frame is complete only when every
-// sub-graph that computes an exit has committed it: a frame that stops at exit m still passes
-// through every later sub-graph, which skips it (claims and releases, runs nothing) but has to
-// be woken for it. On a network of ~1 MMAC these costs are larger than the compute, so the
-// runtime model of a frame that stops at exit m is
+// waits for exit i's decision, docs/early_exits.md); a frame that stops at exit m completes there
+// and never reaches a later sub-graph. On a network of ~1 MMAC the hand-offs and dispatches are
+// larger than the compute, so the runtime model of a frame that stops at exit m is
 //
 //   latency = sum_{i <= m} ( own_i + sum_{k < i reusing} u[k][i] )      compute and transfers
 //           + sum_{sub-graphs that run the frame}  run(p)                  dispatch
-//           + sum_{boundaries, run or skipped}     boundary(p)             hand-off
+//           + sum_{boundaries before stage m+1}    boundary(p)             hand-off
 //
 // own_i is the sum of stage i's sub-layer times (tau); a sub-graph is a run of consecutive stages
 // on one letter, p its processor (it computes all its stages before any of its exits decides, so
-// a frame that stops inside it pays for all of them; no transfer between its stages); a boundary is each change of letter in the order, p the
-// processor after it. run(p) is what running a sub-graph on p costs beyond its profiled
-// operators (binding, the backend's launch and finish); boundary(p) what the executor adds when
-// the next sub-graph is on p (commit and publish, p's thread waking up and claiming the frame).
+// a frame that stops inside it pays for all of them; no transfer between its stages); a boundary
+// is each change of letter in the order, p the processor after it, paid only by the frames that
+// continue past it. run(p) is what running a sub-graph on p costs beyond its profiled operators
+// (binding, the backend's launch and finish); boundary(p) what the executor adds when the next
+// sub-graph is on p (commit and publish, p's thread waking up and claiming the frame).
 // Both are fitted from frames measured through the runtime one at a time (switch mode), per exit:
-// the exits of one order differ by the run costs of the stages they add, the orders by their
-// boundaries (fit_stage_overheads).
+// the exits of one order differ by the run and boundary costs of the stages they add, the orders
+// by which letters those are (fit_stage_overheads).
 #pragma once
 
 #include <map>
