@@ -707,9 +707,12 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     m.claim(*pick);
     const uint64_t frame = pick->next_frame;
     if (m.skips(*pick, frame)) {
+      const uint64_t completed_before = m.completed;
       m.skip(*pick);
+      FrameStream* const completed_stream = m.completed != completed_before ? m.stream : nullptr;
       lock.unlock();
       first.changed.notify_all();
+      if (completed_stream != nullptr) completed_stream->after_frames_completed();
       lock.lock();
       continue;
     }
@@ -721,10 +724,13 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       return;
     }
     lock.lock();
+    const uint64_t completed_before = m.completed;
     m.commit(*pick);
+    FrameStream* const completed_stream = m.completed != completed_before ? m.stream : nullptr;
     // Wake the others after releasing the lock, so they do not wake only to wait for it.
     lock.unlock();
     first.changed.notify_all();
+    if (completed_stream != nullptr) completed_stream->after_frames_completed();
     lock.lock();
   }
 }
