@@ -2,9 +2,12 @@
 //
 // Streaming: the Session is the Executor's FrameStream. Submitted frames go into a ring of
 // queue_capacity() slots (inputs moved in, outputs written by the processor threads); a driver
-// thread runs Executor::run_stream() while a stream is open; results leave in submission order,
-// to the callback (a delivery thread) or to wait_result(). A slot is reused only after its frame
-// was handed back, so the ring never overwrites a frame the pipeline still reads.
+// thread runs Executor::run_stream() while a stream is open (it only waits there); results leave
+// in submission order, to the callback or to wait_result(). The callback runs on the processor
+// thread that completed the frame, right after the completion (after_frames_completed): no
+// thread of the Session's own wakes per frame to compete with the pipeline for its cores. A slot
+// is reused only after its frame was handed back, so the ring never overwrites a frame the
+// pipeline still reads.
 //
 // Power: the Session owns what a run changes on the machine or observes of it, wired as the
 // command line always did: DVFS levels set at open (restored by SysfsDvfs when the Session goes,
@@ -148,7 +151,12 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
       std::lock_guard lock(mutex_);
       completed_ = base_ + completed;
     }
-    ready_.notify_all();
+    // A callback's results are handed back by after_frames_completed on this same thread; only
+    // a consumer of wait_result() needs waking (set_callback refuses while a stream is open).
+    if (!callback_) ready_.notify_all();
+  }
+  void after_frames_completed() override {
+    if (callback_) deliver_completed();
   }
 
  private:
@@ -169,7 +177,9 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   void notify_room() {
     if (submitted_ - handed_ <= slots_.size() / 2 || handed_ == submitted_) room_.notify_all();
   }
-  void deliver_loop();
+  // Hands every completed frame not yet handed back to the callback, in order, unless another
+  // thread is doing so (it takes these too: it checks again under the lock before it stops).
+  void deliver_completed();
   // Under --dvfs=strict, the DVFS worker's first failed write (kept for the Session's life: the
   // run it stopped cannot be trusted, nor can later ones, so every later run reports it too).
   std::optional<RuntimeError> strict_dvfs_error() const;
@@ -254,10 +264,10 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   std::exception_ptr callback_error_;
   ResultCallback callback_;
   bool shutting_down_ = false;
+  bool delivering_ = false;  // a thread is in deliver_completed's callback loop
   std::optional<profiler::RunProfile> last_profile_;
   // Threads last: joined in the destructor before anything they use goes.
   std::thread driver_;
-  std::thread delivery_;
 };
 
 Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
@@ -371,7 +381,6 @@ Session::Impl::~Impl() {
     executor_->notify_stream();
     driver_.join();
   }
-  if (delivery_.joinable()) delivery_.join();
   if (sampler_) sampler_->stop();
   if (dvfs_worker_) dvfs_worker_->stop();
 }
@@ -657,14 +666,13 @@ void Session::Impl::set_callback(ResultCallback callback) {
                                    "the first submit or after drain()");
   }
   callback_ = std::move(callback);
-  if (callback_ && !delivery_.joinable()) delivery_ = std::thread([this] { deliver_loop(); });
 }
 
-void Session::Impl::deliver_loop() {
+void Session::Impl::deliver_completed() {
   std::unique_lock lock(mutex_);
-  while (true) {
-    ready_.wait(lock, [&] { return shutting_down_ || (callback_ && completed_ > handed_); });
-    if (shutting_down_) return;
+  if (delivering_) return;
+  delivering_ = true;
+  while (!shutting_down_ && completed_ > handed_) {
     const uint64_t frame = handed_;
     Result result = take(frame);
     lock.unlock();
@@ -687,6 +695,7 @@ void Session::Impl::deliver_loop() {
       notify_room();
     }
   }
+  delivering_ = false;
 }
 
 Result Session::Impl::wait_result() {

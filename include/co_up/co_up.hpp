@@ -262,8 +262,10 @@ class CO_UP_PUBLIC Session {
 
   // ---- streaming: frames overlap across the pipeline's stages -------------------------------
   // Results are delivered in submission order, each exactly once: to the callback if one is set
-  // (on a thread of the Session; the callback must not call back into this Session except
-  // try_submit), else to wait_result()/try_result(). Set the callback before the first submit.
+  // (on a thread of the Session, one call at a time; the callback must not call back into this
+  // Session except try_submit), else to wait_result()/try_result(). Set the callback before the
+  // first submit. The callback runs on the pipeline's processor thread that completed the frame,
+  // so its time adds to that stage's: keep it short, or hand the result to a thread of your own.
   using ResultCallback = std::function<void(Result result)>;
   void set_result_callback(ResultCallback callback);
 
