@@ -80,6 +80,30 @@ namespace api {
 
 namespace {
 
+// The most frames the pipeline itself holds at once: along its deepest path, one frame per
+// sub-graph and a full receive buffer per edge (switch mode: one frame). The default streaming
+// window is twice this, so a producer that blocked on a full queue and resumes at half of it
+// (Session::submit) still leaves the pipeline full: with a window at or below the depth, every
+// refill let the first stage run dry for a moment.
+uint32_t pipeline_depth(const Partition& partition, Mode mode, uint32_t buffers) {
+  const size_t n = partition.subgraphs().size();
+  if (mode == Mode::kSwitch || n == 0) return 1;
+  const auto capacities = receiver_capacities(partition, std::max(buffers, 1u));
+  // depth[b]: frames held from the graph input through sub-graph b (edges point to higher indices).
+  std::vector<uint32_t> depth(n, 1);
+  const auto& edges = partition.edges();
+  for (uint32_t b = 0; b < n; ++b) {
+    for (size_t e = 0; e < edges.size(); ++e) {
+      if (edges[e].source == kGraphInput) continue;
+      for (size_t k = 0; k < edges[e].destinations.size(); ++k) {
+        if (edges[e].destinations[k] != b) continue;
+        depth[b] = std::max(depth[b], depth[edges[e].source] + capacities[e][k] + 1);
+      }
+    }
+  }
+  return *std::max_element(depth.begin(), depth.end());
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) { return Tensor::shape_text(shape); }
 
 Profile to_public(const profiler::RunProfile& p) {
@@ -352,13 +376,13 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   Placement placement = Placement::create(graph_, std::move(resolved), platform_, registry_);
   int8_report_ = std::make_unique<api::AccuracyReport>(placement, registry_,
                                                        static_cast<uint64_t>(values_.calibration));
-  const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
   executor_ = api::open_executor(std::move(placement), options);
   if (meter_) meter_->start();
 
   for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
   for (graph::TensorId t : graph_.outputs()) outputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
-  slots_.resize(values_.queue_capacity != 0 ? values_.queue_capacity : std::max(2u, 2 * subgraphs));
+  slots_.resize(values_.queue_capacity != 0 ? values_.queue_capacity
+                                            : std::max(2u, 2 * pipeline_depth(partition, options.mode, options.receiver_buffers)));
 }
 
 void Session::Impl::warn_dvfs(const std::string& message) {

@@ -177,7 +177,9 @@ class CO_UP_PUBLIC SessionOptions {
   // ONNX models: --input-shape (replaces the model's, for dynamic dimensions).
   SessionOptions& set_input_shape(std::vector<int64_t> shape);
   // Streaming: frames submitted and not yet handed back (by the callback or wait_result) at most;
-  // 0 (default): twice the number of sub-graphs, at least 2.
+  // 0 (default): twice the pipeline's depth (the frames its sub-graphs and receive buffers hold
+  // at once along its deepest path; 1 in switch mode), so that a producer resuming at half the
+  // queue (see submit) still finds the pipeline full.
   SessionOptions& set_queue_capacity(uint32_t frames);
 
   // The same by command-line name without the dashes ("order", "mode", "image-size", ...;
