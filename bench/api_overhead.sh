@@ -27,8 +27,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 echo "# co_up API overhead — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 echo
 echo "method: build/co_up_bench_api (Session::run vs Executor::run of one frame, alternating, medians;"
-echo "streaming: 3-stage B L B pipeline, medians of per-repetition ratios); bench/python_overhead.py"
-echo "(the same Session driven by a C++ loop and by Python, interleaved, medians and minimums)."
+echo "streaming: 3-stage B L B pipeline; each repetition runs Executor::run, Executor::run_stream with"
+echo "the API's window, the API and the co_up binary back to back in a rotating order; ratios within a"
+echo "repetition, median, quartiles and range over repetitions; CPU and context switches per frame);"
+echo "bench/python_overhead.py (the same Session driven by a C++ loop and by Python, interleaved,"
+echo "medians and minimums)."
 echo
 "$build/co_up_bench_api" $quick
 echo
