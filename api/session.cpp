@@ -296,8 +296,8 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
 
 Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
     : values_(values),
-      plugin_dir_(api::plugin_directory(values_.plugins_dir)),
-      platform_(api::open_platform(values_.platform_file, values_.sysfs_root,
+      plugin_dir_(api::plugin_directory(values_.plugins)),
+      platform_(api::open_platform(values_.platform, values_.sysfs_root,
                                    {values_.threads, values_.cores, values_.threads_little,
                                     values_.cores_little, values_.host_gpu, values_.host_npu,
                                     values_.split_cluster})),
@@ -322,7 +322,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const power::FrequencyPlan frequency_plan =
       power::parse_frequency(values_.frequency, order_, subgraph_letters);
   ExecutorOptions options;
-  options.mode = values_.mode_text.empty() ? values_.mode : parse_mode(values_.mode_text);
+  options.mode = parse_mode(values_.mode);
   dvfs_policy_ = power::parse_dvfs_policy(values_.dvfs);
   const power::DvfsPolicy policy = dvfs_policy_;
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
@@ -339,7 +339,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const bool use_meter = !values_.meter.empty() || !values_.meter_log.empty();
   if (use_meter) power::ExternalMeter::validate(meter_options, !values_.gpio_tags.empty());
   options.receiver_buffers = values_.buffers;
-  options.profile_level = values_.profile_level;
+  options.profile_level = values_.profile;
   if (!values_.exit.empty()) options.exit_policy = ExitPolicy::parse(values_.exit);
   check_cores_exist(platform_);
 
@@ -794,7 +794,7 @@ NetworkSpec network_spec(const SessionOptions::Values& v) {
   spec.units = v.units;
   spec.image_size = v.image_size;
   spec.seed = v.seed;
-  spec.data_dir = v.data_dir;
+  spec.data_dir = v.data;
   spec.input_shape = v.input_shape;
   spec.split = v.split;
   spec.exits_file = v.exits;

@@ -186,6 +186,16 @@ class CO_UP_PUBLIC SessionOptions {
   // docs/api.md lists them). Throws Error(kInput) for an unknown key or a malformed value.
   SessionOptions& set(const std::string& key, const std::string& value);
 
+  // Every key set() knows, from the one table the command line parses too.
+  struct Key {
+    std::string name;     // the command line's, without dashes: "image-size"
+    std::string keyword;  // the setter's name without "set_": "image_size" (Python's keyword)
+    std::string help;     // one line
+    bool flag = false;    // a switch: "1"/"0" here, --name without a value on the command line
+    bool command_line_only = false;  // set() refuses it, saying so
+  };
+  static std::vector<Key> known();
+
   struct Values;
   const Values& values() const { return *values_; }
 
