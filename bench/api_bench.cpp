@@ -280,9 +280,16 @@ int main(int argc, char** argv) {
       request.frames = a.frames;
       request.input_sets = {{input}};
       // Paths, run in a rotating order within each repetition so that load drifts hit all alike.
-      enum Path { kRun, kWindow, kApi, kCli, kPaths };
+      // kSmall: the API with the former default window, twice the sub-graphs (6 here), to show
+      // what the window alone costs; kCli last, so that it can be left out.
+      enum Path { kRun, kWindow, kApi, kSmall, kCli, kPaths };
+      co_up::SessionOptions small_window = options(order);
+      small_window.set_queue_capacity(static_cast<uint32_t>(
+          2 * co_up::Partition::create(graph, order).subgraphs().size()));
+      co_up::Session small = co_up::Session::open_zoo(a.network, small_window);
+      small.set_result_callback([&](co_up::Result) { delivered.fetch_add(1); });
       std::vector<double> fps[kPaths], cpu_ms[kPaths], switches[kPaths];
-      std::vector<double> api_wall_fps, ratio_run, ratio_window, ratio_cli;
+      std::vector<double> api_wall_fps, ratio_run, ratio_window, ratio_small, ratio_cli;
       const std::string profile_file = (scratch / "cli_profile.json").string();
       const std::string cli = a.co_up + " --graph=" + a.network + " --image-size=" + std::to_string(a.image_size) +
                               " --platform=" + platform_file.string() + " --plugins=" + (scratch / "plugins").string() +
@@ -290,7 +297,7 @@ int main(int argc, char** argv) {
                               " --profile-out=" + profile_file + " > /dev/null";
       const int paths = a.co_up.empty() ? kCli : kPaths;
       for (int r = 0; r < a.reps; ++r) {
-        double rate[kPaths] = {0, 0, 0, 0};
+        double rate[kPaths] = {0, 0, 0, 0, 0};
         for (int k = 0; k < paths; ++k) {
           const int which = (k + r) % paths;
           // CPU time and context switches (voluntary + involuntary) per frame, all threads; the
@@ -309,6 +316,10 @@ int main(int argc, char** argv) {
             session.drain();
             api_wall_fps.push_back(static_cast<double>(a.frames) / (now_s() - t0));
             rate[kApi] = session.profile().throughput_fps;
+          } else if (which == kSmall) {
+            for (uint64_t f = 0; f < a.frames; ++f) small.submit(co_up::Tensor(tensor));
+            small.drain();
+            rate[kSmall] = small.profile().throughput_fps;
           } else if (std::system(cli.c_str()) == 0) {
             std::ifstream in(profile_file);
             rate[kCli] = nlohmann::json::parse(in)["summary"]["throughput_fps"].get<double>();
@@ -323,9 +334,10 @@ int main(int argc, char** argv) {
         }
         ratio_run.push_back(rate[kApi] / rate[kRun]);
         ratio_window.push_back(rate[kApi] / rate[kWindow]);
+        ratio_small.push_back(rate[kApi] / rate[kSmall]);
         if (paths == kPaths) ratio_cli.push_back(rate[kApi] / rate[kCli]);
       }
-      if (delivered.load() != a.frames * static_cast<uint64_t>(a.reps)) throw std::runtime_error("results lost");
+      if (delivered.load() != 2 * a.frames * static_cast<uint64_t>(a.reps)) throw std::runtime_error("results lost");
       std::printf("## streaming throughput (order %s, %llu frames, %d repetitions, paths in rotating order)\n\n",
                   order.c_str(), static_cast<unsigned long long>(a.frames), a.reps);
       std::printf("| path | frames/s: median [p25-p75] | CPU ms/frame (median) | context switches/frame (median) |\n"
@@ -334,6 +346,7 @@ int main(int argc, char** argv) {
           "Executor::run of one request (the CLI's inner path, in process)",
           "Executor::run_stream, same window as the API",
           "API submit/callback (profile)",
+          "API submit/callback, window of twice the sub-graphs (the former default)",
           "co_up binary, end to end through its Session (its profile)"};
       for (int p = 0; p < paths; ++p) {
         std::printf("| %s | %s | %s | %s |\n", labels[p], spread(fps[p], "%.1f").c_str(),
@@ -341,8 +354,8 @@ int main(int argc, char** argv) {
       }
       std::printf("| API submit/callback (wall clock, first submit to last result) | %s | | |\n\n",
                   spread(api_wall_fps, "%.1f").c_str());
-      std::printf("window: %zu frames in flight (the API's queue_capacity(); run_stream uses the same)\n\n",
-                  session.queue_capacity());
+      std::printf("window: %zu frames in flight (the API's queue_capacity(); run_stream uses the same); the former default, 2 x sub-graphs: %zu\n\n",
+                  session.queue_capacity(), small.queue_capacity());
       std::printf("| ratio, per repetition (paths of one repetition run back to back) | median | p25-p75 | min-max |\n"
                   "|---|---|---|---|\n");
       auto ratio_row = [](const char* label, const std::vector<double>& v) {
@@ -353,6 +366,7 @@ int main(int argc, char** argv) {
       ratio_row("API / co_up binary (target >= 0.98)", ratio_cli.empty() ? std::vector<double>{0} : ratio_cli);
       ratio_row("API / Executor::run", ratio_run);
       ratio_row("API / Executor::run_stream, same window", ratio_window);
+      ratio_row("API / API with the former window", ratio_small);
     }
     std::filesystem::remove_all(scratch);
     return 0;
