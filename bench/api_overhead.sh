@@ -28,8 +28,9 @@ echo "# co_up API overhead — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C
 echo
 echo "method: build/co_up_bench_api (Session::run vs Executor::run of one frame, alternating, medians;"
 echo "streaming: 3-stage B L B pipeline; each repetition runs Executor::run, Executor::run_stream with"
-echo "the API's window, the API and the co_up binary back to back in a rotating order; ratios within a"
-echo "repetition, median, quartiles and range over repetitions; CPU and context switches per frame);"
+echo "the API's window, the API, the API with the former window (2 x sub-graphs) and the co_up binary"
+echo "back to back in a rotating order; ratios within a repetition, median, quartiles and range over"
+echo "repetitions; CPU time and context switches per frame from getrusage);"
 echo "bench/python_overhead.py (the same Session driven by a C++ loop and by Python, interleaved,"
 echo "medians and minimums)."
 echo
