@@ -2,9 +2,12 @@
 //
 // Streaming: the Session is the Executor's FrameStream. Submitted frames go into a ring of
 // queue_capacity() slots (inputs moved in, outputs written by the processor threads); a driver
-// thread runs Executor::run_stream() while a stream is open; results leave in submission order,
-// to the callback (a delivery thread) or to wait_result(). A slot is reused only after its frame
-// was handed back, so the ring never overwrites a frame the pipeline still reads.
+// thread runs Executor::run_stream() while a stream is open (it only waits there); results leave
+// in submission order, to the callback or to wait_result(). The callback runs on the processor
+// thread that completed the frame, right after the completion (after_frames_completed): no
+// thread of the Session's own wakes per frame to compete with the pipeline for its cores. A slot
+// is reused only after its frame was handed back, so the ring never overwrites a frame the
+// pipeline still reads.
 //
 // Power: the Session owns what a run changes on the machine or observes of it, wired as the
 // command line always did: DVFS levels set at open (restored by SysfsDvfs when the Session goes,
@@ -77,6 +80,30 @@ namespace api {
 
 namespace {
 
+// The most frames the pipeline itself holds at once: along its deepest path, one frame per
+// sub-graph and a full receive buffer per edge (switch mode: one frame). The default streaming
+// window is twice this, so a producer that blocked on a full queue and resumes at half of it
+// (Session::submit) still leaves the pipeline full: with a window at or below the depth, every
+// refill let the first stage run dry for a moment.
+uint32_t pipeline_depth(const Partition& partition, Mode mode, uint32_t buffers) {
+  const size_t n = partition.subgraphs().size();
+  if (mode == Mode::kSwitch || n == 0) return 1;
+  const auto capacities = receiver_capacities(partition, std::max(buffers, 1u));
+  // depth[b]: frames held from the graph input through sub-graph b (edges point to higher indices).
+  std::vector<uint32_t> depth(n, 1);
+  const auto& edges = partition.edges();
+  for (uint32_t b = 0; b < n; ++b) {
+    for (size_t e = 0; e < edges.size(); ++e) {
+      if (edges[e].source == kGraphInput) continue;
+      for (size_t k = 0; k < edges[e].destinations.size(); ++k) {
+        if (edges[e].destinations[k] != b) continue;
+        depth[b] = std::max(depth[b], depth[edges[e].source] + capacities[e][k] + 1);
+      }
+    }
+  }
+  return *std::max_element(depth.begin(), depth.end());
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) { return Tensor::shape_text(shape); }
 
 Profile to_public(const profiler::RunProfile& p) {
@@ -148,7 +175,12 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
       std::lock_guard lock(mutex_);
       completed_ = base_ + completed;
     }
-    ready_.notify_all();
+    // A callback's results are handed back by after_frames_completed on this same thread; only
+    // a consumer of wait_result() needs waking (set_callback refuses while a stream is open).
+    if (!callback_) ready_.notify_all();
+  }
+  void after_frames_completed() override {
+    if (callback_) deliver_completed();
   }
 
  private:
@@ -169,7 +201,9 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   void notify_room() {
     if (submitted_ - handed_ <= slots_.size() / 2 || handed_ == submitted_) room_.notify_all();
   }
-  void deliver_loop();
+  // Hands every completed frame not yet handed back to the callback, in order, unless another
+  // thread is doing so (it takes these too: it checks again under the lock before it stops).
+  void deliver_completed();
   // Under --dvfs=strict, the DVFS worker's first failed write (kept for the Session's life: the
   // run it stopped cannot be trusted, nor can later ones, so every later run reports it too).
   std::optional<RuntimeError> strict_dvfs_error() const;
@@ -254,16 +288,16 @@ class __attribute__((visibility("hidden"))) Session::Impl final : public FrameSt
   std::exception_ptr callback_error_;
   ResultCallback callback_;
   bool shutting_down_ = false;
+  bool delivering_ = false;  // a thread is in deliver_completed's callback loop
   std::optional<profiler::RunProfile> last_profile_;
   // Threads last: joined in the destructor before anything they use goes.
   std::thread driver_;
-  std::thread delivery_;
 };
 
 Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
     : values_(values),
-      plugin_dir_(api::plugin_directory(values_.plugins_dir)),
-      platform_(api::open_platform(values_.platform_file, values_.sysfs_root,
+      plugin_dir_(api::plugin_directory(values_.plugins)),
+      platform_(api::open_platform(values_.platform, values_.sysfs_root,
                                    {values_.threads, values_.cores, values_.threads_little,
                                     values_.cores_little, values_.host_gpu, values_.host_npu,
                                     values_.split_cluster})),
@@ -288,7 +322,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const power::FrequencyPlan frequency_plan =
       power::parse_frequency(values_.frequency, order_, subgraph_letters);
   ExecutorOptions options;
-  options.mode = values_.mode_text.empty() ? values_.mode : parse_mode(values_.mode_text);
+  options.mode = parse_mode(values_.mode);
   dvfs_policy_ = power::parse_dvfs_policy(values_.dvfs);
   const power::DvfsPolicy policy = dvfs_policy_;
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
@@ -305,7 +339,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const bool use_meter = !values_.meter.empty() || !values_.meter_log.empty();
   if (use_meter) power::ExternalMeter::validate(meter_options, !values_.gpio_tags.empty());
   options.receiver_buffers = values_.buffers;
-  options.profile_level = values_.profile_level;
+  options.profile_level = values_.profile;
   if (!values_.exit.empty()) options.exit_policy = ExitPolicy::parse(values_.exit);
   check_cores_exist(platform_);
 
@@ -342,13 +376,13 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   Placement placement = Placement::create(graph_, std::move(resolved), platform_, registry_);
   int8_report_ = std::make_unique<api::AccuracyReport>(placement, registry_,
                                                        static_cast<uint64_t>(values_.calibration));
-  const uint32_t subgraphs = static_cast<uint32_t>(partition.subgraphs().size());
   executor_ = api::open_executor(std::move(placement), options);
   if (meter_) meter_->start();
 
   for (graph::TensorId t : graph_.inputs()) inputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
   for (graph::TensorId t : graph_.outputs()) outputs_.push_back({graph_.tensor(t).name, graph_.tensor(t).desc.shape});
-  slots_.resize(values_.queue_capacity != 0 ? values_.queue_capacity : std::max(2u, 2 * subgraphs));
+  slots_.resize(values_.queue_capacity != 0 ? values_.queue_capacity
+                                            : std::max(2u, 2 * pipeline_depth(partition, options.mode, options.receiver_buffers)));
 }
 
 void Session::Impl::warn_dvfs(const std::string& message) {
@@ -371,7 +405,6 @@ Session::Impl::~Impl() {
     executor_->notify_stream();
     driver_.join();
   }
-  if (delivery_.joinable()) delivery_.join();
   if (sampler_) sampler_->stop();
   if (dvfs_worker_) dvfs_worker_->stop();
 }
@@ -657,14 +690,13 @@ void Session::Impl::set_callback(ResultCallback callback) {
                                    "the first submit or after drain()");
   }
   callback_ = std::move(callback);
-  if (callback_ && !delivery_.joinable()) delivery_ = std::thread([this] { deliver_loop(); });
 }
 
-void Session::Impl::deliver_loop() {
+void Session::Impl::deliver_completed() {
   std::unique_lock lock(mutex_);
-  while (true) {
-    ready_.wait(lock, [&] { return shutting_down_ || (callback_ && completed_ > handed_); });
-    if (shutting_down_) return;
+  if (delivering_) return;
+  delivering_ = true;
+  while (!shutting_down_ && completed_ > handed_) {
     const uint64_t frame = handed_;
     Result result = take(frame);
     lock.unlock();
@@ -687,6 +719,7 @@ void Session::Impl::deliver_loop() {
       notify_room();
     }
   }
+  delivering_ = false;
 }
 
 Result Session::Impl::wait_result() {
@@ -761,7 +794,7 @@ NetworkSpec network_spec(const SessionOptions::Values& v) {
   spec.units = v.units;
   spec.image_size = v.image_size;
   spec.seed = v.seed;
-  spec.data_dir = v.data_dir;
+  spec.data_dir = v.data;
   spec.input_shape = v.input_shape;
   spec.split = v.split;
   spec.exits_file = v.exits;

@@ -1,33 +1,12 @@
-#include <functional>
-#include <map>
+#include <algorithm>
 #include <utility>
 
+#include "api/run_options.h"
 #include "api/session_internal.h"
-#include "core/cluster_split.h"
 #include "core/error.h"
-#include "core/exit_policy.h"
-#include "core/option_value.h"
-#include "graph/onnx/onnx_importer.h"
+#include "core/mapping.h"
 
 namespace co_up {
-namespace {
-
-// core/option_value.h: the same words as the command line.
-int64_t parse_int(const std::string& name, const std::string& value, int64_t min, int64_t max) {
-  return parse_int_option(name, value, min, max);
-}
-
-void check_not_empty(const std::string& name, const std::string& value) {
-  if (value.empty()) throw InputError("--" + name + " needs a value");
-}
-
-bool parse_flag(const std::string& name, const std::string& value) {
-  if (value == "1" || value == "true" || value.empty()) return true;
-  if (value == "0" || value == "false") return false;
-  throw InputError("--" + name + "='" + value + "' must be 1 or 0");
-}
-
-}  // namespace
 
 SessionOptions::SessionOptions() : values_(std::make_unique<Values>()) {}
 SessionOptions::~SessionOptions() = default;
@@ -55,7 +34,7 @@ SessionOptions& SessionOptions::set_order(std::string order) {
   return *this;
 }
 SessionOptions& SessionOptions::set_mode(Mode mode) {
-  values_->mode = mode;
+  values_->mode = mode_name(mode);
   return *this;
 }
 SessionOptions& SessionOptions::set_split(std::string split) {
@@ -63,11 +42,11 @@ SessionOptions& SessionOptions::set_split(std::string split) {
   return *this;
 }
 SessionOptions& SessionOptions::set_platform_file(std::string path) {
-  values_->platform_file = std::move(path);
+  values_->platform = std::move(path);
   return *this;
 }
 SessionOptions& SessionOptions::set_plugins_dir(std::string path) {
-  values_->plugins_dir = std::move(path);
+  values_->plugins = std::move(path);
   return *this;
 }
 SessionOptions& SessionOptions::set_sysfs_root(std::string path) {
@@ -83,7 +62,7 @@ SessionOptions& SessionOptions::set_dvfs_policy(std::string policy) {
   return *this;
 }
 SessionOptions& SessionOptions::set_profile_level(int level) {
-  values_->profile_level = level;
+  values_->profile = level;
   return *this;
 }
 SessionOptions& SessionOptions::set_buffers(uint32_t buffers) {
@@ -109,7 +88,7 @@ SessionOptions& SessionOptions::set_seed(uint64_t seed) {
   return *this;
 }
 SessionOptions& SessionOptions::set_data_dir(std::string path) {
-  values_->data_dir = std::move(path);
+  values_->data = std::move(path);
   return *this;
 }
 SessionOptions& SessionOptions::set_units(std::string units) {
@@ -127,78 +106,37 @@ SessionOptions& SessionOptions::set_queue_capacity(uint32_t frames) {
 
 SessionOptions& SessionOptions::set(const std::string& key, const std::string& value) {
   api::translate_errors([&] {
-    Values& v = *values_;
-    using Setter = std::function<void(const std::string&)>;
-    auto to_int = [](int64_t x) { return static_cast<int>(x); };
-    const std::map<std::string, Setter> setters = {
-        {"order", [&](const std::string& s) { check_not_empty("order", s); v.order = s; }},
-        {"mode", [&](const std::string& s) {
-           if (s != "pipeline" && s != "switch") {
-             throw InputError("unknown mode '" + s + "' (use --mode=pipeline or --mode=switch)");
-           }
-           v.mode = s == "pipeline" ? Mode::kPipeline : Mode::kSwitch;
-         }},
-        {"split", [&](const std::string& s) { check_not_empty("split", s); v.split = s; }},
-        {"platform", [&](const std::string& s) { check_not_empty("platform", s); v.platform_file = s; }},
-        {"plugins", [&](const std::string& s) { check_not_empty("plugins", s); v.plugins_dir = s; }},
-        {"sysfs-root", [&](const std::string& s) { check_not_empty("sysfs-root", s); v.sysfs_root = s; }},
-        {"frequency", [&](const std::string& s) { check_not_empty("frequency", s); v.frequency = s; }},
-        {"dvfs", [&](const std::string& s) {
-           if (s != "strict" && s != "best-effort") {
-             throw InputError("--dvfs='" + s + "' must be 'strict' or 'best-effort'");
-           }
-           v.dvfs = s;
-         }},
-        {"profile", [&](const std::string& s) { v.profile_level = to_int(parse_int("profile", s, 0, 2)); }},
-        {"buffers", [&](const std::string& s) { v.buffers = static_cast<uint32_t>(parse_int("buffers", s, 1, 64)); }},
-        {"threads", [&](const std::string& s) { v.threads = to_int(parse_int("threads", s, 1, 1024)); }},
-        {"cores", [&](const std::string& s) { v.cores = to_int(parse_int("cores", s, 1, 1024)); }},
-        {"threads_little", [&](const std::string& s) { v.threads_little = to_int(parse_int("threads_little", s, 1, 1024)); }},
-        {"cores_little", [&](const std::string& s) { v.cores_little = to_int(parse_int("cores_little", s, 1, 1024)); }},
-        {"image-size", [&](const std::string& s) { v.image_size = parse_int("image-size", s, 1, 4096); }},
-        {"seed", [&](const std::string& s) { v.seed = static_cast<uint64_t>(parse_int("seed", s, 0, INT64_MAX)); }},
-        {"data", [&](const std::string& s) { check_not_empty("data", s); v.data_dir = s; }},
-        {"units", [&](const std::string& s) {
-           if (s != "layers" && s != "ops" && s != "branches") {
-             throw InputError("--units='" + s + "' must be 'layers', 'ops' or 'branches'");
-           }
-           v.units = s;
-         }},
-        {"input-shape", [&](const std::string& s) { v.input_shape = graph::parse_input_shape(s); }},
-        {"queue-capacity", [&](const std::string& s) {
-           v.queue_capacity = static_cast<uint32_t>(parse_int("queue-capacity", s, 1, 1 << 20));
-         }},
-        {"host_gpu", [&](const std::string& s) { v.host_gpu = parse_cluster_option("host_gpu", s); }},
-        {"host_npu", [&](const std::string& s) { v.host_npu = parse_cluster_option("host_npu", s); }},
-        {"split-cluster", [&](const std::string& s) { v.split_cluster = parse_cluster_split(s, "--split-cluster"); }},
-        {"npu_fallback", [&](const std::string& s) { v.npu_fallback = parse_processor_letter_option("npu_fallback", s); }},
-        {"calibration", [&](const std::string& s) { v.calibration = parse_int("calibration", s, 1, 1000000); }},
-        {"exit", [&](const std::string& s) { ExitPolicy::parse(s); v.exit = s; }},
-        {"exits", [&](const std::string& s) { check_not_empty("exits", s); v.exits = s; }},
-        {"stages", [&](const std::string& s) { check_not_empty("stages", s); v.stages = s; }},
-        {"stage-plan", [&](const std::string& s) { check_not_empty("stage-plan", s); v.stage_plan = s; }},
-        {"state-dir", [&](const std::string& s) { check_not_empty("state-dir", s); v.state_dir = s; }},
-        {"gpio-tags", [&](const std::string& s) { check_not_empty("gpio-tags", s); v.gpio_tags = s; }},
-        {"power", [&](const std::string& s) { v.power = parse_flag("power", s); }},
-        {"power-rate", [&](const std::string& s) {
-           v.power_rate = static_cast<double>(parse_int("power-rate", s, 1, 100000));
-         }},
-    };
-    // The meter's alignment table is printed by the command line (which sets these values
-    // itself); nothing of it reaches a Session's profile, so the API does not open the device.
-    if (key == "meter" || key == "meter-log" || key == "meter-window") {
+    const RunOption* option = find_run_option(key);
+    if (option != nullptr && option->scope == RunOptionScope::kCommandLine) {
       throw InputError("--" + key + " is command-line only (the meter's report is printed by co_up; a "
                        "Session does not expose it)");
     }
-    const auto it = setters.find(key);
-    if (it == setters.end()) {
+    if (option == nullptr) {
+      std::vector<std::string> names;
+      for (const RunOption& o : run_options()) {
+        if (o.scope != RunOptionScope::kCommandLine) names.emplace_back(o.name);
+      }
+      std::sort(names.begin(), names.end());
       std::string known;
-      for (const auto& [name, setter] : setters) known += (known.empty() ? "" : ", ") + name;
+      for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
       throw InputError("unknown session option '" + key + "' (known: " + known + ")");
     }
-    it->second(value);
+    // The command line refuses every empty value itself; here a text option names what is missing.
+    if (option->kind == RunOptionKind::kText && value.empty()) throw InputError("--" + key + " needs a value");
+    // The command line checks --mode when the run opens (after --order); the API at once.
+    if (key == "mode") parse_mode(value);
+    option->parse(*values_, value);
   });
   return *this;
+}
+
+std::vector<SessionOptions::Key> SessionOptions::known() {
+  std::vector<Key> keys;
+  for (const RunOption& o : run_options()) {
+    keys.push_back({std::string(o.name), std::string(o.keyword), std::string(o.help),
+                    o.kind == RunOptionKind::kFlag, o.scope == RunOptionScope::kCommandLine});
+  }
+  return keys;
 }
 
 }  // namespace co_up

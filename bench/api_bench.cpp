@@ -5,10 +5,13 @@
 // interleaved in each repetition so machine noise hits both; medians, and their difference in µs.
 // Part 2, streaming throughput of a three-stage pipeline (B, L, B): the API (submit + callback,
 // drain) against the Executor running a RunRequest of the same frames (what the co_up command
-// line's Session does inside) and against the co_up binary itself, a Session client end to end
-// (its profile's throughput). Both throughputs are
-// the steady state the profile measures (profiler::summarize), plus the API's wall-clock rate from
-// the first submit to the last result. Ratios are medians over repetitions.
+// line's Session does inside), against the Executor streaming with the API's window, and against
+// the co_up binary itself, a Session client end to end (its profile's throughput). Every
+// throughput is the steady state the profile measures (profiler::summarize); the API's wall-clock
+// rate from the first submit to the last result is printed too. Each repetition runs the four
+// paths back to back, in an order that rotates from one repetition to the next; a ratio is taken
+// within a repetition, and the table gives the median, quartiles and range of those ratios, with
+// the CPU time and context switches per frame that explain a difference.
 //
 // Options: --network=NAME (squeezenet) --image-size=N (32) --reps=R (30) --frames=N (300)
 //          --platform=FILE (platforms/host-2core.json with cpu-reference; see below)
@@ -107,6 +110,43 @@ double cpu_s() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+struct Usage {
+  double cpu_s = 0;
+  double switches = 0;
+};
+
+// CPU seconds and context switches of this process (children: of its finished child processes).
+Usage usage(bool children) {
+  rusage u{};
+  getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &u);
+  return {static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+              static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
+          static_cast<double>(u.ru_nvcsw + u.ru_nivcsw)};
+}
+
+struct Spread {
+  double median = 0, p25 = 0, p75 = 0, min = 0, max = 0;
+};
+
+// Nearest-rank quartiles: a few repetitions give a spread, not a fitted distribution.
+Spread quartiles(std::vector<double> v) {
+  Spread q;
+  if (v.empty()) return q;
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double p) { return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)]; };
+  q.median = median(v);
+  q.p25 = at(0.25);
+  q.p75 = at(0.75);
+  q.min = v.front();
+  q.max = v.back();
+  return q;
+}
+
+std::string spread(const std::vector<double>& v, const char* format) {
+  const Spread q = quartiles(v);
+  return fmt(format, q.median) + " [" + fmt(format, q.p25) + "-" + fmt(format, q.p75) + "]";
 }
 
 std::string order_of(size_t layers, bool three_stages) {
@@ -239,73 +279,94 @@ int main(int argc, char** argv) {
       co_up::RunRequest request;
       request.frames = a.frames;
       request.input_sets = {{input}};
-      std::vector<double> cpu_ms[3];  // CPU ms per frame: Executor::run, run_stream, API
-      std::vector<double> exec_fps, window_fps, api_fps, api_wall_fps, cli_fps, ratio_exec, ratio_window, ratio_cli;
+      // Paths, run in a rotating order within each repetition so that load drifts hit all alike.
+      // kSmall: the API with the former default window, twice the sub-graphs (6 here), to show
+      // what the window alone costs; kCli last, so that it can be left out.
+      enum Path { kRun, kWindow, kApi, kSmall, kCli, kPaths };
+      co_up::SessionOptions small_window = options(order);
+      small_window.set_queue_capacity(static_cast<uint32_t>(
+          2 * co_up::Partition::create(graph, order).subgraphs().size()));
+      co_up::Session small = co_up::Session::open_zoo(a.network, small_window);
+      small.set_result_callback([&](co_up::Result) { delivered.fetch_add(1); });
+      std::vector<double> fps[kPaths], cpu_ms[kPaths], switches[kPaths];
+      std::vector<double> api_wall_fps, ratio_run, ratio_window, ratio_small, ratio_cli;
       const std::string profile_file = (scratch / "cli_profile.json").string();
       const std::string cli = a.co_up + " --graph=" + a.network + " --image-size=" + std::to_string(a.image_size) +
                               " --platform=" + platform_file.string() + " --plugins=" + (scratch / "plugins").string() +
                               " --order=" + order + " --n=" + std::to_string(a.frames) +
                               " --profile-out=" + profile_file + " > /dev/null";
+      const int paths = a.co_up.empty() ? kCli : kPaths;
       for (int r = 0; r < a.reps; ++r) {
-        double e = 0, w = 0, p = 0, wall = 0;
-        for (int k = 0; k < 3; ++k) {  // rotating which goes first
-          const int which = (k + r) % 3;
-          const double cpu_before = cpu_s();
-          struct CpuAdd {
-            std::vector<double>& into;
-            double before;
-            uint64_t frames;
-            ~CpuAdd() { into.push_back((cpu_s() - before) * 1e3 / static_cast<double>(frames)); }
-          } cpu_add{cpu_ms[which], cpu_before, a.frames};
-          if (which == 0) {
-            e = co_up::profiler::summarize(executor.run(request).profile).throughput_fps;
-          } else if (which == 1) {
+        double rate[kPaths] = {0, 0, 0, 0, 0};
+        for (int k = 0; k < paths; ++k) {
+          const int which = (k + r) % paths;
+          // CPU time and context switches (voluntary + involuntary) per frame, all threads; the
+          // co_up binary's from its finished child process.
+          const Usage before = usage(which == kCli);
+          if (which == kRun) {
+            rate[kRun] = co_up::profiler::summarize(executor.run(request).profile).throughput_fps;
+          } else if (which == kWindow) {
             WindowStream stream(input, a.frames, session.queue_capacity());
             std::thread producer([&] { stream.produce(executor); });
-            w = co_up::profiler::summarize(executor.run_stream(stream).profile).throughput_fps;
+            rate[kWindow] = co_up::profiler::summarize(executor.run_stream(stream).profile).throughput_fps;
             producer.join();
-          } else {
+          } else if (which == kApi) {
             const double t0 = now_s();
             for (uint64_t f = 0; f < a.frames; ++f) session.submit(co_up::Tensor(tensor));
             session.drain();
-            wall = now_s() - t0;
-            p = session.profile().throughput_fps;
+            api_wall_fps.push_back(static_cast<double>(a.frames) / (now_s() - t0));
+            rate[kApi] = session.profile().throughput_fps;
+          } else if (which == kSmall) {
+            for (uint64_t f = 0; f < a.frames; ++f) small.submit(co_up::Tensor(tensor));
+            small.drain();
+            rate[kSmall] = small.profile().throughput_fps;
+          } else if (std::system(cli.c_str()) == 0) {
+            std::ifstream in(profile_file);
+            rate[kCli] = nlohmann::json::parse(in)["summary"]["throughput_fps"].get<double>();
+          } else {
+            throw std::runtime_error("the co_up binary failed: " + cli);
           }
+          const Usage after = usage(which == kCli);
+          const double n = static_cast<double>(a.frames);
+          cpu_ms[which].push_back((after.cpu_s - before.cpu_s) * 1e3 / n);
+          switches[which].push_back((after.switches - before.switches) / n);
+          fps[which].push_back(rate[which]);
         }
-        double c = 0;
-        if (!a.co_up.empty() && std::system(cli.c_str()) == 0) {
-          std::ifstream in(profile_file);
-          c = nlohmann::json::parse(in)["summary"]["throughput_fps"].get<double>();
-        }
-        exec_fps.push_back(e);
-        api_fps.push_back(p);
-        api_wall_fps.push_back(static_cast<double>(a.frames) / wall);
-        window_fps.push_back(w);
-        ratio_exec.push_back(p / e);
-        ratio_window.push_back(p / w);
-        if (c > 0) {
-          cli_fps.push_back(c);
-          ratio_cli.push_back(p / c);
-        }
+        ratio_run.push_back(rate[kApi] / rate[kRun]);
+        ratio_window.push_back(rate[kApi] / rate[kWindow]);
+        ratio_small.push_back(rate[kApi] / rate[kSmall]);
+        if (paths == kPaths) ratio_cli.push_back(rate[kApi] / rate[kCli]);
       }
-      if (delivered.load() != a.frames * static_cast<uint64_t>(a.reps)) throw std::runtime_error("results lost");
-      std::printf("## streaming throughput (order %s, %llu frames, %d repetitions)\n\n", order.c_str(),
-                  static_cast<unsigned long long>(a.frames), a.reps);
-      std::printf("| path | median frames/s |\n|---|---|\n");
-      std::printf("| Executor::run of one request (the CLI's inner path, in process) | %s |\n", fmt("%.1f", median(exec_fps)).c_str());
-      if (!cli_fps.empty()) std::printf("| co_up binary, end to end through its Session (its profile) | %s |\n", fmt("%.1f", median(cli_fps)).c_str());
-      std::printf("| Executor::run_stream, same window as the API (%zu frames in flight) | %s |\n",
-                  session.queue_capacity(), fmt("%.1f", median(window_fps)).c_str());
-      std::printf("| API submit/callback (profile) | %s |\n", fmt("%.1f", median(api_fps)).c_str());
-      std::printf("| API submit/callback (wall clock, first submit to last result) | %s |\n",
-                  fmt("%.1f", median(api_wall_fps)).c_str());
-      std::printf("| CPU ms per frame (all threads): Executor::run / run_stream / API | %s / %s / %s |\n",
-                  fmt("%.2f", median(cpu_ms[0])).c_str(), fmt("%.2f", median(cpu_ms[1])).c_str(),
-                  fmt("%.2f", median(cpu_ms[2])).c_str());
-      std::printf("| ratio API / Executor::run_stream, same window (median of per-repetition ratios) | %s |\n",
-                  fmt("%.3f", median(ratio_window)).c_str());
-      std::printf("| ratio API / Executor::run (median of per-repetition ratios) | %s |\n", fmt("%.3f", median(ratio_exec)).c_str());
-      if (!ratio_cli.empty()) std::printf("| ratio API / co_up binary | %s |\n", fmt("%.3f", median(ratio_cli)).c_str());
+      if (delivered.load() != 2 * a.frames * static_cast<uint64_t>(a.reps)) throw std::runtime_error("results lost");
+      std::printf("## streaming throughput (order %s, %llu frames, %d repetitions, paths in rotating order)\n\n",
+                  order.c_str(), static_cast<unsigned long long>(a.frames), a.reps);
+      std::printf("| path | frames/s: median [p25-p75] | CPU ms/frame (median) | context switches/frame (median) |\n"
+                  "|---|---|---|---|\n");
+      const char* const labels[kPaths] = {
+          "Executor::run of one request (the CLI's inner path, in process)",
+          "Executor::run_stream, same window as the API",
+          "API submit/callback (profile)",
+          "API submit/callback, window of twice the sub-graphs (the former default)",
+          "co_up binary, end to end through its Session (its profile)"};
+      for (int p = 0; p < paths; ++p) {
+        std::printf("| %s | %s | %s | %s |\n", labels[p], spread(fps[p], "%.1f").c_str(),
+                    fmt("%.2f", median(cpu_ms[p])).c_str(), fmt("%.2f", median(switches[p])).c_str());
+      }
+      std::printf("| API submit/callback (wall clock, first submit to last result) | %s | | |\n\n",
+                  spread(api_wall_fps, "%.1f").c_str());
+      std::printf("window: %zu frames in flight (the API's queue_capacity(); run_stream uses the same); the former default, 2 x sub-graphs: %zu\n\n",
+                  session.queue_capacity(), small.queue_capacity());
+      std::printf("| ratio, per repetition (paths of one repetition run back to back) | median | p25-p75 | min-max |\n"
+                  "|---|---|---|---|\n");
+      auto ratio_row = [](const char* label, const std::vector<double>& v) {
+        const Spread q = quartiles(v);
+        std::printf("| %s | %s | %s-%s | %s-%s |\n", label, fmt("%.3f", q.median).c_str(), fmt("%.3f", q.p25).c_str(),
+                    fmt("%.3f", q.p75).c_str(), fmt("%.3f", q.min).c_str(), fmt("%.3f", q.max).c_str());
+      };
+      ratio_row("API / co_up binary (target >= 0.98)", ratio_cli.empty() ? std::vector<double>{0} : ratio_cli);
+      ratio_row("API / Executor::run", ratio_run);
+      ratio_row("API / Executor::run_stream, same window", ratio_window);
+      ratio_row("API / API with the former window", ratio_small);
     }
     std::filesystem::remove_all(scratch);
     return 0;

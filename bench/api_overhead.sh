@@ -27,8 +27,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 echo "# co_up API overhead — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 echo
 echo "method: build/co_up_bench_api (Session::run vs Executor::run of one frame, alternating, medians;"
-echo "streaming: 3-stage B L B pipeline, medians of per-repetition ratios); bench/python_overhead.py"
-echo "(the same Session driven by a C++ loop and by Python, interleaved, medians and minimums)."
+echo "streaming: 3-stage B L B pipeline; each repetition runs Executor::run, Executor::run_stream with"
+echo "the API's window, the API, the API with the former window (2 x sub-graphs) and the co_up binary"
+echo "back to back in a rotating order; ratios within a repetition, median, quartiles and range over"
+echo "repetitions; CPU time and context switches per frame from getrusage);"
+echo "bench/python_overhead.py (the same Session driven by a C++ loop and by Python, interleaved,"
+echo "medians and minimums)."
 echo
 "$build/co_up_bench_api" $quick
 echo

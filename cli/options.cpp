@@ -3,11 +3,9 @@
 #include <functional>
 #include <map>
 
-#include "core/cluster_split.h"
+#include "api/run_options.h"
 #include "core/error.h"
-#include "core/exit_policy.h"
 #include "core/option_value.h"
-#include "graph/onnx/onnx_importer.h"
 
 namespace co_up::cli {
 namespace {
@@ -26,65 +24,22 @@ Options parse_options(const std::vector<std::string>& args) {
       {"graph", [&](const std::string& v) { o.graph = v; }},
       {"workload", [&](const std::string& v) { o.workload = v; }},
       {"model", [&](const std::string& v) { o.model = v; }},
-      {"input-shape", [&](const std::string& v) { o.input_shape = graph::parse_input_shape(v); }},
-      {"order", [&](const std::string& v) { o.order = v; }},
-      {"mode", [&](const std::string& v) { o.mode = v; }},
       {"n", [&](const std::string& v) { o.frames = parse_int("n", v, 1, int64_t{1} << 40); }},
-      {"units", [&](const std::string& v) {
-         if (v != "layers" && v != "ops" && v != "branches") {
-           throw InputError("--units='" + v + "' must be 'layers', 'ops' or 'branches'");
-         }
-         o.units = v;
-       }},
-      {"split", [&](const std::string& v) { o.split = v; }},
-      {"stages", [&](const std::string& v) { o.stages = v; }},
-      {"stage-plan", [&](const std::string& v) { o.stage_plan = v; }},
-      {"image-size", [&](const std::string& v) { o.image_size = parse_int("image-size", v, 1, 4096); }},
-      {"seed", [&](const std::string& v) { o.seed = static_cast<uint64_t>(parse_int("seed", v, 0, INT64_MAX)); }},
-      {"buffers", [&](const std::string& v) { o.buffers = static_cast<uint32_t>(parse_int("buffers", v, 1, 64)); }},
-      {"threads", [&](const std::string& v) { o.threads = static_cast<int>(parse_int("threads", v, 1, 1024)); }},
-      {"cores", [&](const std::string& v) { o.cores = static_cast<int>(parse_int("cores", v, 1, 1024)); }},
-      {"threads_little", [&](const std::string& v) { o.threads_little = static_cast<int>(parse_int("threads_little", v, 1, 1024)); }},
-      {"cores_little", [&](const std::string& v) { o.cores_little = static_cast<int>(parse_int("cores_little", v, 1, 1024)); }},
-      {"host_gpu", [&](const std::string& v) { o.host_gpu = parse_cluster_option("host_gpu", v); }},
-      {"host_npu", [&](const std::string& v) { o.host_npu = parse_cluster_option("host_npu", v); }},
-      {"split-cluster", [&](const std::string& v) { o.split_cluster = parse_cluster_split(v, "--split-cluster"); }},
-      {"calibration", [&](const std::string& v) { o.calibration = parse_int("calibration", v, 1, 1000000); }},
-      {"npu_fallback", [&](const std::string& v) { o.npu_fallback = parse_processor_letter_option("npu_fallback", v); }},
-      {"frequency", [&](const std::string& v) { o.frequency = v; }},
-      {"dvfs", [&](const std::string& v) {
-         if (v != "strict" && v != "best-effort") {
-           throw InputError("--dvfs='" + v + "' must be 'strict' or 'best-effort'");
-         }
-         o.dvfs = v;
-       }},
-      {"gpio-tags", [&](const std::string& v) { o.gpio_tags = v; }},
-      {"power-rate", [&](const std::string& v) { o.power_rate = static_cast<double>(parse_int("power-rate", v, 1, 100000)); }},
       {"power-csv", [&](const std::string& v) { o.power_csv = v; o.power = true; }},
       {"trace-out", [&](const std::string& v) { o.trace_out = v; o.power = true; }},
-      {"meter", [&](const std::string& v) { o.meter = v; o.power = true; }},
-      {"meter-log", [&](const std::string& v) { o.meter_log = v; o.power = true; }},
-      {"meter-window", [&](const std::string& v) { o.meter_window = parse_milliseconds_option("meter-window", v, 10000); }},
       {"profile", [&](const std::string& v) {
          // `co_up plan --profile=FILE` names a layer profile; for runs it is the profiling level.
          if (o.command == "plan") {
            o.profile_file = v;
          } else {
-           o.profile = static_cast<int>(parse_int("profile", v, 0, 2));
+           find_run_option("profile")->parse(o, v);
          }
        }},
       {"profile-out", [&](const std::string& v) { o.profile_out = v; }},
-      {"platform", [&](const std::string& v) { o.platform = v; }},
-      {"plugins", [&](const std::string& v) { o.plugins = v; }},
-      {"sysfs-root", [&](const std::string& v) { o.sysfs_root = v; }},
-      {"state-dir", [&](const std::string& v) { o.state_dir = v; }},
-      {"data", [&](const std::string& v) { o.data = v; }},
       {"image", [&](const std::string& v) { o.image = v; }},
       {"preprocess", [&](const std::string& v) { o.preprocess = v; }},
       {"labels", [&](const std::string& v) { o.labels = v; }},
       {"input-scale", [&](const std::string& v) { o.input_scale = v; }},
-      {"exit", [&](const std::string& v) { ExitPolicy::parse(v); o.exit = v; }},  // checked now
-      {"exits", [&](const std::string& v) { o.exits = v; }},
       {"input", [&](const std::string& v) { o.input = v; }},
       {"output", [&](const std::string& v) { o.output = v; }},
       {"export-partitions", [&](const std::string& v) { o.export_partitions = v; }},
@@ -117,7 +72,6 @@ Options parse_options(const std::vector<std::string>& args) {
       {"list-frequencies", &o.list_frequencies},
       {"list-constants", &o.list_constants},
       {"restore-dvfs", &o.restore_dvfs},
-      {"power", &o.power},
       {"restart", &o.restart},
       {"verify", &o.verify},
   };
@@ -142,13 +96,21 @@ Options parse_options(const std::vector<std::string>& args) {
     }
     const auto eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    if (auto flag = flags.find(name); flag != flags.end()) {
+    // A run option (api/run_options.h) unless the command line has a meaning of its own for it.
+    const RunOption* run_option = with_value.count(name) != 0 ? nullptr : find_run_option(name);
+    if (run_option != nullptr && run_option->scope == RunOptionScope::kApi) run_option = nullptr;
+    if (auto flag = flags.find(name);
+        flag != flags.end() || (run_option != nullptr && run_option->kind == RunOptionKind::kFlag)) {
       if (eq != std::string::npos) throw InputError("--" + name + " takes no value");
-      *flag->second = true;
+      if (run_option != nullptr) {
+        run_option->parse(o, "1");
+      } else {
+        *flag->second = true;
+      }
       continue;
     }
     auto setter = with_value.find(name);
-    if (setter == with_value.end()) {
+    if (setter == with_value.end() && run_option == nullptr) {
       throw InputError("unknown option '--" + name + "' (see co_up --help)");
     }
     std::string value;
@@ -165,7 +127,11 @@ Options parse_options(const std::vector<std::string>& args) {
       throw InputError("--" + name + "= has an empty value; give one (--" + name +
                        "=...) or leave the option out for its default (see --help)");
     }
-    setter->second(value);
+    if (run_option != nullptr) {
+      run_option->parse(o, value);
+    } else {
+      setter->second(value);
+    }
   }
   return o;
 }

@@ -6,11 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "api/run_options.h"
 #include "core/platform.h"
 
 namespace co_up::cli {
 
-struct Options {
+// The run options (order, mode, platform, ...) are RunValues' (api/run_options.h), parsed from the
+// one table that SessionOptions and Python use too; the rest are the command line's own.
+struct Options : RunValues {
   std::string command = "run";  // "run", or a subcommand: "profile", "plan"
   bool help = false;
   bool version = false;
@@ -24,47 +27,16 @@ struct Options {
   std::string workload;      // --workload=FILE.json or groups (core/workload.h): several networks
   std::string graph;         // --graph=NAME (zoo)
   std::string model;         // --model=FILE.onnx (ONNX import)
-  std::vector<int64_t> input_shape;  // --input-shape=N,C,H,W for --model (empty: the model's)
-  std::string order;         // empty: every layer on B
-  std::string mode = "pipeline";
   int64_t frames = 10;       // --n
-  std::string units = "layers";  // --units=layers|ops
-  std::string split;             // --split=UNIT:PARTS[,...] (NetworkSpec::split)
-  std::string stages;            // --stages=P:...;I:... (NetworkSpec::stages, graph/stage_plan.h)
-  std::string stage_plan;        // --stage-plan=FILE.json (NetworkSpec::stage_plan_file)
-  int64_t image_size = 0;    // --image-size (0: the network's own)
-  uint64_t seed = 1;         // --seed for generated weights and input
-  uint32_t buffers = 2;      // --buffers: receive buffers between adjacent stages
 
-  std::optional<int> threads, cores, threads_little, cores_little;
-  std::optional<char> host_gpu, host_npu;
-  std::optional<ClusterSplit> split_cluster;  // --split-cluster=B:C (core/cluster_split.h)
-  char npu_fallback = 0;  // --npu_fallback=B|L|G: where accelerator-declined layers go (0: fail)
-  int64_t calibration = 4;  // --calibration=N: frames npu-int8 runs in f32 to calibrate int8
-  std::string frequency;
-  std::string dvfs = "strict";  // --dvfs=strict|best-effort
-  std::string gpio_tags;        // --gpio-tags=all|0,3,5-7 (empty: no tags)
-  bool power = false;           // --power: per-layer power and energy (sensors or model)
-  double power_rate = 1000;     // --power-rate=HZ sensor sampling rate
   std::string power_csv;        // --power-csv=FILE per-sample trace (implies --power)
   std::string trace_out;        // --trace-out=FILE Chrome trace JSON (implies --power)
-  std::string meter;            // --meter=DEVICE external meter read live (implies --power)
-  std::string meter_log;        // --meter-log=FILE external meter's saved log (implies --power)
-  double meter_window = 0;      // --meter-window=MS each meter sample averages this long
 
-  int profile = 0;
   std::string profile_out;
-  std::string platform;
-  std::string plugins;
-  std::string sysfs_root = "/sys";
-  std::string state_dir;     // --state-dir: DVFS journals (power/dvfs_journal.h; empty: the default)
   bool restore_dvfs = false;  // --restore-dvfs: put back what a dead run's journals saved
-  std::string data;
   std::string image;
   std::string preprocess;  // --preprocess=FILE.json for --image (graph/onnx/preprocess.h)
   std::string labels;          // class names (.txt), or a labelled input set's labels (.npy)
-  std::string exit;            // --exit=SPEC early-exit policy (core/exit_policy.h); empty: none
-  std::string exits;           // --exits=FILE.json a model's exits in stage order
   std::string input;
   std::string input_scale;     // --input-scale=F|A/B every --input value times F (labelled_inputs.h)
   std::string output;

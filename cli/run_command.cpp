@@ -128,45 +128,10 @@ void print_top5(const std::vector<std::string>& labels, const std::vector<float>
   }
 }
 
-// The Session's options: the command line's, by the same names.
+// The Session's options: the command line's run options, the same fields (api/run_options.h).
 SessionOptions session_options(const Options& o) {
   SessionOptions options;
-  SessionOptions::Values& v = SessionAccess::values(options);
-  v.order = o.order;
-  v.mode_text = o.mode;
-  v.split = o.split;
-  v.platform_file = o.platform;
-  v.plugins_dir = o.plugins;
-  v.sysfs_root = o.sysfs_root;
-  v.frequency = o.frequency;
-  v.dvfs = o.dvfs;
-  v.profile_level = o.profile;
-  v.buffers = o.buffers;
-  v.threads = o.threads;
-  v.cores = o.cores;
-  v.threads_little = o.threads_little;
-  v.cores_little = o.cores_little;
-  v.image_size = o.image_size;
-  v.seed = o.seed;
-  v.data_dir = o.data;
-  v.units = o.units;
-  v.input_shape = o.input_shape;
-  v.host_gpu = o.host_gpu;
-  v.host_npu = o.host_npu;
-  v.split_cluster = o.split_cluster;
-  v.npu_fallback = o.npu_fallback;
-  v.calibration = o.calibration;
-  v.exit = o.exit;
-  v.exits = o.exits;
-  v.stages = o.stages;
-  v.stage_plan = o.stage_plan;
-  v.state_dir = o.state_dir;
-  v.gpio_tags = o.gpio_tags;
-  v.power = o.power;
-  v.power_rate = o.power_rate;
-  v.meter = o.meter;
-  v.meter_log = o.meter_log;
-  v.meter_window = o.meter_window;
+  static_cast<RunValues&>(SessionAccess::values(options)) = o;
   return options;
 }
 

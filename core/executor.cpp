@@ -798,10 +798,13 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       return;
     }
     lock.lock();
+    const uint64_t completed_before = m.completed;
     const bool wake = m.commit(*pick);
+    FrameStream* const completed_stream = m.completed != completed_before ? m.stream : nullptr;
     // Wake the others after releasing the lock, so they do not wake only to wait for it.
     lock.unlock();
     if (wake) first.changed.notify_all();
+    if (completed_stream != nullptr) completed_stream->after_frames_completed();
     lock.lock();
   }
 }

@@ -98,6 +98,10 @@ class FrameStream {
   // Frames [0, completed) have delivered all their outputs (in order: completed only grows).
   // Called under the scheduling lock: must not block for long or call the Executor.
   virtual void frames_completed(uint64_t completed) = 0;
+  // After frames_completed(), on the same processor thread, outside the scheduling lock: where a
+  // stream hands completed frames to its consumer without waking a thread of its own. May call
+  // notify_stream(); the thread's next sub-graph waits until it returns. Default: nothing.
+  virtual void after_frames_completed() {}
 };
 
 struct RunResult {

@@ -386,6 +386,22 @@ PYBIND11_MODULE(_co_up, m) {
     return reinterpret_cast<uintptr_t>(copy.data());
   });
 
+  // The run options' table (api/run_options.h, through SessionOptions::known()): the package's
+  // keywords are built from it, so an option added there is a keyword here without more code.
+  m.def("_options", [] {
+    py::list keys;
+    for (const co_up::SessionOptions::Key& k : co_up::SessionOptions::known()) {
+      py::dict d;
+      d["name"] = k.name;
+      d["keyword"] = k.keyword;
+      d["help"] = k.help;
+      d["flag"] = k.flag;
+      d["command_line_only"] = k.command_line_only;
+      keys.append(d);
+    }
+    return keys;
+  });
+
   py::class_<Frame>(m, "_Frame");
 
   using Pairs = std::vector<std::pair<std::string, std::string>>;

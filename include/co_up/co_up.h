@@ -118,8 +118,9 @@ CO_UP_C_API co_up_error* co_up_session_run(co_up_session* session, const co_up_t
                                            size_t input_count, co_up_result** out_result);
 
 /* Streaming. The callback, if set (before the first submit), receives every result in submission
- * order on a thread of the session; `result` is borrowed for the call. Without a callback, results
- * are taken with co_up_session_wait_result. */
+ * order on a thread of the session (the processor thread that completed the frame: its time adds
+ * to that stage's); `result` is borrowed for the call. Without a callback, results are taken with
+ * co_up_session_wait_result. */
 typedef void (*co_up_result_callback)(void* callback_data, const co_up_result* result);
 CO_UP_C_API co_up_error* co_up_session_set_callback(co_up_session* session,
                                                     co_up_result_callback callback,

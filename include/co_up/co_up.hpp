@@ -177,12 +177,24 @@ class CO_UP_PUBLIC SessionOptions {
   // ONNX models: --input-shape (replaces the model's, for dynamic dimensions).
   SessionOptions& set_input_shape(std::vector<int64_t> shape);
   // Streaming: frames submitted and not yet handed back (by the callback or wait_result) at most;
-  // 0 (default): twice the number of sub-graphs, at least 2.
+  // 0 (default): twice the pipeline's depth (the frames its sub-graphs and receive buffers hold
+  // at once along its deepest path; 1 in switch mode), so that a producer resuming at half the
+  // queue (see submit) still finds the pipeline full.
   SessionOptions& set_queue_capacity(uint32_t frames);
 
   // The same by command-line name without the dashes ("order", "mode", "image-size", ...;
   // docs/api.md lists them). Throws Error(kInput) for an unknown key or a malformed value.
   SessionOptions& set(const std::string& key, const std::string& value);
+
+  // Every key set() knows, from the one table the command line parses too.
+  struct Key {
+    std::string name;     // the command line's, without dashes: "image-size"
+    std::string keyword;  // the setter's name without "set_": "image_size" (Python's keyword)
+    std::string help;     // one line
+    bool flag = false;    // a switch: "1"/"0" here, --name without a value on the command line
+    bool command_line_only = false;  // set() refuses it, saying so
+  };
+  static std::vector<Key> known();
 
   struct Values;
   const Values& values() const { return *values_; }
@@ -262,8 +274,10 @@ class CO_UP_PUBLIC Session {
 
   // ---- streaming: frames overlap across the pipeline's stages -------------------------------
   // Results are delivered in submission order, each exactly once: to the callback if one is set
-  // (on a thread of the Session; the callback must not call back into this Session except
-  // try_submit), else to wait_result()/try_result(). Set the callback before the first submit.
+  // (on a thread of the Session, one call at a time; the callback must not call back into this
+  // Session except try_submit), else to wait_result()/try_result(). Set the callback before the
+  // first submit. The callback runs on the pipeline's processor thread that completed the frame,
+  // so its time adds to that stage's: keep it short, or hand the result to a thread of your own.
   using ResultCallback = std::function<void(Result result)>;
   void set_result_callback(ResultCallback callback);
 

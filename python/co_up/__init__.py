@@ -17,54 +17,17 @@ import numbers as _numbers
 import os as _os
 
 from ._co_up import Error, InputError, RuntimeFailure, api_version, zeros
-from ._co_up import _Session
+from ._co_up import _Session, _options
 
 __all__ = ["Session", "Error", "InputError", "RuntimeFailure", "api_version", "zeros", "OPTIONS"]
 
 # Keyword options: the SessionOptions setters' names without "set_", each with the command-line
 # option it stands for (its values are checked, and refused with the same message, as there).
-OPTIONS = {
-    "order": "order",
-    "mode": "mode",
-    "split": "split",
-    "platform_file": "platform",
-    "plugins_dir": "plugins",
-    "sysfs_root": "sysfs-root",
-    "frequency": "frequency",
-    "dvfs_policy": "dvfs",
-    "profile_level": "profile",
-    "buffers": "buffers",
-    "threads": "threads",
-    "threads_little": "threads_little",
-    "cores": "cores",
-    "cores_little": "cores_little",
-    "image_size": "image-size",
-    "seed": "seed",
-    "data_dir": "data",
-    "units": "units",
-    "input_shape": "input-shape",
-    "queue_capacity": "queue-capacity",
-    # The rest of the command line's run options; the Session wires power as co_up does.
-    "host_gpu": "host_gpu",
-    "host_npu": "host_npu",
-    "split_cluster": "split-cluster",
-    "npu_fallback": "npu_fallback",
-    "calibration": "calibration",
-    "exit": "exit",
-    "exits": "exits",
-    "stages": "stages",
-    "stage_plan": "stage-plan",
-    "state_dir": "state-dir",
-    "gpio_tags": "gpio-tags",
-    "power": "power",
-    "power_rate": "power-rate",
-    # Command-line only: the Session refuses them with one line saying so.
-    "meter": "meter",
-    "meter_log": "meter-log",
-    "meter_window": "meter-window",
-}
+# Built from the one table of run options that the command line and SessionOptions read too; the
+# command line's meter options are keywords as well, refused by the Session with one line saying so.
+OPTIONS = {o["keyword"]: o["name"] for o in _options()}
 # Options that are switches: True/False as the command line's flag.
-_FLAGS = {"power"}
+_FLAGS = {o["keyword"] for o in _options() if o["flag"]}
 # threads=(big, little) and cores=(big, little) set both clusters, as SessionOptions.set_threads.
 _PAIRS = {"threads": "threads_little", "cores": "cores_little"}
 

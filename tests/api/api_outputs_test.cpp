@@ -7,6 +7,7 @@
 #include "co_up/co_up.h"
 #include "co_up/co_up.hpp"
 #include "tests/api/api_test_support.h"
+#include "tests/api/run_co_up.h"
 #include "tests/plugins/run_command.h"
 
 namespace co_up::test {
@@ -23,12 +24,11 @@ std::string cli_error(const CommandResult& r) {
 }
 
 CommandResult run_cli(const ApiWorld& world, const std::vector<std::string>& args) {
-  std::vector<std::string> words = {CO_UP_BINARY, "--graph=" + std::string(kNetwork),
-                                    "--image-size=" + std::to_string(kImageSize),
+  std::vector<std::string> words = {"--image-size=" + std::to_string(kImageSize),
                                     "--platform=" + world.platform.string(),
                                     "--plugins=" + world.plugins.string()};
   words.insert(words.end(), args.begin(), args.end());
-  return run_command(join_quoted(words), world.scratch.path());
+  return run_co_up(world.scratch.path(), words);
 }
 
 std::vector<Tensor> run_c_api(const ApiWorld& world, const std::string& order, const char* mode,

@@ -14,6 +14,7 @@
 #include "co_up/co_up.h"
 #include "co_up/co_up.hpp"
 #include "tests/api/api_test_support.h"
+#include "tests/api/run_co_up.h"
 #include "tests/plugins/run_command.h"
 #include "tests/power/sim_sysfs.h"
 
@@ -155,10 +156,10 @@ std::vector<Tensor> run_c(co_up_session* session, const Tensor& input) {
 
 CommandResult run_cli(const PowerWorld& world, const std::string& order, const std::string& frequency,
                       const std::vector<std::string>& extra) {
-  std::vector<std::string> words = {CO_UP_BINARY, "--graph=" + std::string(kNetwork), "--n=1"};
+  std::vector<std::string> words = {"--n=1"};
   for (const auto& [key, value] : world.settings(order, frequency)) words.push_back("--" + key + "=" + value);
   words.insert(words.end(), extra.begin(), extra.end());
-  return run_command(join_quoted(words), world.api.scratch.path());
+  return run_co_up(world.api.scratch.path(), words);
 }
 
 TEST(ApiPower, AFrequencyLevelIsTheSameWritesAndOutputsThroughEveryClient) {
