@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "planner/stage_overheads.h"
+#include "planner/stage_plan_search.h"
 
 namespace co_up::planner {
 namespace {
@@ -63,6 +64,58 @@ TEST(SameProcessorStages, TheFitWithOneSingleLetterOrderPredictsMixedOnes) {
     const std::vector<double> got = runtime_exit_latency(three_stages(), held_out, fit);
     for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(got[k], want[k], 1e-9) << held_out << " exit " << k;
   }
+}
+
+// Two stages on A (fast) and B; exit 0 is confident for two of three frames. Hand-offs between
+// processors are expensive, the next stage on A is cheap: the runtime model's front must hold
+// A-only plans, and never repeat B, whose next-stage cost nobody fitted.
+StageSearchInput two_stage_input() {
+  StageSearchInput in;
+  in.reuse = {{1, 1}, {0, 0}};
+  in.scores.frames = 3;
+  in.scores.exits = 2;
+  in.scores.classes = 2;
+  in.scores.logits = {2, 0, 0, 1, 0, 0, 1, 0, 0, 3, 0, 1};
+  in.scores.labels = {0, 0, 1};
+  for (char letter : {'A', 'B'}) {
+    ProcessorOption o;
+    o.letter = letter;
+    o.level = 0;
+    o.power_w = letter == 'A' ? 2.0 : 1.0;
+    const double speed = letter == 'A' ? 2.0 : 1.0;
+    o.tau_ms = {{1 / speed, 2 / speed, 0.1 / speed}, {2 / speed, 4 / speed, 0.1 / speed}};
+    in.options.push_back(o);
+  }
+  in.generations = 15;
+  in.population = 8;
+  return in;
+}
+
+bool repeats(const std::string& order, char letter) {
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (order[i] == letter && order[i - 1] == letter) return true;
+  }
+  return false;
+}
+
+TEST(SameProcessorStages, TheRuntimeSearchPutsConsecutiveStagesOnAProcessorWithAFittedStep) {
+  StageSearchInput in = two_stage_input();
+  StageOverheads o;
+  o.boundary_ms = {{'A', 5.0}, {'B', 5.0}};
+  o.next_stage_ms = {{'A', 0.01}};
+  in.runtime = o;
+  const StageSearchResult r = search_stage_mappings(in);
+  bool a_only = false;
+  for (const StageCandidate& c : r.front) {
+    EXPECT_FALSE(repeats(c.order, 'B')) << c.order;
+    a_only = a_only || c.order == "AA";
+  }
+  EXPECT_TRUE(a_only) << "no plan with both stages on A in the front";
+  // Without a next-stage cost (or without the runtime model) orders stay permutations.
+  in.runtime = StageOverheads{};
+  for (const StageCandidate& c : search_stage_mappings(in).front) EXPECT_NE(c.order[0], c.order[1]) << c.order;
+  in.runtime.reset();
+  for (const StageCandidate& c : search_stage_mappings(in).front) EXPECT_NE(c.order[0], c.order[1]) << c.order;
 }
 
 }  // namespace
