@@ -18,7 +18,11 @@
 # scripts/train_map_and_conquer.py chose on the validation split (accuracy.json, "policy"), not
 # on these test images. Part 2 runs its four configurations REPS times (default 3), forward on
 # odd repetitions and reversed on even ones; it reports medians over the repetitions and, for the
-# comparisons, the median [min-max] of the per-repetition ratios. Ratios are taken within this
+# comparisons, the median [min-max] of the per-repetition ratios. The one-processor rows map every
+# stage to B (BBB: each stage a sub-graph on B's one thread, no hand-off between threads; a frame
+# that stops at an exit runs no later stage) against the static CNN on B alone (BBBB); their
+# thresholds are the same validation-chosen policy. Part 1 fits on a one-letter order too (BBB,
+# for the next-stage cost of stages sharing a processor). Ratios are taken within this
 # one invocation. Works from any directory (paths are the tree's that holds this script).
 set -euo pipefail
 
@@ -41,10 +45,10 @@ echo "# Map-and-Conquer bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $FRAMES test frames per run, switch mode; part 2: $REPS repetitions"
 echo
 
-echo "## 1. Runtime latency model: fitted on three orders, predicted for the others (co_up plan --stage-timing=runtime --verify)"
+echo "## 1. Runtime latency model: fitted on three rotations and BBB, predicted for the others (co_up plan --stage-timing=runtime --verify)"
 "$CO_UP" profile "${COMMON[@]}" --model="$F/multi_exit.onnx" --units=ops --processors=BLG \
   --profile-out="$OUT/ops.json" > /dev/null
-for fit in BLG,LGB,GBL BGL,GLB,LBG; do
+for fit in BLG,LGB,GBL,BBB BGL,GLB,LBG,BBB; do
   echo
   echo "### fit orders $fit"
   "$CO_UP" plan "${COMMON[@]}" --model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" \
@@ -54,7 +58,7 @@ for fit in BLG,LGB,GBL BGL,GLB,LBG; do
 done
 echo
 
-echo "## 2. Dynamic plan against the static networks on the same processors (B, L, G)"
+echo "## 2. Dynamic plans against the static networks on the same processors (B, L, G; and B alone)"
 run() {  # name, rep: one configuration's run
   local name=$1 rep=$2 args
   case $name in
@@ -62,11 +66,12 @@ run() {  # name, rep: one configuration's run
     static_cnn_bbbb) args=(--model="$F/static.onnx" --order=BBBB) ;;
     static_split_blg) args=(--model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BLG --exit=none) ;;
     dynamic_blg) args=(--model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BLG --exit="$POLICY") ;;
+    dynamic_bbb) args=(--model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" --order=BBB --exit="$POLICY") ;;
   esac
   "$CO_UP" "${COMMON[@]}" "${args[@]}" --mode=switch "${LABELLED[@]}" --power \
     --profile-out="$OUT/$name.$rep.json" > /dev/null
 }
-CONFIGS=(static_cnn_blgg static_cnn_bbbb static_split_blg dynamic_blg)
+CONFIGS=(static_cnn_blgg static_cnn_bbbb static_split_blg dynamic_blg dynamic_bbb)
 for ((rep = 1; rep <= REPS; ++rep)); do
   order=("${CONFIGS[@]}")
   if ((rep % 2 == 0)); then
@@ -80,7 +85,7 @@ out, policy, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
 med = statistics.median
 rows = [("static CNN, BLGG", "static_cnn_blgg"), ("static CNN, BBBB (one core)", "static_cnn_bbbb"),
         ("static width split, BLG (--exit=none)", "static_split_blg"),
-        (f"dynamic, BLG ({policy})", "dynamic_blg")]
+        (f"dynamic, BLG ({policy})", "dynamic_blg"), (f"dynamic, BBB: every stage on B ({policy})", "dynamic_bbb")]
 res = {}  # name -> per repetition (latency ms, accuracy, energy mJ/frame, exit shares)
 for label, name in rows:
     res[name] = []
@@ -90,23 +95,27 @@ for label, name in rows:
         frames = j["frames_completed"]
         energy = sum(l["total_energy_mj"] for p in j["power"] for l in p["layers"]) / frames
         shares = [e["frames"] / frames for e in j["exits"].get("exits", [])]
-        res[name].append((j["summary"]["latency_mean_ms"], j["exits"]["accuracy"], energy, shares))
+        res[name].append((j["summary"]["latency_mean_ms"], j["exits"]["accuracy"], energy, shares,
+                          j["summary"]["latency_median_ms"]))
 print(f"medians over {reps} repetitions (alternating order)")
 print()
-print("| run | mean latency ms | accuracy | modelled energy mJ/frame (simulated power) | exit shares |")
-print("|---|---|---|---|---|")
+print("| run | mean latency ms | median latency ms | accuracy | modelled energy mJ/frame (simulated power) | exit shares |")
+print("|---|---|---|---|---|---|")
 for label, name in rows:
     r = res[name]
     lat, acc, e = (med(x[k] for x in r) for k in range(3))
+    lat_median = med(x[4] for x in r)
     shares = r[0][3]  # the same images and thresholds every repetition
-    print(f"| {label} | {lat:.3f} | {100 * acc:.1f} % | {e:.3f} | {' / '.join(f'{100 * s:.0f} %' for s in shares) or '-'} |")
+    print(f"| {label} | {lat:.3f} | {lat_median:.3f} | {100 * acc:.1f} % | {e:.3f} | {' / '.join(f'{100 * s:.0f} %' for s in shares) or '-'} |")
 spread = lambda v: f"{med(v):.2f}x [{min(v):.2f}-{max(v):.2f}]"
-d = res["dynamic_blg"]
-for label, name in (("static CNN BLGG", "static_cnn_blgg"), ("static width split BLG", "static_split_blg")):
-    s = res[name]
+for dyn, label, name in (("dynamic_blg", "static CNN BLGG", "static_cnn_blgg"),
+                         ("dynamic_blg", "static width split BLG", "static_split_blg"),
+                         ("dynamic_bbb", "static CNN BBBB (one core)", "static_cnn_bbbb")):
+    d, s = res[dyn], res[name]
     lat = [s[i][0] / d[i][0] for i in range(reps)]
+    lat_median = [s[i][4] / d[i][4] for i in range(reps)]
     energy = [s[i][2] / d[i][2] for i in range(reps)]
     acc = med(d[i][1] - s[i][1] for i in range(reps))
-    print(f"dynamic vs {label}: latency {spread(lat)} lower, modelled energy {spread(energy)} lower, "
+    print(f"{dyn} vs {label}: latency {spread(lat)} lower (median latency {spread(lat_median)}), modelled energy {spread(energy)} lower, "
           f"accuracy {100 * acc:+.1f} points")
 PY

@@ -261,7 +261,8 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
                         (how co_up's executor runs sub-graphs)
   --stage-timing=runtime [--fit-orders=ORDER,ORDER,..]  a frame's stages one after another plus
                         dispatch and hand-offs fitted from switch-mode runs of those orders on the
-                        labelled set (--input/--labels; default: the rotations of one order)
+                        labelled set (--input/--labels; default: the rotations of one order and
+                        every stage on its first letter)
 
 several networks (co_up profile|plan --workload=FILE.json; docs/hetero2pipe_planning.md)
   co_up profile --workload=W --profile-out=P [--processors=..] [--repetitions=N] [--coruns=N]

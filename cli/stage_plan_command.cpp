@@ -219,8 +219,8 @@ std::string shares(const std::vector<double>& fractions) {
 }
 
 // The runtime model's fit orders: --fit-orders, or the rotations of the profile's first m letters
-// (for 3 stages B L G: BLG, LGB, GBL, whose boundaries determine each of B, L and G; the other
-// orders of those letters are then held out).
+// and every stage on the first (for 3 stages B L G: BLG, LGB, GBL, whose boundaries determine each
+// of B, L and G, and BBB, which determines B's next-stage cost; the other orders are held out).
 std::vector<std::string> fit_orders(const Options& o, const std::string& letters, size_t m) {
   std::vector<std::string> orders;
   if (!o.fit_orders.empty()) {
@@ -236,6 +236,7 @@ std::vector<std::string> fit_orders(const Options& o, const std::string& letters
   }
   const std::string base = letters.substr(0, m);
   for (size_t r = 0; r < m; ++r) orders.push_back(base.substr(r) + base.substr(0, r));
+  if (m > 1) orders.push_back(std::string(m, base[0]));
   return orders;
 }
 
@@ -286,6 +287,8 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
   for (const auto& [p, ms] : fit.run_ms) out << " " << p << format_number(" %.3f", ms);
   out << "; a boundary to";
   for (const auto& [p, ms] : fit.boundary_ms) out << " " << p << format_number(" %.3f", ms);
+  if (!fit.next_stage_ms.empty()) out << "; the next stage on the same";
+  for (const auto& [p, ms] : fit.next_stage_ms) out << " " << p << format_number(" %.3f", ms);
   out << "\n\n";
   out.flush();
   return fit;

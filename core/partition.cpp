@@ -60,11 +60,23 @@ Partition Partition::create(const graph::Graph& graph, const std::string& order,
                      " layers (one letter per layer; see --list-layers)");
   }
 
+  // A multi-exit network's stages on one letter are sub-graphs of their own, cut after each
+  // exit but the final: a sub-graph decides its exits only once it has run, so a frame that
+  // stops at an exit then skips the later stages' layers even on the same processor (which runs
+  // them one after another on its one thread, with no hand-off between threads).
+  std::vector<bool> exit_ends_unit(layers, false);
+  if (graph.has_exits()) {
+    for (size_t k = 0; k + 1 < graph.outputs().size(); ++k) {
+      const graph::Tensor& t = graph.tensor(graph.outputs()[k]);
+      if (graph.node(t.producer).op != OpType::kInput) exit_ends_unit[graph.node(t.producer).layer] = true;
+    }
+  }
   Partition p;
   p.order_ = order;
   p.layer_to_subgraph_.resize(layers);
   for (uint32_t layer = 0; layer < layers; ++layer) {
-    if (layer == 0 || order[layer] != order[layer - 1] || cuts == SubGraphCuts::kEveryLayer) {
+    if (layer == 0 || order[layer] != order[layer - 1] || cuts == SubGraphCuts::kEveryLayer ||
+        exit_ends_unit[layer - 1]) {
       SubGraph sg;
       sg.index = static_cast<uint32_t>(p.subgraphs_.size());
       sg.processor = order[layer];

@@ -1,6 +1,8 @@
 // Partition: a graph cut into sub-graphs by a processor order string.
 //
-// Consecutive layer units with the same letter form one sub-graph (ARM-CO-UP §4.1). Every tensor
+// Consecutive layer units with the same letter form one sub-graph (ARM-CO-UP §4.1), except that
+// in a multi-exit network a sub-graph also ends with the unit computing an exit (not the final
+// one), so a frame that stops there runs no later layer on that processor either. Every tensor
 // that one sub-graph produces and another reads becomes an Edge with one source and one or more
 // destinations: at run time, the source's Sender copies it into one Receiver per destination. The
 // network input is an edge from kGraphInput. A partition is immutable once created.

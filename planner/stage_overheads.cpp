@@ -8,16 +8,16 @@
 namespace co_up::planner {
 namespace {
 
-// The unknowns of one sample ('r' run, 'b' boundary; with the letter), repeats count again.
+// The unknowns of one sample ('r' run, 'b' boundary, 's' next stage on the same letter; with the
+// letter), repeats count again.
 using Term = std::pair<char, char>;
 
 std::vector<Term> sample_terms(const std::string& order, size_t exit) {
   std::vector<Term> terms;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const bool starts = i == 0 || order[i] != order[i - 1];
-    // A frame that stops at `exit` crosses only the boundaries before the stages it runs.
-    if (starts && i <= exit) terms.emplace_back('r', order[i]);
-    if (starts && i > 0 && i <= exit) terms.emplace_back('b', order[i]);
+  // A frame that stops at `exit` runs (and crosses into) only the stages up to it.
+  for (size_t i = 0; i < order.size() && i <= exit; ++i) {
+    terms.emplace_back('r', order[i]);
+    if (i > 0) terms.emplace_back(order[i] != order[i - 1] ? 'b' : 's', order[i]);
   }
   return terms;
 }
@@ -141,21 +141,26 @@ double StageOverheads::boundary(char p) const {
   return it == boundary_ms.end() ? 0.0 : it->second;
 }
 
+double StageOverheads::next_stage(char p) const {
+  const auto it = next_stage_ms.find(p);
+  return it == next_stage_ms.end() ? 0.0 : it->second;
+}
+
 std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::string& order,
                                          const StageOverheads& overheads) {
   const size_t m = costs.tau.size();
   if (order.size() != m) {
     throw InputError("runtime stage model: order '" + order + "' needs one letter per stage (" + std::to_string(m) + ")");
   }
-  // Running sum over stages; a sub-graph (consecutive stages on one letter) computes all its
-  // stages before any of its exits decides, so an exit inside it costs the whole sub-graph. A
-  // boundary is paid by the frames that go on past it only: one that stopped before it completes
-  // at its exit and never reaches the next sub-graph.
+  // Running sum over stages; every stage is a sub-graph of its own (the partition cuts after
+  // each exit, also between stages on one letter), so a frame that stops at exit k pays for
+  // stages up to k only. A boundary or the step to the next stage on the same processor is paid
+  // by the frames that go on past it only.
   std::vector<double> through(m, 0.0);
   double t = 0;
   for (size_t i = 0; i < m; ++i) {
-    if (i > 0 && order[i] != order[i - 1]) t += overheads.boundary(order[i]);
-    if (i == 0 || order[i] != order[i - 1]) t += overheads.run(order[i]);
+    if (i > 0) t += order[i] != order[i - 1] ? overheads.boundary(order[i]) : overheads.next_stage(order[i]);
+    t += overheads.run(order[i]);
     for (double tau : costs.tau[i]) t += tau;
     for (size_t k = 0; k < i && !costs.transfer.empty(); ++k) {
       if (order[k] == order[i]) continue;  // one processor: no transfer
@@ -165,9 +170,7 @@ std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::str
     }
     through[i] = t;
   }
-  std::vector<double> out(m, 0.0);
-  for (size_t i = m; i-- > 0;) out[i] = i + 1 < m && order[i + 1] == order[i] ? out[i + 1] : through[i];
-  return out;
+  return through;
 }
 
 StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
@@ -202,7 +205,8 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
   StageOverheads out;
   for (size_t p = 0; p < n; ++p) {
     if (!determined[p]) continue;
-    (names[p].first == 'r' ? out.run_ms : out.boundary_ms)[names[p].second] = std::max(0.0, x[p]);
+    auto& costs = names[p].first == 'r' ? out.run_ms : names[p].first == 'b' ? out.boundary_ms : out.next_stage_ms;
+    costs[names[p].second] = std::max(0.0, x[p]);
   }
   return out;
 }

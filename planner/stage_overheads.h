@@ -8,14 +8,17 @@
 // larger than the compute, so the runtime model of a frame that stops at exit m is
 //
 //   latency = sum_{i <= m} ( own_i + sum_{k < i reusing} u[k][i] )      compute and transfers
-//           + sum_{sub-graphs that run the frame}  run(p)                  dispatch
-//           + sum_{boundaries before stage m+1}    boundary(p)             hand-off
+//           + sum_{i <= m}                     run(p_i)                  dispatch
+//           + sum_{0 < i <= m, p_i != p_i-1}   boundary(p_i)             hand-off
+//           + sum_{0 < i <= m, p_i == p_i-1}   next_stage(p_i)           next stage, same thread
 //
-// own_i is the sum of stage i's sub-layer times (tau); a sub-graph is a run of consecutive stages
-// on one letter, p its processor (it computes all its stages before any of its exits decides, so
-// a frame that stops inside it pays for all of them; no transfer between its stages); a boundary
-// is each change of letter in the order, p the processor after it, paid only by the frames that
-// continue past it. run(p) is what running a sub-graph on p costs beyond its profiled operators
+// own_i is the sum of stage i's sub-layer times (tau); every stage is a sub-graph of its own, p_i
+// its processor (the partition cuts after each exit, also between stages on one letter, so a
+// frame that stops at exit m runs no later stage on any processor; no transfer counted between
+// stages on one letter); a boundary is each change of letter in the order, p the processor
+// after it, paid only by the frames that continue past it; next_stage(p) is the same for two
+// consecutive stages on p (one thread: the decided exit's commit, its next scheduling pass, the
+// copy of the features the next stage reads). run(p) is what running a sub-graph on p costs beyond its profiled operators
 // (binding, the backend's launch and finish); boundary(p) what the executor adds when the next
 // sub-graph is on p (commit and publish, p's thread waking up and claiming the frame).
 // Both are fitted from frames measured through the runtime one at a time (switch mode), per exit:
@@ -34,14 +37,18 @@ namespace co_up::planner {
 struct StageOverheads {
   std::map<char, double> run_ms;       // per processor letter; absent: 0
   std::map<char, double> boundary_ms;  // per processor letter after the boundary; absent: 0
+  // Per processor letter: the next stage on the same processor (its thread commits the decided
+  // exit, picks the next sub-graph and copies the features it reads); absent: 0.
+  std::map<char, double> next_stage_ms;
 
   double run(char p) const;
   double boundary(char p) const;
+  double next_stage(char p) const;
 };
 
 // The runtime model above for each exit m: the latency of a frame that stops there (ms).
 // `order[i]` is stage i's processor; costs.tau/reuse/transfer as in stage_latency_model.h.
-// Consecutive stages on one letter share a sub-graph (no hand-off). Throws InputError when the
+// Consecutive stages on one letter are sub-graphs on one thread (next_stage, no transfer). Throws InputError when the
 // order does not have one letter per stage.
 std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::string& order,
                                          const StageOverheads& overheads);
@@ -56,7 +63,7 @@ struct OverheadSample {
   double weight = 1;  // e.g. the number of frames behind the mean
 };
 
-// Weighted least squares of (measured - compute) = the sample's run and boundary costs, every
+// Weighted least squares of (measured - compute) = the sample's run, boundary and next-stage costs, every
 // unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
 // Letters whose cost the samples do not determine (e.g. two letters only ever seen together)
 // are absent from the result: the model cannot predict orders that use them.

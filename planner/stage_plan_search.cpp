@@ -199,7 +199,8 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
       for (double t : row) total += t;
     }
     const ExitOutcome outcome = table.evaluate(never);
-    c.latency_ms = total + (in.runtime ? in.runtime->run(o.letter) : 0.0);  // one sub-graph, no boundary
+    // The runtime model: every stage a sub-graph on one thread, one after another.
+    c.latency_ms = in.runtime ? runtime_exit_latency(candidate_costs(in, c), c.order, *in.runtime).back() : total;
     c.energy_mj = o.power_w >= 0 ? total * o.power_w : -1;
     c.accuracy = outcome.accuracy;
     c.exit_fraction = outcome.exit_fraction;
@@ -226,11 +227,31 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
   SeededRandom rng(in.seed);
   const size_t pop_size = static_cast<size_t>(std::max(in.population, 4));
   const size_t grid = in.threshold_grid.size();
+  // With the runtime model, consecutive stages may share a processor whose next-stage cost was
+  // fitted (early exits within one processor); otherwise orders are permutations (Eq. 8 lets a
+  // frame's stages run at once, which stages on one processor cannot).
+  std::string repeatable;
+  if (in.runtime) {
+    for (char l : letters) {
+      if (in.runtime->next_stage_ms.contains(l)) repeatable += l;
+    }
+  }
+  const auto order_allowed = [&](const std::string& order) {
+    for (size_t i = 1; i < order.size(); ++i) {
+      if (order[i] == order[i - 1] && repeatable.find(order[i]) == std::string::npos) return false;
+    }
+    return true;
+  };
   auto random_candidate = [&] {
     StageCandidate c;
     std::string perm = letters;
     for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
     c.order = perm.substr(0, m);
+    if (!repeatable.empty() && rng.unit() < 0.5) {
+      do {
+        for (char& l : c.order) l = letters[rng.below(letters.size())];
+      } while (!order_allowed(c.order));
+    }
     for (char l : c.order) {
       const std::vector<int> levels = levels_of(in, l);
       c.levels.push_back(levels[rng.below(levels.size())]);
@@ -245,6 +266,18 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
     StageCandidate c = s;
     c.source = "nsga2";
     if (population.size() < pop_size && seen.insert(key(c)).second) population.push_back(c);
+  }
+  // Every stage on one repeatable processor, with early exits: the plan a loaded multi-processor
+  // hand-off cannot beat on a small network. Seeded so that the search always weighs it.
+  for (char l : repeatable) {
+    for (size_t g = 0; g < grid && population.size() < pop_size; g += 2) {
+      StageCandidate c;
+      c.order.assign(m, l);
+      c.levels.assign(m, levels_of(in, l).back());
+      c.thresholds.assign(m - 1, in.threshold_grid[g]);
+      c.source = "nsga2";
+      if (seen.insert(key(c)).second) population.push_back(evaluate_with(in, table, c));
+    }
   }
   for (size_t tries = 0; population.size() < pop_size && tries < 100 * pop_size; ++tries) {
     StageCandidate c = random_candidate();
@@ -294,7 +327,12 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
         if (rng.unit() < mutation) {  // swap with another stage's processor, or an unused one
           const size_t j = rng.below(letters.size());
           const size_t at = child.order.find(letters[j]);
-          if (at != std::string::npos) {
+          std::string moved = child.order;
+          moved[i] = letters[j];
+          if (!repeatable.empty() && rng.unit() < 0.5 && order_allowed(moved)) {
+            child.order = moved;  // may now share a processor with a neighbour
+            child.levels[i] = levels_of(in, letters[j]).back();
+          } else if (at != std::string::npos) {
             std::swap(child.order[i], child.order[at]);
             std::swap(child.levels[i], child.levels[at]);
           } else {
@@ -310,7 +348,7 @@ StageSearchResult search_stage_mappings(const StageSearchInput& in) {
       for (size_t k = 0; k + 1 < m; ++k) {
         if (rng.unit() < mutation) child.thresholds[k] = in.threshold_grid[rng.below(grid)];
       }
-      if (!keys.insert(key(child)).second) continue;
+      if (!order_allowed(child.order) || !keys.insert(key(child)).second) continue;
       child.source = "nsga2";
       combined.push_back(evaluate_with(in, table, child));
       ++made;

@@ -55,7 +55,9 @@ struct StageSearchInput {
   // whole stages, as co_up's executor runs sub-graphs (stage_latency_model.h).
   bool whole_stages = false;
   // Set: the runtime model instead (stage_overheads.h): a frame's stages one after another, plus
-  // these dispatch and hand-off costs; whole_stages is then ignored.
+  // these dispatch and hand-off costs; whole_stages is then ignored. Orders may then repeat a
+  // letter on consecutive stages where its next-stage cost is known (early exits within one
+  // processor: each stage a sub-graph on its thread).
   std::optional<StageOverheads> runtime;
   uint64_t seed = 1;
   int generations = 60;
