@@ -100,6 +100,19 @@ class Hetero2Pipe final : public WorkloadPlanner {
                     ") beat the horizontal DP's start (" + best.note + ")";
       best = greedy;
     }
+    // Where processors share a backend, run-time balancing (whole networks with replicas) has no
+    // hand-offs and no bubbles; it is kept when predicted faster than the pipelines.
+    WorkloadPlan balanced = create_workload_planner("balanced")->plan(problem);
+    const bool has_replicas = std::any_of(balanced.replica_stages.begin(), balanced.replica_stages.end(),
+                                          [](const std::vector<size_t>& r) { return !r.empty(); });
+    if (has_replicas && balanced.predicted.throughput_fps > best.predicted.throughput_fps) {
+      char gain[64];
+      std::snprintf(gain, sizeof gain, "%+.1f %%", 100.0 * (balanced.predicted.throughput_fps /
+                                                                best.predicted.throughput_fps - 1));
+      balanced.note = "whole networks with replicas (run-time balancing) " + std::string(gain) +
+                      " over the pipelines (" + best.note + ")";
+      best = balanced;
+    }
     best.planner = "hetero2pipe";
     return best;
   }

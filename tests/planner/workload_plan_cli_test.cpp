@@ -91,7 +91,7 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
   const test::Exit x = run({"plan", "--workload=" + (dir_ / "w.json").string(), "--profile=" + (dir_ / "p.json").string(),
                             "--out=" + out.string()});
   ASSERT_EQ(x.code, 0) << x.out << x.err;
-  for (const char* name : {"alone-best", "band-greedy", "hetero2pipe-h", "hetero2pipe"}) {
+  for (const char* name : {"alone-best", "band-greedy", "balanced", "hetero2pipe-h", "hetero2pipe"}) {
     EXPECT_THAT(x.out, HasSubstr(std::string("\n") + name)) << x.out;
     const fs::path file = out / (std::string(name) + ".json");
     ASSERT_TRUE(fs::is_regular_file(file)) << file;

@@ -89,7 +89,7 @@ TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
   EXPECT_LE(std::stod(share[1]), 102);
   EXPECT_TRUE(std::regex_search(out, adjusted, std::regex("\nmeasured / \\(predicted x on CPU\\), the model's "
                                                           "error without the time other processes took: "
-                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, ")))
+                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, balanced [0-9.]+, ")))
       << out;
 }
 
