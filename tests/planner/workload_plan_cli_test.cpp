@@ -155,7 +155,7 @@ TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
                      "workload network 'det': order letter 'N' is not a processor of the profile (BLG)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "ordr": "B"}]})"),
                      "workload network 'det': unknown field 'ordr' (fields: name, graph, model, image_size, order, "
-                     "split, input, frames, rate, priority, batch)");
+                     "split, input, frames, rate, priority, batch, replicas)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "model": "m.onnx"}]})"),
                      "workload network 'det': both graph and model given; give exactly one of them");
   expect_input_error(plan_bad(R"({"networks": []})"), "workload has no networks; give at least one");

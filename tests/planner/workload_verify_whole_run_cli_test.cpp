@@ -67,7 +67,8 @@ TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
     // The plan's cuts refer to its own pipeline order of the processors.
     const planner::WorkloadProblem staged = planner::reorder_stages(problem, plan.stage_letters);
     const double whole =
-        planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, staged.simulation)
+        planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, staged.simulation,
+                          plan.replica_stages)
             .throughput_fps;
     std::smatch planned, row;
     const std::string out = x.out;
