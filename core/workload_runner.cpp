@@ -248,6 +248,9 @@ RunResult merge_replica_runs(std::vector<RunResult> runs, const std::vector<std:
   std::sort(events.begin(), events.end(),
             [](const profiler::Event& a, const profiler::Event& b) { return a.begin_ns < b.begin_ns; });
   m.events = std::move(events);
+  // A frame that finished before an earlier one was delivered, in order, when that one finished:
+  // its end (and so its latency) is the later of the two.
+  for (size_t g = 1; g < end.size(); ++g) end[g] = std::max(end[g], end[g - 1]);
   m.frame_start_ns = std::move(start);
   m.frame_end_ns = std::move(end);
   m.frames_completed = completed_in_order;

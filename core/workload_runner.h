@@ -50,7 +50,8 @@ struct WorkloadStreamSpec {
   // thread looks for work (at most one reserved and not yet started per executor), so a processor
   // that falls idle takes the frames another would have run. on_output still sees every request
   // once, in request order (outputs that finish early wait, copied, for the earlier ones); the
-  // result merges the executors' runs (sub-graphs numbered on, events' frames the network's).
+  // result merges the executors' runs (sub-graphs numbered on, events' frames the network's; a
+  // frame's end is when it was delivered, the later of its own end and the previous frame's).
   std::vector<Executor*> replicas;
 };
 
