@@ -1,7 +1,7 @@
 // Planning with replicas (run-time balancing): the simulator runs a replicated network's
 // requests whole on whichever of its stages frees first; the balanced planner replicates only
-// on stages of the same backend; hetero2pipe keeps the replicated plan when hand-offs make the
-// pipelines slower, and its pipelines otherwise.
+// on stages of the same backend; hetero2pipe keeps the replicated plan unless its pipelines are
+// predicted clearly faster.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -79,7 +79,7 @@ TEST(WorkloadReplicasPlan, BalancedReplicatesOnlyOnStagesOfTheSameBackend) {
   }
 }
 
-TEST(WorkloadReplicasPlan, Hetero2PipeKeepsReplicasWhenHandOffsDominateAndPipelinesOtherwise) {
+TEST(WorkloadReplicasPlan, Hetero2PipeKeepsReplicasUnlessPipelinesArePredictedClearlyFaster) {
   // Expensive hand-offs (300 us per cut, 3 layers' worth): whole networks with replicas win.
   const WorkloadPlan costly = create_workload_planner("hetero2pipe")->plan(problem(300, {"cpu", "cpu"}));
   bool replicated = false;
@@ -87,6 +87,24 @@ TEST(WorkloadReplicasPlan, Hetero2PipeKeepsReplicasWhenHandOffsDominateAndPipeli
   EXPECT_TRUE(replicated) << costly.note;
   const WorkloadPlan pipelines = create_workload_planner("hetero2pipe-h")->plan(problem(300, {"cpu", "cpu"}));
   EXPECT_GT(costly.predicted.throughput_fps, pipelines.predicted.throughput_fps);
+  // No hand-off cost at all on equal stages: the pipelines are predicted no faster than whole
+  // networks that never wait (within what pipelines lose to waiting): replicas.
+  const WorkloadPlan free = create_workload_planner("hetero2pipe")->plan(problem(0, {"cpu", "cpu"}));
+  bool free_replicated = false;
+  for (const auto& r : free.replicas) free_replicated = free_replicated || !r.empty();
+  EXPECT_TRUE(free_replicated) << free.note;
+  // Layers that each stage runs 4x faster than the other: the pipelines are predicted far faster
+  // than any whole-network plan and are kept.
+  WorkloadProblem affine = problem(0, {"cpu", "cpu"});
+  for (NetworkCosts& c : affine.networks) {
+    const uint32_t n = c.layers();
+    for (uint32_t l = 0; l < n; ++l) {
+      c.layer_us[0][l] = l < n / 2 ? 50.0 : 200.0;
+      c.layer_us[1][l] = l < n / 2 ? 200.0 : 50.0;
+    }
+  }
+  const WorkloadPlan split = create_workload_planner("hetero2pipe")->plan(affine);
+  for (const auto& r : split.replicas) EXPECT_TRUE(r.empty()) << split.note;
   // Without a shared backend there is nothing to replicate: the pipelines' plan, as before.
   const WorkloadPlan different = create_workload_planner("hetero2pipe")->plan(problem(300, {"cpu", "gpu"}));
   for (const auto& r : different.replicas) EXPECT_TRUE(r.empty()) << different.note;
