@@ -249,8 +249,10 @@ def main():
                  for m in re.finditer(r"^(\S+)\s+([0-9.]+) fps aggregate", plan_text, re.M)}
     planned = read_json(f"{out}/plans/hetero2pipe.json")
     print(f"planned: co_up profile --workload --processors=BL --repetitions=6, then co_up plan --workload "
-          f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s; "
-          "orders " + ", ".join(f"{n['name']} {n['order']}" for n in planned["networks"]))
+          f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s "
+          f"(balanced {predicted.get('balanced', 0):.2f}, hetero2pipe-h {predicted.get('hetero2pipe-h', 0):.2f}); "
+          "orders " + ", ".join(f"{n['name']} {'|'.join([n['order']] + n.get('replicas', []))}"
+                                for n in planned["networks"]))
 
     # Arrangements without a planner, for comparison.
     alone, split = [], []
@@ -258,7 +260,7 @@ def main():
         alone.append(network(n, ("B" if i % 2 == 0 else "L") * layers[n]))
         h = layers[n] // 2
         split.append(network(n, "B" * h + "L" * (layers[n] - h)))
-    files = {"planned": f"{out}/plans/hetero2pipe.json", "balanced": f"{out}/plans/balanced.json",
+    files = {"planned": f"{out}/plans/hetero2pipe.json", "pipelines": f"{out}/plans/hetero2pipe-h.json",
              "alone-per-processor": write_workload("alone", alone), "split-pipelines": write_workload("split", split)}
     for n in nets:
         files["B-" + n] = write_workload("b_" + n, [network(n, "B" * layers[n])])
@@ -319,13 +321,13 @@ def main():
         return res, total * 1000 / (t1 - t0), others
 
     # Throughput: rounds of every arrangement, forward on odd rounds and reversed on even ones.
-    configs = ["baseline", "planned", "balanced", "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
+    configs = ["baseline", "planned", "pipelines", "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
     fps = {c: [] for c in configs}
     ratio = {c: [] for c in configs}
     others = {c: [] for c in configs}
     cpu_share = {c: [] for c in configs}
     busy = {}
-    losses = {"planned": [], "balanced": []}  # per round: where the arrangement loses against 2.0x
+    losses = {"planned": [], "pipelines": []}  # per round: where the arrangement loses against 2.0x
     for r in range(1, rounds + 1):
         order = configs if r % 2 else configs[::-1]
         got, profs, alone_ms, alone_cpu_ms = {}, {}, {}, {}
@@ -364,7 +366,7 @@ def main():
 
     names = {"baseline": "one after another, each alone on B (baseline)",
              "planned": "planned (co_up plan --workload: hetero2pipe)",
-             "balanced": "balanced (co_up plan --workload: whole networks with replicas on B and L)",
+             "pipelines": "pipelines, no replicas (co_up plan --workload: hetero2pipe-h)",
              "alone-per-processor": "each network whole, B and L alternately",
              "split-pipelines": "each network first half B, second half L",
              "ort": "ONNX Runtime: one session per network, 1 intra-op thread, side by side"}
@@ -388,7 +390,7 @@ def main():
     print()
     print_losses(losses, rounds)
     print()
-    for c, planner in (("planned", "hetero2pipe"), ("balanced", "balanced")):
+    for c, planner in (("planned", "hetero2pipe"), ("pipelines", "hetero2pipe-h")):
         if predicted.get(planner):
             per_round = [f / predicted[planner] for f in fps[c]]
             print(f"prediction ({planner}, co_up plan --workload): {predicted[planner]:.2f} requests/s; measured / "
