@@ -92,6 +92,10 @@ void check_fields(Workload& w, const std::vector<bool>& named, Orders orders) {
       }
       if (r == n.order) refuse(n, "replicas: order '" + r + "' is the network's own order; give other orders");
     }
+    if (!n.replicas.empty() && w.mode == Mode::kSwitch) {
+      refuse(n, "replicas run a network's requests side by side, which mode switch (one frame at a time) "
+                "forbids; use mode pipeline or drop the replicas");
+    }
     if (n.rate && !(*n.rate > 0)) {
       refuse(n, "rate " + number_text(*n.rate) +
                     " must be > 0 requests per second (leave it out to run as fast as possible)");

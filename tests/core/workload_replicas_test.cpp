@@ -282,6 +282,10 @@ TEST(WorkloadReplicasTest, TheWorkloadFileNamesReplicasAndRefusesBadOnes) {
   const std::string letters = message(R"({"networks": [{"name": "a", "graph": "squeezenet", "order": "BB",
                                            "replicas": ["B?"]}]})");
   EXPECT_NE(letters.find("replicas: order 'B?'"), std::string::npos) << letters;
+  const std::string switched = message(R"({"mode": "switch", "networks": [{"name": "a", "graph": "squeezenet",
+                                            "order": "BB", "replicas": ["LL"]}]})");
+  EXPECT_NE(switched.find("workload network 'a': replicas run a network's requests side by side"), std::string::npos)
+      << switched;
   const std::string type = message(R"({"networks": [{"name": "a", "graph": "squeezenet", "order": "BB",
                                         "replicas": 3}]})");
   EXPECT_NE(type.find("field replicas"), std::string::npos) << type;
