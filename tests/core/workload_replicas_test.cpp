@@ -217,7 +217,9 @@ TEST(WorkloadReplicasTest, AnIdleProcessorTakesTheFramesOfABusyOne) {
   if (host_platform().find('L') == nullptr) GTEST_SKIP() << "needs two CPU clusters (2+ cores)";
   // Two networks whole on B, one of them replicated on L: without the replica L has nothing to
   // do; with it, L runs a good share of that network's requests.
-  std::vector<Net> nets = {make_net("squeeze", "squeezenet", 3), make_net("mobile", "mobilenet", 4)};
+  // squeeze at 64x64 takes longer per frame than mobile at 32x32, so B, alternating the two
+  // (oldest first), could run only a minority of mobile's requests even with no help from L.
+  std::vector<Net> nets = {make_net("squeeze", "squeezenet", 3, 64), make_net("mobile", "mobilenet", 4)};
   nets[0].order = std::string(nets[0].graph.layer_count(), 'B');
   nets[1].order = std::string(nets[1].graph.layer_count(), 'B');
   nets[1].replicas = {std::string(nets[1].graph.layer_count(), 'L')};
