@@ -117,6 +117,75 @@ def spread(v):
     return f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]" if v else "n/a"
 
 
+def loss_breakdown(prof, alone_ms, alone_cpu_ms):
+    """Where a two-processor run loses against 2.0x the one-core baseline, in processor units of
+    the run's window W: 2.0 - T1/W = (bubble + idle) / W + (busy - T1) / W, T1 the baseline's
+    one-core time for the same requests (its runs' walls in the same round). busy includes the
+    hand-offs' transfer events; `handoff` is those alone (the copies between sub-graphs, not the
+    input and output copies)."""
+    w = prof["wall_ms"]
+    t1 = sum(alone_ms.values())
+    procs = {p["letter"]: p for p in prof["processors"]}
+    busy = sum(p["busy_ms"] for p in procs.values())
+    waiting = sum(p["bubble_ms"] + p["idle_ms"] for p in procs.values())
+    handoff_ns, handoffs = 0, 0
+    by_network = {}
+    for n in prof["networks"]:
+        pr = n["profile"]
+        for e in pr["events"]:
+            if e.get("kind") == "transfer" and isinstance(e.get("to"), int) and e["to"] != e["subgraph"] \
+                    and e["to"] < len(pr["subgraphs"]):
+                handoff_ns += e["end_ns"] - e["begin_ns"]
+                handoffs += 1
+    for p in procs.values():
+        for name, ms in p["busy_ms_by_network"].items():
+            by_network[name] = by_network.get(name, 0.0) + ms
+    # The tail: from the end of the last sub-graph run of the processor that finished first to
+    # the run's end (the other one was still working).
+    last_end = {}
+    for n in prof["networks"]:
+        pr = n["profile"]
+        for e in pr["events"]:
+            letter = pr["subgraphs"][e["subgraph"]]["processor"]
+            last_end[letter] = max(last_end.get(letter, 0), e["end_ns"])
+    tail_ms = (max(last_end.values()) - min(last_end.values())) / 1e6 if len(last_end) > 1 else 0.0
+    b, l = procs.get("B", {}).get("busy_ms", 0.0), procs.get("L", {}).get("busy_ms", 0.0)
+    # The same extra work counted in the processor threads' CPU time, which time taken by other
+    # processes does not inflate (a memory stall does): co-run slowdown plus hand-offs.
+    cpu = sum(p.get("run_cpu_ms", 0) for p in procs.values())
+    cpu_alone = sum(alone_cpu_ms.values())
+    return {"x": t1 / w, "waiting": waiting / w, "inflation": (busy - t1) / w,
+            "extra_cpu_pct": 100 * (cpu / cpu_alone - 1) if cpu_alone > 0 else float("nan"),
+            "handoff": handoff_ns / 1e6 / w, "handoff_us": handoff_ns / 1e3 / handoffs if handoffs else 0.0,
+            "handoffs": handoffs, "imbalance_pct": 100 * (b - l) / w, "tail_ms": tail_ms, "wall_ms": w,
+            "work_x": {name: by_network.get(name, 0.0) / ms for name, ms in alone_ms.items()}}
+
+
+def print_losses(losses, rounds):
+    print(f"Where the two-processor arrangements lose against 2.0x (median [min-max] over {rounds} rounds, in "
+          f"processors of the run's window W: 2.0 - x = waiting + inflation): waiting = bubble + idle of B and L / W; "
+          f"inflation = (busy of B and L - the baseline's one-core time for the same requests) / W, i.e. co-run "
+          f"slowdown plus hand-offs; hand-off = the transfer events between sub-graphs / W (and per hand-off); "
+          f"B - L = busy time difference / W; tail = how long one processor had nothing left while the other "
+          f"finished; extra CPU = the processor threads' CPU time in their runs / the baseline's - 1 (the "
+          f"inflation without the time other processes took); work x = a network's busy time on B and L / its "
+          f"one-core time alone.")
+    print()
+    print("| arrangement | x baseline | waiting | inflation | of which hand-offs | us per hand-off | extra CPU | B - L | "
+          "tail ms | work x per network |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for c, rows in losses.items():
+        if not rows:
+            continue
+        nets = rows[0]["work_x"].keys()
+        work = ", ".join(f"{n} {statistics.median([r['work_x'][n] for r in rows]):.2f}" for n in nets)
+        print(f"| {c} | {spread([r['x'] for r in rows])} | {spread([r['waiting'] for r in rows])} | "
+              f"{spread([r['inflation'] for r in rows])} | {spread([r['handoff'] for r in rows])} | "
+              f"{spread([r['handoff_us'] for r in rows])} | {spread([r['extra_cpu_pct'] for r in rows])} % | "
+              f"{spread([r['imbalance_pct'] for r in rows])} % | "
+              f"{spread([r['tail_ms'] for r in rows])} | {work} |")
+
+
 def main():
     build, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rounds = int(os.environ.get("ROUNDS", "3"))
@@ -180,8 +249,10 @@ def main():
                  for m in re.finditer(r"^(\S+)\s+([0-9.]+) fps aggregate", plan_text, re.M)}
     planned = read_json(f"{out}/plans/hetero2pipe.json")
     print(f"planned: co_up profile --workload --processors=BL --repetitions=6, then co_up plan --workload "
-          f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s; "
-          "orders " + ", ".join(f"{n['name']} {n['order']}" for n in planned["networks"]))
+          f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s "
+          f"(balanced {predicted.get('balanced', 0):.2f}, hetero2pipe-h {predicted.get('hetero2pipe-h', 0):.2f}); "
+          "orders " + ", ".join(f"{n['name']} {'|'.join([n['order']] + n.get('replicas', []))}"
+                                for n in planned["networks"]))
 
     # Arrangements without a planner, for comparison.
     alone, split = [], []
@@ -189,8 +260,8 @@ def main():
         alone.append(network(n, ("B" if i % 2 == 0 else "L") * layers[n]))
         h = layers[n] // 2
         split.append(network(n, "B" * h + "L" * (layers[n] - h)))
-    files = {"planned": f"{out}/plans/hetero2pipe.json", "alone-per-processor": write_workload("alone", alone),
-             "split-pipelines": write_workload("split", split)}
+    files = {"planned": f"{out}/plans/hetero2pipe.json", "pipelines": f"{out}/plans/hetero2pipe-h.json",
+             "alone-per-processor": write_workload("alone", alone), "split-pipelines": write_workload("split", split)}
     for n in nets:
         files["B-" + n] = write_workload("b_" + n, [network(n, "B" * layers[n])])
 
@@ -250,21 +321,24 @@ def main():
         return res, total * 1000 / (t1 - t0), others
 
     # Throughput: rounds of every arrangement, forward on odd rounds and reversed on even ones.
-    configs = ["baseline", "planned", "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
+    configs = ["baseline", "planned", "pipelines", "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
     fps = {c: [] for c in configs}
     ratio = {c: [] for c in configs}
     others = {c: [] for c in configs}
     cpu_share = {c: [] for c in configs}
     busy = {}
+    losses = {"planned": [], "pipelines": []}  # per round: where the arrangement loses against 2.0x
     for r in range(1, rounds + 1):
         order = configs if r % 2 else configs[::-1]
-        got = {}
+        got, profs, alone_ms, alone_cpu_ms = {}, {}, {}, {}
         for c in order:
             if c == "baseline":
                 ms, oth, share = 0.0, [], []
                 for n in nets:
                     prof, o = run_co_up(files["B-" + n], f"r{r}_b_{n}")
                     ms += prof["wall_ms"]
+                    alone_ms[n] = prof["wall_ms"]
+                    alone_cpu_ms[n] = sum(p.get("run_cpu_ms", 0) for p in prof["processors"])
                     oth.append(o)
                     share.append(on_cpu(prof))
                 got[c], o = total * 1000 / ms, statistics.mean(oth)
@@ -273,6 +347,7 @@ def main():
                 _, got[c], o = run_ort(f"r{r}")
             else:
                 prof, o = run_co_up(files[c], f"r{r}_{c}")
+                profs[c] = prof
                 got[c] = prof["aggregate_requests_per_s"]
                 cpu_share[c].append(on_cpu(prof))
                 if c == "planned":
@@ -281,6 +356,9 @@ def main():
             others[c].append(o)
             record(kind="throughput", round=r, config=c, fps=got[c], others_cores=o,
                    on_cpu=cpu_share[c][-1] if cpu_share[c] and c != "ort" else None)
+        for c in losses:
+            losses[c].append(loss_breakdown(profs[c], alone_ms, alone_cpu_ms))
+            record(kind="loss", round=r, config=c, **losses[c][-1])
         for c in configs:
             fps[c].append(got[c])
             ratio[c].append(got[c] / got["baseline"])
@@ -288,6 +366,7 @@ def main():
 
     names = {"baseline": "one after another, each alone on B (baseline)",
              "planned": "planned (co_up plan --workload: hetero2pipe)",
+             "pipelines": "pipelines, no replicas (co_up plan --workload: hetero2pipe-h)",
              "alone-per-processor": "each network whole, B and L alternately",
              "split-pipelines": "each network first half B, second half L",
              "ort": "ONNX Runtime: one session per network, 1 intra-op thread, side by side"}
@@ -308,9 +387,16 @@ def main():
     if busy:
         print("planned: processor utilisation " + ", ".join(f"{k} {spread([100 * u for u in v])} %"
                                                               for k, v in busy.items()))
-    print(f"planner's prediction for the planned arrangement: {predicted.get('hetero2pipe', 0):.2f} requests/s; "
-          f"measured / predicted {spread([f / predicted['hetero2pipe'] for f in fps['planned']])}"
-          if predicted.get("hetero2pipe") else "")
+    print()
+    print_losses(losses, rounds)
+    print()
+    for c, planner in (("planned", "hetero2pipe"), ("pipelines", "hetero2pipe-h")):
+        if predicted.get(planner):
+            per_round = [f / predicted[planner] for f in fps[c]]
+            print(f"prediction ({planner}, co_up plan --workload): {predicted[planner]:.2f} requests/s; measured / "
+                  f"predicted per round: " + ", ".join(f"r{i + 1} {v:.2f} ({100 * (v - 1):+.0f} %)"
+                                                       for i, v in enumerate(per_round)) +
+                  f"; median {spread(per_round)}")
 
     # Latency at LOAD % of the planned arrangement's capacity (its median measured throughput),
     # every network at an equal share of the rate; the same rates for ONNX Runtime.

@@ -162,6 +162,11 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
     s.batch = n.batch;
     s.input_sets = inputs[i];
     s.plan_rank = [&ranks, i](uint64_t frame) { return ranks.rank(i, frame); };
+    for (const std::string& replica : n.replicas) {
+      executors.push_back(std::make_unique<Executor>(
+          devices.place(*graphs[i], replica, platform, registry), options, share));
+      s.replicas.push_back(executors.back().get());
+    }
     specs.push_back(std::move(s));
   }
   WorkloadRunner runner(std::move(specs), workload.policy);

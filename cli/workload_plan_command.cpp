@@ -54,7 +54,10 @@ Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& pl
   out.policy = GroupPolicy::kPlan;
   out.plan.clear();
   for (size_t i : plan.sequence) out.plan.push_back(spec.networks[i].name);
-  for (size_t i = 0; i < out.networks.size(); ++i) out.networks[i].order = plan.orders[i];
+  for (size_t i = 0; i < out.networks.size(); ++i) {
+    out.networks[i].order = plan.orders[i];
+    out.networks[i].replicas = i < plan.replicas.size() ? plan.replicas[i] : std::vector<std::string>{};
+  }
   return out;
 }
 
@@ -92,7 +95,9 @@ double predict_whole_run(const planner::WorkloadProblem& problem, const planner:
   planner::SimulationSettings settings = staged.simulation;
   settings.whole_run = true;
   settings.cycles = static_cast<int>(std::min<uint64_t>(frames, 1u << 20));
-  return planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, settings).throughput_fps;
+  return planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, settings,
+                           plan.replica_stages)
+      .throughput_fps;
 }
 
 }  // namespace
@@ -169,7 +174,13 @@ int run_workload_plan_command(const Options& o) {
     std::string sequence;
     for (size_t i : plan.sequence) sequence += (sequence.empty() ? "" : " ") + spec.networks[i].name;
     out << "    request order: " << sequence << "\n";
-    for (size_t i : plan.sequence) out << "    " << padded(spec.networks[i].name, 16) << plan.orders[i] << "\n";
+    for (size_t i : plan.sequence) {
+      out << "    " << padded(spec.networks[i].name, 16) << plan.orders[i];
+      if (i < plan.replicas.size()) {
+        for (const std::string& r : plan.replicas[i]) out << " | " << r;
+      }
+      out << "\n";
+    }
     if (!files.empty()) out << "    written: " << files[p].string() << "\n";
     if (plan.planner == "alone-best" || plan.planner == "band-greedy") {
       if (plan.predicted.throughput_fps > best_baseline) {

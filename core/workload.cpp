@@ -84,6 +84,18 @@ void check_fields(Workload& w, const std::vector<bool>& named, Orders orders) {
         refuse(n, std::string("order: ") + e.what());
       }
     }
+    for (const std::string& r : n.replicas) {
+      try {
+        check_order_letters(r);
+      } catch (const InputError& e) {
+        refuse(n, "replicas: order '" + r + "': " + e.what());
+      }
+      if (r == n.order) refuse(n, "replicas: order '" + r + "' is the network's own order; give other orders");
+    }
+    if (!n.replicas.empty() && w.mode == Mode::kSwitch) {
+      refuse(n, "replicas run a network's requests side by side, which mode switch (one frame at a time) "
+                "forbids; use mode pipeline or drop the replicas");
+    }
     if (n.rate && !(*n.rate > 0)) {
       refuse(n, "rate " + number_text(*n.rate) +
                     " must be > 0 requests per second (leave it out to run as fast as possible)");
@@ -134,13 +146,22 @@ void read_network_field(WorkloadNetwork& n, const std::string& key, const nlohma
     else if (key == "frames") n.frames = static_cast<uint64_t>(json_integer(v, where, 1, kMaxFrames));
     else if (key == "priority") n.priority = static_cast<int>(json_integer(v, where, -1000000, 1000000));
     else if (key == "batch") n.batch = static_cast<uint32_t>(json_integer(v, where, 1, 4096));
-    else if (key == "rate") {
+    else if (key == "replicas") {
+      if (v.is_string()) {  // the short form: orders separated by '/'
+        std::stringstream orders(v.get<std::string>());
+        for (std::string o; std::getline(orders, o, '/');) n.replicas.push_back(o);
+      } else if (v.is_array()) {
+        for (size_t i = 0; i < v.size(); ++i) n.replicas.push_back(json_string(v[i], json_index(where, i)));
+      } else {
+        throw InputError(where + " = " + json_shown(v) + " must be an array of orders");
+      }
+    } else if (key == "rate") {
       if (!v.is_number()) throw InputError(where + " = " + json_shown(v) + " must be a number");
       n.rate = v.get<double>();
     } else {
       throw InputError("unknown field '" + key +
                        "' (fields: name, graph, model, image_size, order, split, input, frames, "
-                       "rate, priority, batch)");
+                       "rate, priority, batch, replicas)");
     }
   } catch (const InputError& e) {
     refuse(n, e.what());
@@ -295,31 +316,61 @@ std::string workload_json(const Workload& w) {
     if (n.rate) o["rate"] = *n.rate;  // written to the shortest text that reads back the same double
     o["priority"] = n.priority;
     o["batch"] = n.batch;
+    if (!n.replicas.empty()) o["replicas"] = n.replicas;
     root["networks"].push_back(std::move(o));
   }
   return root.dump(2) + "\n";
 }
 
+namespace {
+
+// The order's length and letters (`field` names it in messages: "order", "replicas: order").
+void check_network_order(const WorkloadNetwork& network, const std::string& order, const graph::Graph& graph,
+                         const Platform& platform, const PluginRegistry& plugins, const std::string& field);
+
+}  // namespace
+
 void check_workload_network(const WorkloadNetwork& network, const graph::Graph& graph,
                             const Platform& platform, const PluginRegistry& plugins) {
-  const std::string& order = network.order;
+  check_network_order(network, network.order, graph, platform, plugins, "order");
+  for (const std::string& replica : network.replicas) {
+    check_network_order(network, replica, graph, platform, plugins, "replicas: order");
+    for (size_t l = 0; l < replica.size(); ++l) {
+      const auto own = find_backend_plugin(*platform.find(network.order[l]), plugins);
+      const auto other = find_backend_plugin(*platform.find(replica[l]), plugins);
+      if (own != other) {
+        refuse(network, "replicas: order '" + replica + "' runs layer " + std::to_string(l) + " on '" +
+                            std::string(1, replica[l]) + "', another backend than '" +
+                            std::string(1, network.order[l]) +
+                            "' of its order; a replica must compute the same bits (same backend per layer)");
+      }
+    }
+  }
+}
+
+namespace {
+
+void check_network_order(const WorkloadNetwork& network, const std::string& order, const graph::Graph& graph,
+                         const Platform& platform, const PluginRegistry& plugins, const std::string& field) {
   if (order.size() != graph.layer_count()) {
-    refuse(network, "order '" + order + "' has " + std::to_string(order.size()) + " letters for " +
+    refuse(network, field + " '" + order + "' has " + std::to_string(order.size()) + " letters for " +
                         std::to_string(graph.layer_count()) + " layers; give one letter per layer");
   }
   for (char letter : order) {
     const ProcessorSpec* spec = platform.find(letter);
     if (spec == nullptr) {
-      refuse(network, "order letter '" + std::string(1, letter) + "' is not a processor of platform '" +
+      refuse(network, field + " letter '" + std::string(1, letter) + "' is not a processor of platform '" +
                           platform.name + "'");
     }
     if (find_backend_plugin(*spec, plugins) == nullptr) {
-      refuse(network, "order letter '" + std::string(1, letter) + "' (" + spec->name +
+      refuse(network, field + " letter '" + std::string(1, letter) + "' (" + spec->name +
                           ") has no backend plugin loaded (needs " + backend_choices(*spec) +
                           "; see --list-plugins)");
     }
   }
 }
+
+}  // namespace
 
 Placement SharedDevices::place(const graph::Graph& graph, const std::string& order,
                               const Platform& platform, const PluginRegistry& plugins) {

@@ -4,13 +4,13 @@
 // JSON (the contract with `co_up plan`, docs/multi_network.md):
 //   {"mode": "pipeline"|"switch", "policy": "oldest"|"priority"|"plan", "plan": ["a","b","a"],
 //    "networks": [{"name", "graph" | "model", "image_size", "order", "split", "input", "frames",
-//                  "rate", "priority", "batch"}]}
+//                  "rate", "priority", "batch", "replicas": ["ORDER", ...]}]}
 // "plan" (optional, policy "plan"): the order in which requests of the named networks enter, one
 // entry per request, repeated as a cycle; absent: one request of each network in turn.
 //
 // Short form: groups separated by ';'. A network group is GRAPH[:ORDER][:key=value...], GRAPH a
 // zoo name or an ONNX file (ending in .onnx); keys: name, frames, rate, priority, image_size,
-// split (its UNIT:PARTS written UNIT/PARTS), input, batch. A group of the form key=value sets
+// split (its UNIT:PARTS written UNIT/PARTS), input, batch, replicas (orders separated by '/'). A group of the form key=value sets
 // mode, policy or plan (names separated by ','). Example:
 //   resnet50:BBLL:frames=500;squeezenet:LLLL:rate=30;policy=priority
 //
@@ -45,6 +45,11 @@ struct WorkloadNetwork {
   std::optional<double> rate;  // requests per second, evenly spaced; absent: as fast as possible
   int priority = 0;
   uint32_t batch = 1;  // requests per frame (zoo graphs only): the graph is built for this batch
+  // Run-time balancing: more orders of the same network, each run by its own executor; every
+  // request runs on exactly one of `order` and these, the one whose processor looks for work
+  // first (core/workload_runner.h). Each layer must use the same backend as under `order`, so that
+  // every order computes the same bits.
+  std::vector<std::string> replicas;
 
   bool operator==(const WorkloadNetwork&) const = default;
 };

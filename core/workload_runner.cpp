@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
@@ -41,6 +44,16 @@ class WorkloadRunner::Stream final : public FrameStream {
 
   void start(int64_t start_ns) {
     start_ = start_ns;
+    {
+      std::lock_guard lock(take_mutex_);
+      taken_ = 0;
+    }
+    {
+      std::lock_guard lock(order_mutex_);
+      next_delivered_ = 0;
+      done_.clear();
+      waiting_.clear();
+    }
     admitted_.store(0, std::memory_order_relaxed);
     closed_.store(false, std::memory_order_relaxed);
     if (!spec_.rate) {  // as fast as possible: everything admitted from the start
@@ -76,6 +89,42 @@ class WorkloadRunner::Stream final : public FrameStream {
   }
   void frames_completed(uint64_t) override {}
 
+  // Replicas: the next admitted frame nobody took yet, or nullopt.
+  std::optional<uint64_t> take() {
+    std::lock_guard lock(take_mutex_);
+    if (taken_ >= admitted()) return std::nullopt;
+    return taken_++;
+  }
+  bool all_taken() {
+    std::lock_guard lock(take_mutex_);
+    return taken_ >= batches_;
+  }
+  // Replicas: outputs in frame order. A frame's outputs go straight through when every earlier
+  // frame completed; otherwise they are copied and wait for completed() to reach them.
+  void ordered_output(uint64_t frame, uint32_t output, std::span<const float> values) {
+    std::lock_guard lock(order_mutex_);
+    if (frame == next_delivered_) {
+      this->output(frame, output, values);
+    } else {
+      waiting_[frame].emplace_back(output, std::vector<float>(values.begin(), values.end()));
+    }
+  }
+  void completed(uint64_t frame) {
+    std::lock_guard lock(order_mutex_);
+    done_.insert(frame);
+    while (done_.erase(next_delivered_) > 0) {
+      ++next_delivered_;
+      auto it = waiting_.find(next_delivered_);
+      if (it == waiting_.end()) continue;
+      for (const auto& [output, values] : it->second) this->output(next_delivered_, output, values);
+      waiting_.erase(it);
+    }
+  }
+  uint64_t completed_in_order() {
+    std::lock_guard lock(order_mutex_);
+    return next_delivered_;
+  }
+
  private:
   const WorkloadStreamSpec& spec_;
   const uint32_t batch_;
@@ -84,6 +133,58 @@ class WorkloadRunner::Stream final : public FrameStream {
   int64_t start_ = 0;
   std::atomic<uint64_t> admitted_{0};
   std::atomic<bool> closed_{false};
+  std::mutex take_mutex_;
+  uint64_t taken_ = 0;  // guarded by take_mutex_
+  std::mutex order_mutex_;  // guards the three below
+  uint64_t next_delivered_ = 0;
+  std::set<uint64_t> done_;
+  std::map<uint64_t, std::vector<std::pair<uint32_t, std::vector<float>>>> waiting_;
+};
+
+// One executor of a replicated network: its frames are the network's frames it reserved, in the
+// order it reserved them (so each executor still sees its own frames 0, 1, 2, ...).
+class WorkloadRunner::Replica final : public FrameStream {
+ public:
+  explicit Replica(Stream& stream) : stream_(stream), frame_of_(stream.batches()) {}
+
+  // The network's frame behind this executor's `frame` (reserved: frame < admitted()).
+  uint64_t network_frame(uint64_t frame) const { return frame_of_[frame]; }
+  uint64_t reserved() const {
+    std::lock_guard lock(mutex_);
+    return reserved_;
+  }
+
+  // Reserves one more frame only when the executor started every frame it has: the thread that
+  // asks is looking for work, and a frame reserved here is one the other processors cannot take.
+  uint64_t admitted() const override {
+    std::lock_guard lock(mutex_);
+    if (reserved_ == started_.load(std::memory_order_acquire)) {
+      if (const std::optional<uint64_t> f = stream_.take()) frame_of_[reserved_++] = *f;
+    }
+    return reserved_;
+  }
+  // Read before admitted() (FrameStream): once every frame is taken, none comes after.
+  bool closed() const override { return stream_.closed() && stream_.all_taken(); }
+  const float* input(uint64_t frame, uint32_t input) override {
+    uint64_t started = started_.load(std::memory_order_relaxed);
+    while (started < frame + 1 && !started_.compare_exchange_weak(started, frame + 1)) {
+    }
+    return stream_.input(frame_of_[frame], input);
+  }
+  void output(uint64_t frame, uint32_t output, std::span<const float> values) override {
+    stream_.ordered_output(frame_of_[frame], output, values);
+  }
+  void frames_completed(uint64_t completed) override {
+    for (; counted_ < completed; ++counted_) stream_.completed(frame_of_[counted_]);
+  }
+
+ private:
+  Stream& stream_;
+  mutable std::mutex mutex_;  // guards reserved_ and the entries of frame_of_ it writes
+  mutable uint64_t reserved_ = 0;
+  mutable std::vector<uint64_t> frame_of_;  // sized once: never reallocated while read
+  std::atomic<uint64_t> started_{0};
+  uint64_t counted_ = 0;  // frames_completed runs under the group's scheduling lock
 };
 
 WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy)
@@ -94,8 +195,71 @@ WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPol
     }
     if (s.rate && !(*s.rate > 0)) throw InputError("a workload stream's rate must be > 0");
     streams_.push_back(std::make_unique<Stream>(s));
+    for (const Executor* e : s.replicas) {
+      if (e == nullptr || e == s.executor) throw InputError("a workload stream's replicas must be other executors");
+    }
   }
+  replicas_.resize(specs_.size());
 }
+
+namespace {
+
+// One network's run from its executors' runs (`executor` first, then the replicas): frames in
+// the network's numbering, sub-graphs numbered on from one executor to the next.
+RunResult merge_replica_runs(std::vector<RunResult> runs, const std::vector<std::vector<uint64_t>>& frame_of,
+                             uint64_t completed_in_order, uint64_t requested) {
+  RunResult merged = std::move(runs.front());
+  profiler::RunProfile& m = merged.profile;
+  std::vector<int64_t> start(completed_in_order, 0), end(completed_in_order, 0);
+  std::vector<profiler::Event> events;
+  uint32_t offset = 0;
+  bool interrupted = false;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const profiler::RunProfile& p = k == 0 ? m : runs[k].profile;
+    interrupted = interrupted || p.interrupted;
+    for (size_t f = 0; f < p.frame_end_ns.size(); ++f) {
+      const uint64_t g = frame_of[k][f];
+      if (g < completed_in_order) {
+        start[g] = p.frame_start_ns[f];
+        end[g] = p.frame_end_ns[f];
+      }
+    }
+    for (profiler::Event e : p.events) {
+      e.subgraph += offset;
+      if (e.kind == profiler::EventKind::kTransfer && e.peer != UINT32_MAX) e.peer += offset;
+      e.frame = frame_of[k][e.frame];
+      events.push_back(e);
+    }
+    if (k > 0) {
+      for (profiler::SubGraphInfo info : p.subgraphs) {
+        info.index += offset;
+        m.subgraphs.push_back(info);
+      }
+      for (const profiler::ProcessorInfo& info : p.processors) {
+        const bool known = std::any_of(m.processors.begin(), m.processors.end(),
+                                       [&](const profiler::ProcessorInfo& q) { return q.letter == info.letter; });
+        if (!known) m.processors.push_back(info);
+      }
+      m.receivers.insert(m.receivers.end(), p.receivers.begin(), p.receivers.end());
+      m.order += "|" + p.order;
+    }
+    offset = static_cast<uint32_t>(m.subgraphs.size());
+  }
+  std::sort(events.begin(), events.end(),
+            [](const profiler::Event& a, const profiler::Event& b) { return a.begin_ns < b.begin_ns; });
+  m.events = std::move(events);
+  // A frame that finished before an earlier one was delivered, in order, when that one finished:
+  // its end (and so its latency) is the later of the two.
+  for (size_t g = 1; g < end.size(); ++g) end[g] = std::max(end[g], end[g - 1]);
+  m.frame_start_ns = std::move(start);
+  m.frame_end_ns = std::move(end);
+  m.frames_completed = completed_in_order;
+  m.frames_requested = requested;
+  m.interrupted = interrupted || completed_in_order < requested;
+  return merged;
+}
+
+}  // namespace
 
 WorkloadRunner::~WorkloadRunner() = default;
 
@@ -105,7 +269,10 @@ void WorkloadRunner::request_stop() {
     stop_ = true;
   }
   wake_.notify_all();
-  for (const WorkloadStreamSpec& s : specs_) s.executor->request_stop();
+  for (const WorkloadStreamSpec& s : specs_) {
+    s.executor->request_stop();
+    for (Executor* e : s.replicas) e->request_stop();
+  }
 }
 
 void WorkloadRunner::admit_arrivals(int64_t start) {
@@ -123,9 +290,38 @@ void WorkloadRunner::admit_arrivals(int64_t start) {
   }
 }
 
+void WorkloadRunner::add_replica_members(size_t i, std::vector<GroupMember>& members) {
+  const WorkloadStreamSpec& spec = specs_[i];
+  Stream* s = streams_[i].get();
+  for (size_t k = 0; k < replicas_[i].size(); ++k) {
+    Replica* r = replicas_[i][k].get();
+    GroupMember g;
+    g.executor = k == 0 ? spec.executor : spec.replicas[k - 1];
+    g.stream = r;
+    g.priority = spec.priority;
+    if (spec.rate) g.arrival_ns = [s, r](uint64_t frame) { return s->arrival(r->network_frame(frame)); };
+    if (spec.plan_rank) {
+      g.plan_rank = [rank = spec.plan_rank, batch = spec.batch, r](uint64_t frame) {
+        return rank(r->network_frame(frame) * batch);
+      };
+    }
+    members.push_back(std::move(g));
+  }
+}
+
 WorkloadRunResult WorkloadRunner::run() {
   std::vector<GroupMember> members;
+  const int64_t start = profiler::now_ns();
+  for (auto& s : streams_) s->start(start);
   for (size_t i = 0; i < specs_.size(); ++i) {
+    replicas_[i].clear();  // a new run takes frames afresh
+    for (size_t k = 0; k < specs_[i].replicas.size() + 1 && !specs_[i].replicas.empty(); ++k) {
+      replicas_[i].push_back(std::make_unique<Replica>(*streams_[i]));
+    }
+    if (!replicas_[i].empty()) {
+      add_replica_members(i, members);
+      continue;
+    }
     GroupMember g;
     g.executor = specs_[i].executor;
     g.stream = streams_[i].get();
@@ -140,8 +336,6 @@ WorkloadRunResult WorkloadRunner::run() {
     }
     members.push_back(std::move(g));
   }
-  const int64_t start = profiler::now_ns();
-  for (auto& s : streams_) s->start(start);
   std::thread arrivals([this, start] { admit_arrivals(start); });
   const auto end_arrivals = [&] {
     {
@@ -153,14 +347,34 @@ WorkloadRunResult WorkloadRunner::run() {
     std::lock_guard lock(mutex_);
     stop_ = false;
   };
-  std::vector<RunResult> runs;
+  std::vector<RunResult> member_runs;
   try {
-    runs = Executor::run_group(members, policy_);
+    member_runs = Executor::run_group(members, policy_);
   } catch (...) {
     end_arrivals();
     throw;
   }
   end_arrivals();
+
+  // Back to one run per stream: a replicated stream's executors merged.
+  std::vector<RunResult> runs;
+  for (size_t i = 0, next = 0; i < specs_.size(); ++i) {
+    if (replicas_[i].empty()) {
+      runs.push_back(std::move(member_runs[next++]));
+      continue;
+    }
+    std::vector<RunResult> parts;
+    std::vector<std::vector<uint64_t>> frame_of;
+    uint64_t requested = 0;
+    for (const auto& r : replicas_[i]) {
+      parts.push_back(std::move(member_runs[next++]));
+      std::vector<uint64_t> map(r->reserved());
+      for (uint64_t f = 0; f < map.size(); ++f) map[f] = r->network_frame(f);
+      requested += map.size();
+      frame_of.push_back(std::move(map));
+    }
+    runs.push_back(merge_replica_runs(std::move(parts), frame_of, streams_[i]->completed_in_order(), requested));
+  }
 
   WorkloadRunResult result;
   result.start_ns = start;

@@ -43,6 +43,16 @@ struct WorkloadStreamSpec {
   // Optional (policy kPlan): the request's position in the plan's order (a batch goes by its
   // first request).
   std::function<uint64_t(uint64_t frame)> plan_rank;
+  // Optional, run-time balancing: more executors of the same network (made with the group's
+  // ExecutorShare), each on another order that computes the same bits (the whole network on B and
+  // on L, both CPU backends, for instance). Each executor frame (batch) then runs on exactly one
+  // of `executor` and these: a free executor reserves the next waiting one when its processor
+  // thread looks for work (at most one reserved and not yet started per executor), so a processor
+  // that falls idle takes the frames another would have run. on_output still sees every request
+  // once, in request order (outputs that finish early wait, copied, for the earlier ones); the
+  // result merges the executors' runs (sub-graphs numbered on, events' frames the network's; a
+  // frame's end is when it was delivered, the later of its own end and the previous frame's).
+  std::vector<Executor*> replicas;
 };
 
 struct WorkloadStreamResult {
@@ -74,11 +84,15 @@ class WorkloadRunner {
 
  private:
   class Stream;
+  class Replica;
   void admit_arrivals(int64_t start);
+  void add_replica_members(size_t stream, std::vector<GroupMember>& members);
 
   std::vector<WorkloadStreamSpec> specs_;
   GroupPolicy policy_;
   std::vector<std::unique_ptr<Stream>> streams_;
+  // Per stream with replicas: one per executor (`executor` first); empty otherwise.
+  std::vector<std::vector<std::unique_ptr<Replica>>> replicas_;
   std::mutex mutex_;  // guards stop_ (the arrivals thread waits on it)
   std::condition_variable wake_;
   bool stop_ = false;

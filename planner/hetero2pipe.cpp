@@ -171,7 +171,8 @@ double Interference::intensity(size_t network) const {
 
 SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::vector<StageCuts>& cuts,
                           const std::vector<size_t>& sequence, const Interference& interference,
-                          const SimulationSettings& settings) {
+                          const SimulationSettings& settings,
+                          const std::vector<std::vector<size_t>>& replica_stages) {
   if (networks.empty() || cuts.size() != networks.size() || sequence.empty()) {
     throw std::invalid_argument("simulate needs networks, one partition each and a request sequence");
   }
@@ -192,12 +193,20 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
   struct Slice {
     size_t stage;
     double us;
+    std::vector<std::pair<size_t, double>> also;  // replicas: other stages that may run it, and how long
   };
   // Per network: its non-empty slices in stage order.
   std::vector<std::vector<Slice>> slices(networks.size());
   for (size_t i = 0; i < networks.size(); ++i) {
     for (size_t k = 0; k < stages; ++k) {
-      if (cuts[i][k + 1] > cuts[i][k]) slices[i].push_back({k, stage_us(networks[i], cuts[i], k)});
+      if (cuts[i][k + 1] > cuts[i][k]) slices[i].push_back({k, stage_us(networks[i], cuts[i], k), {}});
+    }
+    if (i >= replica_stages.size() || replica_stages[i].empty()) continue;
+    if (slices[i].size() != 1) throw std::invalid_argument("a network with replicas must run whole on one stage");
+    for (size_t k : replica_stages[i]) {
+      if (k >= stages || k == slices[i][0].stage) throw std::invalid_argument("replica stage out of range or repeated");
+      const StageCuts whole = single_stage_cuts(networks[i].layers(), stages, k);
+      slices[i][0].also.emplace_back(k, stage_us(networks[i], whole, k));
     }
   }
   const size_t q = sequence.size();
@@ -246,7 +255,9 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
   };
 
   const auto in_flight_limit = [&](size_t net) {
-    return settings.in_flight > 0 ? static_cast<size_t>(settings.in_flight) : slices[net].size() + 1;
+    if (settings.in_flight > 0) return static_cast<size_t>(settings.in_flight);
+    // A replica is one more executor with its own window.
+    return slices[net].size() + 1 + (slices[net].empty() ? 0 : 2 * slices[net][0].also.size());
   };
   // Networks whose next frame may not start (in-flight window full) during one stage's scan.
   std::vector<char> window_full(networks.size(), 0);
@@ -275,10 +286,13 @@ SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::
           }
           continue;
         }
-        if (sl[req.next].stage != k) continue;
+        const Slice& slice = sl[req.next];
+        double us = slice.stage == k ? slice.us : -1;
+        for (const auto& [stage, t] : slice.also) us = stage == k ? t : us;
+        if (us < 0) continue;
         req.running = true;
         stage_busy[k] = true;
-        running.push_back({r, k, sl[req.next].us, now});
+        running.push_back({r, k, us, now});
         break;
       }
     }

@@ -103,10 +103,14 @@ struct SimulationResult {
 };
 
 // Requests arrive as `sequence` (network indices; one cycle) repeated; every network's frames
-// leave in order. Throws std::invalid_argument for mismatched inputs.
+// leave in order. replica_stages (optional, per network): stages that also run the network whole
+// (its cuts must put it whole on one stage); each of its requests then runs, whole, on whichever
+// of those stages takes it first, as the runtime's replicas do. Throws std::invalid_argument for
+// mismatched inputs.
 SimulationResult simulate(const std::vector<NetworkCosts>& networks, const std::vector<StageCuts>& cuts,
                           const std::vector<size_t>& sequence, const Interference& interference,
-                          const SimulationSettings& settings = {});
+                          const SimulationSettings& settings = {},
+                          const std::vector<std::vector<size_t>>& replica_stages = {});
 
 // Networks whose intensity is at or above the `high_fraction` quantile (0.5: the top half).
 std::vector<bool> high_contention(const Interference& interference, double high_fraction = 0.5);

@@ -8,10 +8,14 @@
 //                      already placed there and the slowdown predicted from the other processors
 //   hetero2pipe-h      Hetero2Pipe without contention mitigation and work stealing (its "No C/T"
 //                      ablation): horizontal DP per network, the best pipeline order of processors
+//   balanced           every network whole, with a replica on every other stage of the same
+//                      backend: each request runs on whichever processor frees first (run-time
+//                      balancing, no hand-offs); networks without such stages as band-greedy
 //   hetero2pipe        the paper's two steps: horizontal DP, contention-window re-arrangement
 //                      (Kuhn-Munkres), vertical alignment by work stealing; the vertical step
-//                      also runs from band-greedy's placement and the better plan is kept (work
-//                      stealing is a local search: docs/hetero2pipe_planning.md)
+//                      also runs from band-greedy's placement, and the balanced plan is a
+//                      candidate too: the best predicted is kept (work stealing is a local
+//                      search: docs/hetero2pipe_planning.md)
 // Every plan is predicted by planner/hetero2pipe.h's simulate() under the same contention table,
 // so the plans compare like for like. Threading: pure functions.
 #pragma once
@@ -30,6 +34,9 @@ struct WorkloadProblem {
   std::vector<NetworkCosts> networks;  // stage k of every network = processor letters[k]
   Interference interference;           // networks x letters; empty: no contention
   SimulationSettings simulation;
+  // Per stage: the backend plugin that runs it ("" unknown). Stages with the same non-empty one
+  // compute the same bits, so a network may have replicas on them (run-time balancing).
+  std::vector<std::string> backends;
 };
 
 struct WorkloadPlan {
@@ -38,6 +45,10 @@ struct WorkloadPlan {
   std::vector<StageCuts> cuts;        // per network, in the problem's network order
   std::vector<size_t> sequence;       // request order of one cycle (network indices)
   std::vector<std::string> orders;    // per network: its --order string
+  // Per network (or empty: none): stages that also run the whole network, each request on
+  // whichever takes it first; the network's cuts then put it whole on one stage.
+  std::vector<std::vector<size_t>> replica_stages;
+  std::vector<std::vector<std::string>> replicas;  // per network: the replicas' --order strings
   SimulationResult predicted;
   std::string note;                   // what the planner did, one line
 };

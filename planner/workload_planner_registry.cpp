@@ -8,6 +8,7 @@ namespace co_up::planner {
 // Factories, one per file in planner/workload/.
 std::unique_ptr<WorkloadPlanner> create_alone_best_planner();
 std::unique_ptr<WorkloadPlanner> create_band_greedy_planner();
+std::unique_ptr<WorkloadPlanner> create_balanced_planner();
 std::unique_ptr<WorkloadPlanner> create_hetero2pipe_horizontal_planner();
 std::unique_ptr<WorkloadPlanner> create_hetero2pipe_planner();
 
@@ -16,6 +17,8 @@ const std::vector<WorkloadPlannerRegistration>& workload_planner_registry() {
       {"alone-best", "baseline: each network whole on its fastest processor", &create_alone_best_planner},
       {"band-greedy", "baseline: whole networks, heaviest first, earliest finish (Band-style)",
        &create_band_greedy_planner},
+      {"balanced", "whole networks, replicas on same-backend processors: each request where a processor frees first",
+       &create_balanced_planner},
       {"hetero2pipe-h", "Hetero2Pipe's horizontal DP only (no contention mitigation, no work stealing)",
        &create_hetero2pipe_horizontal_planner},
       {"hetero2pipe", "horizontal DP, contention window (Kuhn-Munkres), work stealing",

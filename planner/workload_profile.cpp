@@ -173,6 +173,18 @@ WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload&
     if (everywhere) problem.letters += c;
   }
   if (problem.letters.empty()) throw InputError("the workload profile has no processor measured for every network");
+  // The plugin behind each stage (the same for every network: one platform): stages with the same
+  // one compute the same bits, so a network may run on either (replicas).
+  for (char letter : problem.letters) {
+    std::string backend;
+    for (const WorkloadProfileNetwork* n : matched) {
+      const ProfileProcessor* p = n->profile.find_processor(letter);
+      const std::string b = p != nullptr ? p->backend : "";
+      if (n == matched.front()) backend = b;
+      else if (b != backend) backend.clear();  // measured on different plugins: never interchangeable
+    }
+    problem.backends.push_back(backend);
+  }
   for (size_t i = 0; i < matched.size(); ++i) {
     const CostModel model(matched[i]->profile);
     NetworkCosts c;

@@ -16,6 +16,7 @@ WorkloadProblem reorder_stages(const WorkloadProblem& problem, const std::string
   WorkloadProblem out;
   out.letters = letters;
   out.simulation = problem.simulation;
+  for (size_t k : from) out.backends.push_back(k < problem.backends.size() ? problem.backends[k] : "");
   for (const NetworkCosts& c : problem.networks) {
     NetworkCosts r;
     r.name = c.name;
@@ -47,7 +48,15 @@ void finish_plan(const WorkloadProblem& problem, WorkloadPlan& plan) {
   }
   plan.orders.clear();
   for (const StageCuts& c : plan.cuts) plan.orders.push_back(order_of(c, problem.letters));
-  plan.predicted = simulate(problem.networks, plan.cuts, plan.sequence, problem.interference, problem.simulation);
+  plan.replicas.assign(plan.cuts.size(), {});
+  for (size_t i = 0; i < plan.replica_stages.size() && i < plan.cuts.size(); ++i) {
+    for (size_t k : plan.replica_stages[i]) {
+      plan.replicas[i].push_back(order_of(single_stage_cuts(problem.networks[i].layers(), problem.letters.size(), k),
+                                          problem.letters));
+    }
+  }
+  plan.predicted = simulate(problem.networks, plan.cuts, plan.sequence, problem.interference, problem.simulation,
+                            plan.replica_stages);
 }
 
 }  // namespace co_up::planner

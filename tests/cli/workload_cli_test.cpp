@@ -116,7 +116,7 @@ TEST_F(WorkloadCliTest, OtherFieldErrorsNameNetworkAndField) {
   expect_error({"--workload=" + file("w.json", R"({"networks": [
                   {"name": "x", "graph": "squeezenet", "order": "B", "colour": "red"}]})")},
                "workload network 'x': unknown field 'colour' (fields: name, graph, model, "
-               "image_size, order, split, input, frames, rate, priority, batch)");
+               "image_size, order, split, input, frames, rate, priority, batch, replicas)");
   expect_error({"--workload=" + file("w.json", R"({"networks": [
                   {"name": "x", "graph": "squeezenet", "order": "B", "frames": 0}]})")},
                "workload network 'x': field frames = 0 is outside 1..1099511627776");

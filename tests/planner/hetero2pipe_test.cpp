@@ -169,7 +169,7 @@ TEST(WorkloadPlanners, UnknownNameListsTheKnownOnes) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "no workload planner 'nope' (known: alone-best, band-greedy, hetero2pipe-h, hetero2pipe)");
+              "no workload planner 'nope' (known: alone-best, band-greedy, balanced, hetero2pipe-h, hetero2pipe)");
   }
 }
 

@@ -91,7 +91,7 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
   const test::Exit x = run({"plan", "--workload=" + (dir_ / "w.json").string(), "--profile=" + (dir_ / "p.json").string(),
                             "--out=" + out.string()});
   ASSERT_EQ(x.code, 0) << x.out << x.err;
-  for (const char* name : {"alone-best", "band-greedy", "hetero2pipe-h", "hetero2pipe"}) {
+  for (const char* name : {"alone-best", "band-greedy", "balanced", "hetero2pipe-h", "hetero2pipe"}) {
     EXPECT_THAT(x.out, HasSubstr(std::string("\n") + name)) << x.out;
     const fs::path file = out / (std::string(name) + ".json");
     ASSERT_TRUE(fs::is_regular_file(file)) << file;
@@ -155,7 +155,7 @@ TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
                      "workload network 'det': order letter 'N' is not a processor of the profile (BLG)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "ordr": "B"}]})"),
                      "workload network 'det': unknown field 'ordr' (fields: name, graph, model, image_size, order, "
-                     "split, input, frames, rate, priority, batch)");
+                     "split, input, frames, rate, priority, batch, replicas)");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50", "model": "m.onnx"}]})"),
                      "workload network 'det': both graph and model given; give exactly one of them");
   expect_input_error(plan_bad(R"({"networks": []})"), "workload has no networks; give at least one");

@@ -36,7 +36,7 @@ TEST(WorkloadVerifyCli, RunsEveryPlanAndPrintsPredictedAgainstMeasured) {
   ASSERT_EQ(x.code, 0) << x.out << x.err;
   EXPECT_EQ(x.err, "");
   EXPECT_THAT(x.out, HasSubstr("\nplan             predicted fps  measured fps  measured/predicted  requests\n"));
-  for (const char* name : {"alone-best", "band-greedy", "hetero2pipe-h", "hetero2pipe"}) {
+  for (const char* name : {"alone-best", "band-greedy", "balanced", "hetero2pipe-h", "hetero2pipe"}) {
     // The prediction printed with the plan above, and the verify row.
     std::smatch planned, row;
     const std::string out = x.out;

@@ -67,7 +67,8 @@ TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
     // The plan's cuts refer to its own pipeline order of the processors.
     const planner::WorkloadProblem staged = planner::reorder_stages(problem, plan.stage_letters);
     const double whole =
-        planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, staged.simulation)
+        planner::simulate(staged.networks, plan.cuts, plan.sequence, staged.interference, staged.simulation,
+                          plan.replica_stages)
             .throughput_fps;
     std::smatch planned, row;
     const std::string out = x.out;
@@ -89,7 +90,7 @@ TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
   EXPECT_LE(std::stod(share[1]), 102);
   EXPECT_TRUE(std::regex_search(out, adjusted, std::regex("\nmeasured / \\(predicted x on CPU\\), the model's "
                                                           "error without the time other processes took: "
-                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, ")))
+                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, balanced [0-9.]+, ")))
       << out;
 }
 
