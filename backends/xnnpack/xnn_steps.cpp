@@ -13,6 +13,7 @@
 #include "subgraph_desc.h"
 #include "xnn_depthwise.h"
 #include "xnn_silu.h"
+#include "xnn_sliced_ops.h"
 #include "xnn_kernels.h"
 #include "xnn_tensor_steps.h"
 
@@ -32,12 +33,6 @@ void F32Step::run(const CpuPool& pool) const {
 }
 
 namespace {
-
-// The operators that run on pthreadpool (convolutions, fully connected) release its workers to
-// the scheduler right after they finish instead of letting them spin: the backend's own kernels
-// run next on the claiming pool, whose worker shares the core with them (a spinning pthreadpool
-// worker would take that core from it until the scheduler preempts it).
-constexpr uint32_t kPooledOperatorFlags = XNN_FLAG_YIELD_WORKERS;
 
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
@@ -85,21 +80,12 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   if (out.silu) {
     backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused SiLU on XNNPACK's convolution for " + where);
   }
-  const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
+  // On the claiming pool in bands of output rows (xnn_sliced_ops.h), not on pthreadpool.
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
-  xnn_operator_t op = nullptr;
-  check_xnn(xnn_create_convolution2d_nhwc_f32(
-                uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
-                uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
-                uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
-                uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
-                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi,
-                kPooledOperatorFlags, &op),
-            "convolution create for " + where);
-  step.ops.emplace_back(op);
-  check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                             size_t(s.in_width), x, out.y, pool.get()),
-            "convolution setup for " + where);
+  const SlicedOperator sliced = SlicedOperator::convolution(s, packed.data(), bias, lo, hi, 0, x,
+                                                            out.y, out.stride, where);
+  const CpuPool* pool_ptr = &pool;
+  step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   return step;
 }
 
@@ -109,14 +95,11 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                        const std::vector<float*>& buffers, const CpuPool& pool) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   F32Step step;
-  // XNNPACK's operators can only use pthreadpool, whose join waits for every worker, started or
-  // not (a time slice when another process holds the worker's core). Only convolutions and fully
-  // connected layers do enough work per call to be worth that risk; pooling, element-wise ops,
-  // copies and softmax are memory-bound and run on the caller. Same bits either way: XNNPACK
-  // splits outputs, never a reduction.
-  const bool split = p.op == Op::kConv || p.op == Op::kFullyConnected;
-  step.ops_on_pool = split;
-  pthreadpool_t tp = split ? pool.get() : nullptr;
+  // Convolutions and fully connected layers split over the pool (xnn_sliced_ops.h, the own
+  // kernels). XNNPACK's other operators (pooling, element-wise ops, copies, softmax) are
+  // memory-bound and run on the caller, where they cost no hand-off.
+  step.ops_on_pool = false;
+  constexpr pthreadpool_t tp = nullptr;
   const CpuPool* pool_ptr = &pool;
   const std::string where = node_where(graph, index);
   auto constant = [&](uint32_t t) { return constant_data(graph, t); };
@@ -163,14 +146,9 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       std::vector<float> permuted;
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
-                                                  size_t(p.fc_out), w, constant(p.inputs[2]), lo,
-                                                  hi, kPooledOperatorFlags, &op),
-                "fully connected create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(p.in_dims[0]), x, y, tp),
-                "fully connected setup for " + where);
+      const SlicedOperator sliced = SlicedOperator::fully_connected(
+          p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where);
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kMaxPool:
