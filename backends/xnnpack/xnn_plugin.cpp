@@ -300,6 +300,10 @@ void convert_input(co_up_compiled& c, co_up_compiled::Port& in) {
 
 void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   const backends::LayerHooks layer_hooks(hooks);
+  // The pool's workers poll from here to the last layer: layers that run on the caller alone
+  // (longer than a worker's idle spin) would otherwise send them to sleep, and the next split
+  // layer would wait for a wake-up.
+  const CpuPool::Warm warm(*c.device->pool);
   // An input mapped and written but never unmapped is still converted.
   for (auto& in : c.inputs) convert_input(c, in);
   for (size_t s = 0; s < c.steps.size(); ++s) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -60,6 +61,18 @@ class CpuPool {
   // XNNPACK's tasks cannot be annotated, so in ThreadSanitizer builds every worker is fenced with
   // the caller before and after the operator (the edges pthreadpool makes but TSan cannot see).
   xnn_status run_operator(xnn_operator_t op, bool on_pool = true) const;
+
+  // Keeps the kernels' workers polling while it lives (ClaimPool::Warm), so that no layer pays a
+  // wake-up; a compiled sub-graph holds one for the whole of a run. Nothing for one thread.
+  class Warm {
+   public:
+    explicit Warm(const CpuPool& pool) {
+      if (pool.kernels_) warm_.emplace(*pool.kernels_);
+    }
+
+   private:
+    std::optional<ClaimPool::Warm> warm_;
+  };
 
   // For tests: runs one task on every thread of the kernels' pool at once (each waits until all
   // have started, so no thread runs two) and returns, per thread, the CPUs sched_getaffinity
