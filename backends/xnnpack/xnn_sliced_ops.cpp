@@ -108,6 +108,24 @@ SlicedOperator SlicedOperator::fully_connected(int64_t rows, int64_t in, int64_t
   return sliced;
 }
 
+SlicedOperator SlicedOperator::per_range(
+    int64_t extent, int64_t units_per_slice,
+    const std::function<xnn_status(SliceRange, xnn_operator_t*)>& make, const std::string& what,
+    int64_t slices) {
+  constexpr int64_t kAlign = 16;  // a cache line of floats: slices never share one
+  if (slices <= 0) {
+    slices = std::clamp<int64_t>(extent / std::max<int64_t>(1, units_per_slice), 1, kMaxSlices);
+  }
+  SlicedOperator sliced;
+  for (const SliceRange& r : split_range(extent, slices, kAlign)) {
+    xnn_operator_t op = nullptr;
+    const xnn_status status = make(r, &op);
+    if (op != nullptr) sliced.ops_->emplace_back(op);
+    check_xnn(status, what);
+  }
+  return sliced;
+}
+
 void SlicedOperator::run(const CpuPool& pool) const {
   const std::vector<XnnOperator>& ops = *ops_;
   if (ops.size() == 1) {

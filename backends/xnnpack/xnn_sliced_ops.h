@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct SliceRange {
 // or output-channel blocks) is cut into: one per kMacsPerSlice of work, at most kMaxSlices and
 // `extent`, at least one. Depends on the shape only, never on the thread count.
 int64_t slice_count(int64_t macs, int64_t extent);
+// How many elements of a memory-bound pass (element-wise op, global pooling) make one slice.
+inline constexpr int64_t kElementsPerSlice = 32 * 1024;
 
 // `count` near-equal consecutive ranges covering [0, extent), each a multiple of `align` long
 // except the last (count <= ceil(extent / align)).
@@ -65,6 +68,15 @@ class SlicedOperator {
                                         const float* bias, float lo, float hi, uint32_t flags,
                                         const float* x, float* y, const std::string& where,
                                         int64_t slices = 0);
+
+  // An operator that works on each of `extent` independent units (elements of an element-wise
+  // op; channels of a global pooling) alone, cut into ranges of units, one slice per
+  // `units_per_slice` (at most kMaxSlices), each range a multiple of 16 units except the last.
+  // make(range, &op) creates and sets up the operator for one range and returns its status.
+  // `slices` > 0 overrides the count. Throws PluginError.
+  static SlicedOperator per_range(int64_t extent, int64_t units_per_slice,
+                                  const std::function<xnn_status(SliceRange, xnn_operator_t*)>& make,
+                                  const std::string& what, int64_t slices = 0);
 
   int64_t slices() const { return static_cast<int64_t>(ops_->size()); }
   // Runs every slice once, on whichever of the pool's threads claim them. Throws PluginError.

@@ -107,12 +107,18 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   float* y = buffers[p.output];
   const int64_t count = element_count(p.out_dims);
   auto add_op = [&](xnn_operator_t op) { step.ops.emplace_back(op); };
+  // Element-wise: every element alone, so ranges of elements on the pool give the same bits.
   auto unary_op = [&](auto create, auto setup, auto... args) {
-    xnn_operator_t op = nullptr;
-    check_xnn(create(size_t(count), size_t(count), size_t(count), args..., 0u, &op),
-              "create for " + where);
-    add_op(op);
-    check_xnn(setup(op, size_t(1), x, y, tp), "setup for " + where);
+    const SlicedOperator sliced = SlicedOperator::per_range(
+        count, kElementsPerSlice,
+        [&](SliceRange r, xnn_operator_t* op) {
+          const size_t n = size_t(r.end - r.begin);
+          xnn_status st = create(n, n, n, args..., 0u, op);
+          if (st == xnn_status_success) st = setup(*op, size_t(1), x + r.begin, y + r.begin, nullptr);
+          return st;
+        },
+        "element-wise operator for " + where);
+    step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   };
 
   switch (p.op) {
@@ -194,14 +200,22 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kGlobalAveragePool: {
+      // Each channel's mean alone: ranges of channels on the pool give the same bits.
       const size_t ch = size_t(p.in_dims[1]);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_global_average_pooling_nwc_f32(ch, ch, ch, -kInf, kInf, 0, &op),
-                "global average pooling create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_global_average_pooling_nwc_f32(op, size_t(p.in_dims[0]),
-                                                         size_t(p.in_dims[2] * p.in_dims[3]), x, y, tp),
-                "global average pooling setup for " + where);
+      const size_t batch = size_t(p.in_dims[0]), plane = size_t(p.in_dims[2] * p.in_dims[3]);
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          int64_t(ch), std::max<int64_t>(1, kElementsPerSlice / int64_t(batch * plane)),
+          [&](SliceRange r, xnn_operator_t* op) {
+            xnn_status st = xnn_create_global_average_pooling_nwc_f32(
+                size_t(r.end - r.begin), ch, ch, -kInf, kInf, 0, op);
+            if (st == xnn_status_success) {
+              st = xnn_setup_global_average_pooling_nwc_f32(*op, batch, plane, x + r.begin,
+                                                            y + r.begin, nullptr);
+            }
+            return st;
+          },
+          "global average pooling for " + where);
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kGlobalMaxPool: {

@@ -2,7 +2,9 @@
 // output rows reads, checked by hand; and a convolution or fully connected layer cut into 1..9
 // slices gives exactly the bits of one XNNPACK operator over the whole layer — depthwise 3x3 and
 // 5x5 with stride and asymmetric padding, dilation, a 3-channel stem, an output that is a slice
-// of a wider tensor, batch 2 — on one thread and on two.
+// of a wider tensor, batch 2 — on one thread and on two; and so do element-wise operators
+// (HardSwish, Sigmoid, Clamp) cut into ranges of elements and global average pooling cut into
+// ranges of channels.
 #include <gtest/gtest.h>
 
 #include <xnnpack.h>
@@ -198,6 +200,76 @@ TEST_F(SlicedOps, FullyConnectedChannelRangesGiveTheBitsOfOneOperator) {
                             << " slices, " << threads << " threads";
       }
     }
+  }
+}
+
+// One operator over everything vs SlicedOperator::per_range with 1..9 slices, 1 and 2 threads.
+// make(begin, length, x, y, &op) creates and sets up an operator for `length` units from `begin`.
+template <typename Make>
+void expect_ranges_equal_whole(const std::string& what, int64_t extent, size_t in_size,
+                               size_t out_size, Make make) {
+  const auto x = random_floats(in_size, 8);
+  std::vector<float> whole(out_size + 64, 7.0f);
+  xnn_operator_t raw = nullptr;
+  ASSERT_EQ(make(0, extent, x.data(), whole.data(), &raw), xnn_status_success) << what;
+  const XnnOperator op(raw);
+  ASSERT_EQ(xnn_run_operator(op.get(), nullptr), xnn_status_success) << what;
+  for (int threads : {1, 2}) {
+    const CpuPool pool(threads, {}, Schedule::kDynamic);
+    for (int64_t slices = 1; slices <= 9; ++slices) {
+      std::vector<float> y(whole.size(), 7.0f);
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          extent, 1,
+          [&](SliceRange r, xnn_operator_t* out) {
+            return make(r.begin, r.end - r.begin, x.data(), y.data(), out);
+          },
+          what, slices);
+      sliced.run(pool);
+      ASSERT_EQ(y, whole) << what << ", " << slices << " slices, " << threads << " threads";
+    }
+  }
+}
+
+TEST_F(SlicedOps, ElementwiseRangesGiveTheBitsOfOneOperator) {
+  for (int64_t count : {int64_t(131712), int64_t(1000), int64_t(37)}) {  // 672x14x14, ragged
+    const size_t n = size_t(count);
+    expect_ranges_equal_whole("hardswish " + std::to_string(count), count, n, n,
+                              [](int64_t b, int64_t len, const float* x, float* y, xnn_operator_t* op) {
+                                xnn_status st = xnn_create_hardswish_nc_f32(size_t(len), size_t(len), size_t(len), 0, op);
+                                return st != xnn_status_success ? st
+                                    : xnn_setup_hardswish_nc_f32(*op, 1, x + b, y + b, nullptr);
+                              });
+    expect_ranges_equal_whole("sigmoid " + std::to_string(count), count, n, n,
+                              [](int64_t b, int64_t len, const float* x, float* y, xnn_operator_t* op) {
+                                xnn_status st = xnn_create_sigmoid_nc_f32(size_t(len), size_t(len), size_t(len), 0, op);
+                                return st != xnn_status_success ? st
+                                    : xnn_setup_sigmoid_nc_f32(*op, 1, x + b, y + b, nullptr);
+                              });
+    expect_ranges_equal_whole("clamp " + std::to_string(count), count, n, n,
+                              [](int64_t b, int64_t len, const float* x, float* y, xnn_operator_t* op) {
+                                xnn_status st = xnn_create_clamp_nc_f32(size_t(len), size_t(len), size_t(len), -0.5f, 0.5f, 0, op);
+                                return st != xnn_status_success ? st
+                                    : xnn_setup_clamp_nc_f32(*op, 1, x + b, y + b, nullptr);
+                              });
+  }
+}
+
+TEST_F(SlicedOps, GlobalAveragePoolChannelRangesGiveTheBitsOfOneOperator) {
+  struct GapCase {
+    int64_t batch, channels, plane;
+  };
+  for (const GapCase& k : std::vector<GapCase>{{1, 672, 196}, {1, 960, 49}, {2, 120, 784}, {1, 37, 9}}) {
+    const int64_t ch = k.channels;
+    expect_ranges_equal_whole(
+        "global average pool " + std::to_string(k.batch) + "x" + std::to_string(ch) + "x" + std::to_string(k.plane),
+        ch, size_t(k.batch * k.plane * ch), size_t(k.batch * ch),
+        [&](int64_t b, int64_t len, const float* x, float* y, xnn_operator_t* op) {
+          xnn_status st = xnn_create_global_average_pooling_nwc_f32(size_t(len), size_t(ch), size_t(ch),
+                                                                    -1e30f, 1e30f, 0, op);
+          return st != xnn_status_success ? st
+              : xnn_setup_global_average_pooling_nwc_f32(*op, size_t(k.batch), size_t(k.plane),
+                                                         x + b, y + b, nullptr);
+        });
   }
 }
 
