@@ -136,7 +136,7 @@ void ClaimPool::worker_loop(int index) const {
   for (;;) {
     uint32_t current = s.generation.load(std::memory_order_acquire);
     if (current == seen) {
-      auto until = std::chrono::steady_clock::now() + kWorkerSpin;
+      const auto until = std::chrono::steady_clock::now() + kWorkerSpin;
       while (current == seen) {
         for (int i = 0; i < 64 && current == seen; ++i) {
           cpu_relax();
@@ -144,11 +144,12 @@ void ClaimPool::worker_loop(int index) const {
         }
         if (current != seen) break;
         const auto now = std::chrono::steady_clock::now();
-        if (s.warm.load(std::memory_order_relaxed) > 0) {
-          until = now + kWorkerSpin;  // a Warm keeps us polling, and a short spin after it ends
-        } else if (now > until) {
-          break;
-        }
+        if (now <= until) continue;
+        if (s.warm.load(std::memory_order_relaxed) == 0) break;
+        // A Warm keeps us polling past the spin, but yielding: on an idle core this is a spin,
+        // and where other threads want the core they get it (a worker that burnt its share
+        // spinning would be preempted in the middle of its next chunk instead).
+        std::this_thread::yield();
       }
       if (current == seen) {
         // The bell is read before the last look at the job and the Warm count, so a job or a
