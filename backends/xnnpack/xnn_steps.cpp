@@ -287,13 +287,21 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kAdd: {
+      // Element-wise: ranges of elements on the pool give the same bits.
       const auto [lo, hi] = activation_range(p.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_add_nd_f32(lo, hi, 0, &op), "add create for " + where);
-      add_op(op);
-      const size_t shape[1] = {size_t(count)};
-      check_xnn(xnn_setup_add_nd_f32(op, 1, shape, 1, shape, x, buffers[p.inputs[1]], y, tp),
-                "add setup for " + where);
+      const float* x2 = buffers[p.inputs[1]];
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          count, kElementsPerSlice,
+          [&](SliceRange r, xnn_operator_t* op) {
+            xnn_status st = xnn_create_add_nd_f32(lo, hi, 0, op);
+            const size_t shape[1] = {size_t(r.end - r.begin)};
+            if (st == xnn_status_success) {
+              st = xnn_setup_add_nd_f32(*op, 1, shape, 1, shape, x + r.begin, x2 + r.begin, y + r.begin, nullptr);
+            }
+            return st;
+          },
+          "add for " + where);
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kSoftmax: {
@@ -313,15 +321,24 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kChannelScale: {
-      // x[N, HW, C] * s[N, 1, C]: XNNPACK's multiply broadcasts the squeeze-excite gate.
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_multiply_nd_f32(-kInf, kInf, 0, &op), "multiply create for " + where);
-      add_op(op);
-      const size_t n = size_t(p.in_dims[0]), ch = size_t(p.in_dims[1]);
-      const size_t x_shape[3] = {n, size_t(p.in_dims[2] * p.in_dims[3]), ch};
-      const size_t s_shape[3] = {n, 1, ch};
-      check_xnn(xnn_setup_multiply_nd_f32(op, 3, x_shape, 3, s_shape, x, buffers[p.inputs[1]], y, tp),
-                "multiply setup for " + where);
+      // x[N, HW, C] * s[N, 1, C]: XNNPACK's multiply broadcasts the squeeze-excite gate; for one
+      // image, ranges of pixels on the pool (element-wise: same bits).
+      const int64_t n = p.in_dims[0], ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
+      const float* gate = buffers[p.inputs[1]];
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          plane, std::max<int64_t>(1, kElementsPerSlice / ch),
+          [&](SliceRange r, xnn_operator_t* op) {
+            xnn_status st = xnn_create_multiply_nd_f32(-kInf, kInf, 0, op);
+            const size_t x_shape[3] = {size_t(n), size_t(r.end - r.begin), size_t(ch)};
+            const size_t s_shape[3] = {size_t(n), 1, size_t(ch)};
+            if (st == xnn_status_success) {
+              st = xnn_setup_multiply_nd_f32(*op, 3, x_shape, 3, s_shape, x + r.begin * ch, gate,
+                                             y + r.begin * ch, nullptr);
+            }
+            return st;
+          },
+          "multiply for " + where, n == 1 ? 0 : 1);
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kHardSigmoid: {

@@ -254,6 +254,32 @@ TEST_F(SlicedOps, ElementwiseRangesGiveTheBitsOfOneOperator) {
   }
 }
 
+TEST_F(SlicedOps, AddAndChannelScaleRangesGiveTheBitsOfOneOperator) {
+  const auto other = random_floats(131712, 9);
+  for (int64_t count : {int64_t(131712), int64_t(37)}) {
+    expect_ranges_equal_whole("add " + std::to_string(count), count, size_t(count), size_t(count),
+                              [&](int64_t b, int64_t len, const float* x, float* y, xnn_operator_t* op) {
+                                xnn_status st = xnn_create_add_nd_f32(0.0f, 6.0f, 0, op);
+                                const size_t shape[1] = {size_t(len)};
+                                return st != xnn_status_success ? st
+                                    : xnn_setup_add_nd_f32(*op, 1, shape, 1, shape, x + b, other.data() + b, y + b, nullptr);
+                              });
+  }
+  // x[1, HW, C] * gate[1, 1, C] over ranges of pixels (the squeeze-excite scale).
+  for (int64_t ch : {int64_t(672), int64_t(40)}) {
+    const int64_t plane = 196;
+    expect_ranges_equal_whole("channel scale C" + std::to_string(ch), plane, size_t(plane * ch), size_t(plane * ch),
+                              [&](int64_t b, int64_t len, const float* x, float* y, xnn_operator_t* op) {
+                                xnn_status st = xnn_create_multiply_nd_f32(-1e30f, 1e30f, 0, op);
+                                const size_t x_shape[3] = {1, size_t(len), size_t(ch)};
+                                const size_t s_shape[3] = {1, 1, size_t(ch)};
+                                return st != xnn_status_success ? st
+                                    : xnn_setup_multiply_nd_f32(*op, 3, x_shape, 3, s_shape, x + b * ch,
+                                                                other.data(), y + b * ch, nullptr);
+                              });
+  }
+}
+
 TEST_F(SlicedOps, GlobalAveragePoolChannelRangesGiveTheBitsOfOneOperator) {
   struct GapCase {
     int64_t batch, channels, plane;
