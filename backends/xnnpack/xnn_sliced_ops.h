@@ -8,9 +8,10 @@
 // gains little or nothing from its second thread. On the claiming pool the worker is the one that
 // just ran the previous layer's kernel and is still spinning.
 //
-// Same bits as one operator over the whole layer, and for any thread count: every output element
-// is computed by the same micro-kernel over the same reduction (XNNPACK splits outputs, never a
-// reduction), and the slices depend on the layer's shape only.
+// Same bits as one operator over the whole layer, however it is cut: every output element is
+// computed by the same micro-kernel over the same reduction (XNNPACK splits outputs, never a
+// reduction). So a pool of one thread may keep the layer whole (no per-slice cost) and still
+// match a pool of two bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ struct SliceRange {
 
 // How many slices a layer of `macs` multiply-adds over `extent` splittable units (output rows,
 // or output-channel blocks) is cut into: one per kMacsPerSlice of work, at most kMaxSlices and
-// `extent`, at least one. Depends on the shape only, never on the thread count.
+// `extent`, at least one. Depends on the shape only.
 int64_t slice_count(int64_t macs, int64_t extent);
 // How many elements of a memory-bound pass (element-wise op, global pooling) make one slice.
 inline constexpr int64_t kElementsPerSlice = 32 * 1024;

@@ -34,6 +34,11 @@ void F32Step::run(const CpuPool& pool) const {
 
 namespace {
 
+// The slice count to ask SlicedOperator for: 1 (the layer whole, as one operator) on a pool of
+// one thread, where slices would only add their fixed cost; 0 (its choice by work) otherwise.
+// Either way the same bits (xnn_sliced_ops.h).
+int64_t whole_on(const CpuPool& pool) { return pool.thread_count() == 1 ? 1 : 0; }
+
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
 // residual Add and the activation that then applies.
@@ -83,7 +88,7 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   // On the claiming pool in bands of output rows (xnn_sliced_ops.h), not on pthreadpool.
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
   const SlicedOperator sliced = SlicedOperator::convolution(s, packed.data(), bias, lo, hi, 0, x,
-                                                            out.y, out.stride, where);
+                                                            out.y, out.stride, where, whole_on(pool));
   const CpuPool* pool_ptr = &pool;
   step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   return step;
@@ -117,7 +122,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
           if (st == xnn_status_success) st = setup(*op, size_t(1), x + r.begin, y + r.begin, nullptr);
           return st;
         },
-        "element-wise operator for " + where);
+        "element-wise operator for " + where, whole_on(pool));
     step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   };
 
@@ -153,7 +158,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
       const SlicedOperator sliced = SlicedOperator::fully_connected(
-          p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where);
+          p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where, whole_on(pool));
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
@@ -214,7 +219,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             }
             return st;
           },
-          "global average pooling for " + where);
+          "global average pooling for " + where, whole_on(pool));
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
@@ -300,7 +305,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             }
             return st;
           },
-          "add for " + where);
+          "add for " + where, whole_on(pool));
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
@@ -337,7 +342,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             }
             return st;
           },
-          "multiply for " + where, n == 1 ? 0 : 1);
+          "multiply for " + where, n == 1 ? whole_on(pool) : 1);
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
