@@ -320,7 +320,7 @@ struct XnnBackend {
   static constexpr backends::PluginInfo kInfo = {
       kBackendName, kBackendVersion,
       "f32 CPU backend on XNNPACK (NEON / SSE / AVX kernels), NHWC inside a sub-graph, one pinned "
-      "pthreadpool per cluster",
+      "thread pool per cluster",
       CO_UP_BACKEND_CPU,
       1u << CO_UP_LAYOUT_NHWC,  // boundary_layouts: NHWC inside, so NHWC boundaries skip the transposes
   };

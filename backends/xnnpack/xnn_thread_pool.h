@@ -4,8 +4,9 @@
 //    claimed from an atomic counter by whoever is running, so the caller never waits for a worker
 //    that has not started (on a core shared with other processes that wait is a time slice);
 //  - XNNPACK's operators take a pthreadpool (their only interface), whose join waits for every
-//    worker; the step builder gives it only to the operators that are worth splitting
-//    (convolutions, fully connected) and runs the rest on the caller.
+//    worker. The f32 steps no longer give it to any: they cut XNNPACK's convolutions, fully
+//    connected layers and element-wise passes into per-slice operators that run as chunks on
+//    the ClaimPool (xnn_sliced_ops.h). npu-int8 still runs its int8 operators on it.
 //
 // Threading contract: every call may come from any thread; each pool serialises its parallel
 // regions, so at most one job occupies its workers at a time (a device serves several compiled
