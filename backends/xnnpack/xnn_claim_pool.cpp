@@ -42,7 +42,12 @@ struct ClaimPool::State {
   std::mutex job_mutex;            // one job at a time
   uint32_t last_generation = 0;    // guarded by job_mutex
   std::atomic<uint64_t> claim{0};  // see pack()
-  std::atomic<uint32_t> generation{0};  // the newest job; idle workers sleep on it
+  std::atomic<uint32_t> generation{0};  // the newest job
+  // Rung (incremented and notified) for every new job, every Warm and at stop: sleeping workers
+  // wait on it, so a Warm can wake them without publishing a job.
+  std::atomic<uint32_t> bell{0};
+  std::atomic<int> warm{0};      // live Warm objects: idle workers never sleep while > 0
+  std::atomic<int> sleeping{0};  // workers in (or entering) bell.wait: a job rings for them
   std::atomic<uint32_t> done{0};        // chunks of the current job that have returned
   std::atomic<bool> stop{false};
   std::atomic<int> holds{0};
@@ -54,6 +59,11 @@ struct ClaimPool::State {
   const std::function<void(int64_t)>* body = nullptr;
   std::mutex error_mutex;
   std::exception_ptr error;  // the first exception a worker's chunk threw, guarded by error_mutex
+
+  void ring_bell() {
+    bell.fetch_add(1, std::memory_order_seq_cst);
+    bell.notify_all();
+  }
 };
 
 ClaimPool::ClaimPool(int workers, std::span<const int> cores) : state_(std::make_unique<State>()) {
@@ -61,7 +71,7 @@ ClaimPool::ClaimPool(int workers, std::span<const int> cores) : state_(std::make
   auto stop_all = [&] {
     state_->stop.store(true, std::memory_order_release);
     state_->generation.fetch_add(1, std::memory_order_release);
-    state_->generation.notify_all();
+    state_->ring_bell();
     for (std::thread& t : workers_) t.join();
     workers_.clear();
   };
@@ -91,7 +101,7 @@ ClaimPool::ClaimPool(int workers, std::span<const int> cores) : state_(std::make
 ClaimPool::~ClaimPool() {
   state_->stop.store(true, std::memory_order_release);
   state_->generation.fetch_add(1, std::memory_order_release);
-  state_->generation.notify_all();
+  state_->ring_bell();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -132,10 +142,25 @@ void ClaimPool::worker_loop(int index) const {
           cpu_relax();
           current = s.generation.load(std::memory_order_acquire);
         }
-        if (current != seen || std::chrono::steady_clock::now() > until) break;
+        if (current != seen) break;
+        const auto now = std::chrono::steady_clock::now();
+        if (now <= until) continue;
+        if (s.warm.load(std::memory_order_relaxed) == 0) break;
+        // A Warm keeps us polling past the spin, but yielding: on an idle core this is a spin,
+        // and where other threads want the core they get it (a worker that burnt its share
+        // spinning would be preempted in the middle of its next chunk instead).
+        std::this_thread::yield();
       }
       if (current == seen) {
-        s.generation.wait(seen, std::memory_order_acquire);
+        // The bell is read before the last look at the job and the Warm count, so a job or a
+        // Warm that comes after that look has rung it since: the wait then returns at once.
+        const uint32_t bell = s.bell.load(std::memory_order_seq_cst);
+        if (s.generation.load(std::memory_order_seq_cst) == seen &&
+            s.warm.load(std::memory_order_seq_cst) == 0) {
+          s.sleeping.fetch_add(1, std::memory_order_seq_cst);
+          s.bell.wait(bell, std::memory_order_seq_cst);
+          s.sleeping.fetch_sub(1, std::memory_order_relaxed);
+        }
         continue;
       }
     }
@@ -166,8 +191,12 @@ void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) c
   s.body = &chunk;
   s.done.store(0, std::memory_order_relaxed);
   s.claim.store(pack(generation, uint64_t(chunks), 0), std::memory_order_release);
-  s.generation.store(generation, std::memory_order_release);
-  s.generation.notify_all();
+  s.generation.store(generation, std::memory_order_seq_cst);
+  // Only sleepers need the futex call (a polling worker sees the generation). The bell moves
+  // before the count is read: a worker that counts itself asleep after that read finds the bell
+  // moved and does not sleep.
+  s.bell.fetch_add(1, std::memory_order_seq_cst);
+  if (s.sleeping.load(std::memory_order_seq_cst) > 0) s.bell.notify_all();
 
   // The caller is a participant like any worker; a chunk it runs cannot outlive this call.
   claim_and_run(generation, false);
@@ -205,6 +234,15 @@ ClaimPool::Hold::~Hold() {
   pool_.state_->holds.fetch_sub(1, std::memory_order_acq_rel);
   pool_.state_->holds.notify_all();
 }
+
+ClaimPool::Warm::Warm(const ClaimPool& pool) : pool_(pool) {
+  pool_.state_->warm.fetch_add(1, std::memory_order_seq_cst);
+  pool_.state_->ring_bell();
+}
+
+ClaimPool::Warm::~Warm() { pool_.state_->warm.fetch_sub(1, std::memory_order_seq_cst); }
+
+int ClaimPool::sleeping_workers() const { return state_->sleeping.load(std::memory_order_relaxed); }
 
 void ClaimPool::wait_for_workers_to_catch_up() const {
   State& s = *state_;

@@ -8,7 +8,11 @@
 // parallel region.)
 //
 // Idle workers spin briefly (back-to-back layers of a frame arrive within microseconds), then
-// sleep on a futex (std::atomic::wait) until the next job.
+// sleep on a futex (std::atomic::wait) until the next job. While a Warm lives (a sub-graph's run
+// holds one) they do not sleep: past the spin they keep polling but yield the core at every poll
+// (on an idle core that is a spin; where other threads want the core they get it), and sleeping
+// ones are woken at once. Then no layer of a frame pays a futex wake-up, not even after a stretch
+// of work that ran on the caller alone.
 //
 // Threading contract: run() may be called from any thread; jobs are serialised by a mutex, one at
 // a time. The body must not call run() on the same pool (it would wait for itself).
@@ -57,6 +61,21 @@ class ClaimPool {
    private:
     const ClaimPool& pool_;
   };
+
+  // While one lives, idle workers poll for the next job (yielding) instead of sleeping;
+  // constructing it wakes the sleeping ones. Several may live at once (a counter). Must not outlive its pool.
+  class Warm {
+   public:
+    explicit Warm(const ClaimPool& pool);
+    ~Warm();
+    Warm(const Warm&) = delete;
+    Warm& operator=(const Warm&) = delete;
+
+   private:
+    const ClaimPool& pool_;
+  };
+  // For tests: how many workers are asleep (waiting on the futex) right now.
+  int sleeping_workers() const;
 
   // For tests: how many chunks the workers (not the caller) ran since the pool was created.
   int64_t chunks_run_by_workers() const;

@@ -300,6 +300,10 @@ void convert_input(co_up_compiled& c, co_up_compiled::Port& in) {
 
 void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   const backends::LayerHooks layer_hooks(hooks);
+  // The pool's workers poll from here to the last layer: layers that run on the caller alone
+  // (longer than a worker's idle spin) would otherwise send them to sleep, and the next split
+  // layer would wait for a wake-up.
+  const CpuPool::Warm warm(*c.device->pool);
   // An input mapped and written but never unmapped is still converted.
   for (auto& in : c.inputs) convert_input(c, in);
   for (size_t s = 0; s < c.steps.size(); ++s) {
@@ -316,7 +320,7 @@ struct XnnBackend {
   static constexpr backends::PluginInfo kInfo = {
       kBackendName, kBackendVersion,
       "f32 CPU backend on XNNPACK (NEON / SSE / AVX kernels), NHWC inside a sub-graph, one pinned "
-      "pthreadpool per cluster",
+      "thread pool per cluster",
       CO_UP_BACKEND_CPU,
       1u << CO_UP_LAYOUT_NHWC,  // boundary_layouts: NHWC inside, so NHWC boundaries skip the transposes
   };

@@ -13,6 +13,7 @@
 #include "subgraph_desc.h"
 #include "xnn_depthwise.h"
 #include "xnn_silu.h"
+#include "xnn_sliced_ops.h"
 #include "xnn_kernels.h"
 #include "xnn_tensor_steps.h"
 
@@ -33,11 +34,10 @@ void F32Step::run(const CpuPool& pool) const {
 
 namespace {
 
-// The operators that run on pthreadpool (convolutions, fully connected) release its workers to
-// the scheduler right after they finish instead of letting them spin: the backend's own kernels
-// run next on the claiming pool, whose worker shares the core with them (a spinning pthreadpool
-// worker would take that core from it until the scheduler preempts it).
-constexpr uint32_t kPooledOperatorFlags = XNN_FLAG_YIELD_WORKERS;
+// The slice count to ask SlicedOperator for: 1 (the layer whole, as one operator) on a pool of
+// one thread, where slices would only add their fixed cost; 0 (its choice by work) otherwise.
+// Either way the same bits (xnn_sliced_ops.h).
+int64_t whole_on(const CpuPool& pool) { return pool.thread_count() == 1 ? 1 : 0; }
 
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
@@ -85,21 +85,12 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   if (out.silu) {
     backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused SiLU on XNNPACK's convolution for " + where);
   }
-  const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
+  // On the claiming pool in bands of output rows (xnn_sliced_ops.h), not on pthreadpool.
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
-  xnn_operator_t op = nullptr;
-  check_xnn(xnn_create_convolution2d_nhwc_f32(
-                uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
-                uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
-                uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
-                uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
-                size_t(s.in_channels), size_t(out.stride), packed.data(), bias, lo, hi,
-                kPooledOperatorFlags, &op),
-            "convolution create for " + where);
-  step.ops.emplace_back(op);
-  check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                             size_t(s.in_width), x, out.y, pool.get()),
-            "convolution setup for " + where);
+  const SlicedOperator sliced = SlicedOperator::convolution(s, packed.data(), bias, lo, hi, 0, x,
+                                                            out.y, out.stride, where, whole_on(pool));
+  const CpuPool* pool_ptr = &pool;
+  step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   return step;
 }
 
@@ -109,14 +100,11 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                        const std::vector<float*>& buffers, const CpuPool& pool) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   F32Step step;
-  // XNNPACK's operators can only use pthreadpool, whose join waits for every worker, started or
-  // not (a time slice when another process holds the worker's core). Only convolutions and fully
-  // connected layers do enough work per call to be worth that risk; pooling, element-wise ops,
-  // copies and softmax are memory-bound and run on the caller. Same bits either way: XNNPACK
-  // splits outputs, never a reduction.
-  const bool split = p.op == Op::kConv || p.op == Op::kFullyConnected;
-  step.ops_on_pool = split;
-  pthreadpool_t tp = split ? pool.get() : nullptr;
+  // Convolutions and fully connected layers split over the pool (xnn_sliced_ops.h, the own
+  // kernels). XNNPACK's other operators (pooling, element-wise ops, copies, softmax) are
+  // memory-bound and run on the caller, where they cost no hand-off.
+  step.ops_on_pool = false;
+  constexpr pthreadpool_t tp = nullptr;
   const CpuPool* pool_ptr = &pool;
   const std::string where = node_where(graph, index);
   auto constant = [&](uint32_t t) { return constant_data(graph, t); };
@@ -124,12 +112,18 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   float* y = buffers[p.output];
   const int64_t count = element_count(p.out_dims);
   auto add_op = [&](xnn_operator_t op) { step.ops.emplace_back(op); };
+  // Element-wise: every element alone, so ranges of elements on the pool give the same bits.
   auto unary_op = [&](auto create, auto setup, auto... args) {
-    xnn_operator_t op = nullptr;
-    check_xnn(create(size_t(count), size_t(count), size_t(count), args..., 0u, &op),
-              "create for " + where);
-    add_op(op);
-    check_xnn(setup(op, size_t(1), x, y, tp), "setup for " + where);
+    const SlicedOperator sliced = SlicedOperator::per_range(
+        count, kElementsPerSlice,
+        [&](SliceRange r, xnn_operator_t* op) {
+          const size_t n = size_t(r.end - r.begin);
+          xnn_status st = create(n, n, n, args..., 0u, op);
+          if (st == xnn_status_success) st = setup(*op, size_t(1), x + r.begin, y + r.begin, nullptr);
+          return st;
+        },
+        "element-wise operator for " + where, whole_on(pool));
+    step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   };
 
   switch (p.op) {
@@ -163,14 +157,9 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       std::vector<float> permuted;
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_fully_connected_nc_f32(size_t(p.fc_in), size_t(p.fc_out), size_t(p.fc_in),
-                                                  size_t(p.fc_out), w, constant(p.inputs[2]), lo,
-                                                  hi, kPooledOperatorFlags, &op),
-                "fully connected create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(p.in_dims[0]), x, y, tp),
-                "fully connected setup for " + where);
+      const SlicedOperator sliced = SlicedOperator::fully_connected(
+          p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where, whole_on(pool));
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kMaxPool:
@@ -216,14 +205,22 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kGlobalAveragePool: {
+      // Each channel's mean alone: ranges of channels on the pool give the same bits.
       const size_t ch = size_t(p.in_dims[1]);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_global_average_pooling_nwc_f32(ch, ch, ch, -kInf, kInf, 0, &op),
-                "global average pooling create for " + where);
-      add_op(op);
-      check_xnn(xnn_setup_global_average_pooling_nwc_f32(op, size_t(p.in_dims[0]),
-                                                         size_t(p.in_dims[2] * p.in_dims[3]), x, y, tp),
-                "global average pooling setup for " + where);
+      const size_t batch = size_t(p.in_dims[0]), plane = size_t(p.in_dims[2] * p.in_dims[3]);
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          int64_t(ch), std::max<int64_t>(1, kElementsPerSlice / int64_t(batch * plane)),
+          [&](SliceRange r, xnn_operator_t* op) {
+            xnn_status st = xnn_create_global_average_pooling_nwc_f32(
+                size_t(r.end - r.begin), ch, ch, -kInf, kInf, 0, op);
+            if (st == xnn_status_success) {
+              st = xnn_setup_global_average_pooling_nwc_f32(*op, batch, plane, x + r.begin,
+                                                            y + r.begin, nullptr);
+            }
+            return st;
+          },
+          "global average pooling for " + where, whole_on(pool));
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kGlobalMaxPool: {
@@ -295,13 +292,21 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kAdd: {
+      // Element-wise: ranges of elements on the pool give the same bits.
       const auto [lo, hi] = activation_range(p.activation);
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_add_nd_f32(lo, hi, 0, &op), "add create for " + where);
-      add_op(op);
-      const size_t shape[1] = {size_t(count)};
-      check_xnn(xnn_setup_add_nd_f32(op, 1, shape, 1, shape, x, buffers[p.inputs[1]], y, tp),
-                "add setup for " + where);
+      const float* x2 = buffers[p.inputs[1]];
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          count, kElementsPerSlice,
+          [&](SliceRange r, xnn_operator_t* op) {
+            xnn_status st = xnn_create_add_nd_f32(lo, hi, 0, op);
+            const size_t shape[1] = {size_t(r.end - r.begin)};
+            if (st == xnn_status_success) {
+              st = xnn_setup_add_nd_f32(*op, 1, shape, 1, shape, x + r.begin, x2 + r.begin, y + r.begin, nullptr);
+            }
+            return st;
+          },
+          "add for " + where, whole_on(pool));
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kSoftmax: {
@@ -321,15 +326,24 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       break;
     }
     case Op::kChannelScale: {
-      // x[N, HW, C] * s[N, 1, C]: XNNPACK's multiply broadcasts the squeeze-excite gate.
-      xnn_operator_t op = nullptr;
-      check_xnn(xnn_create_multiply_nd_f32(-kInf, kInf, 0, &op), "multiply create for " + where);
-      add_op(op);
-      const size_t n = size_t(p.in_dims[0]), ch = size_t(p.in_dims[1]);
-      const size_t x_shape[3] = {n, size_t(p.in_dims[2] * p.in_dims[3]), ch};
-      const size_t s_shape[3] = {n, 1, ch};
-      check_xnn(xnn_setup_multiply_nd_f32(op, 3, x_shape, 3, s_shape, x, buffers[p.inputs[1]], y, tp),
-                "multiply setup for " + where);
+      // x[N, HW, C] * s[N, 1, C]: XNNPACK's multiply broadcasts the squeeze-excite gate; for one
+      // image, ranges of pixels on the pool (element-wise: same bits).
+      const int64_t n = p.in_dims[0], ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
+      const float* gate = buffers[p.inputs[1]];
+      const SlicedOperator sliced = SlicedOperator::per_range(
+          plane, std::max<int64_t>(1, kElementsPerSlice / ch),
+          [&](SliceRange r, xnn_operator_t* op) {
+            xnn_status st = xnn_create_multiply_nd_f32(-kInf, kInf, 0, op);
+            const size_t x_shape[3] = {size_t(n), size_t(r.end - r.begin), size_t(ch)};
+            const size_t s_shape[3] = {size_t(n), 1, size_t(ch)};
+            if (st == xnn_status_success) {
+              st = xnn_setup_multiply_nd_f32(*op, 3, x_shape, 3, s_shape, x + r.begin * ch, gate,
+                                             y + r.begin * ch, nullptr);
+            }
+            return st;
+          },
+          "multiply for " + where, n == 1 ? whole_on(pool) : 1);
+      step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
     case Op::kHardSigmoid: {

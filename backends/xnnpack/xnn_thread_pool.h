@@ -4,8 +4,9 @@
 //    claimed from an atomic counter by whoever is running, so the caller never waits for a worker
 //    that has not started (on a core shared with other processes that wait is a time slice);
 //  - XNNPACK's operators take a pthreadpool (their only interface), whose join waits for every
-//    worker; the step builder gives it only to the operators that are worth splitting
-//    (convolutions, fully connected) and runs the rest on the caller.
+//    worker. The f32 steps no longer give it to any: they cut XNNPACK's convolutions, fully
+//    connected layers and element-wise passes into per-slice operators that run as chunks on
+//    the ClaimPool (xnn_sliced_ops.h). npu-int8 still runs its int8 operators on it.
 //
 // Threading contract: every call may come from any thread; each pool serialises its parallel
 // regions, so at most one job occupies its workers at a time (a device serves several compiled
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -60,6 +62,18 @@ class CpuPool {
   // XNNPACK's tasks cannot be annotated, so in ThreadSanitizer builds every worker is fenced with
   // the caller before and after the operator (the edges pthreadpool makes but TSan cannot see).
   xnn_status run_operator(xnn_operator_t op, bool on_pool = true) const;
+
+  // Keeps the kernels' workers polling while it lives (ClaimPool::Warm), so that no layer pays a
+  // wake-up; a compiled sub-graph holds one for the whole of a run. Nothing for one thread.
+  class Warm {
+   public:
+    explicit Warm(const CpuPool& pool) {
+      if (pool.kernels_) warm_.emplace(*pool.kernels_);
+    }
+
+   private:
+    std::optional<ClaimPool::Warm> warm_;
+  };
 
   // For tests: runs one task on every thread of the kernels' pool at once (each waits until all
   // have started, so no thread runs two) and returns, per thread, the CPUs sched_getaffinity

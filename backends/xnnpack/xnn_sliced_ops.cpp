@@ -1,0 +1,142 @@
+#include "xnn_sliced_ops.h"
+
+#include <algorithm>
+
+namespace co_up::xnnpack {
+namespace {
+
+// A slice's fixed cost is one xnn_run_operator on the caller (about a microsecond) and a claim;
+// 256 K multiply-adds are 10-30 us of depthwise or GEMV work on one AVX-512 core, so a slice
+// costs at most a few percent, and layers below 512 K stay whole (one slice runs on whichever
+// thread claims it). Eight slices let two to four threads balance by claiming.
+constexpr int64_t kMacsPerSlice = 256 * 1024;
+constexpr int64_t kMaxSlices = 8;
+// Output channels per slice of a fully connected layer: a multiple of XNNPACK's widest f32 GEMM
+// tile, so no slice ends in a partial tile that a whole operator would not have.
+constexpr int64_t kChannelAlign = 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int64_t slice_count(int64_t macs, int64_t extent) {
+  return std::clamp<int64_t>(macs / kMacsPerSlice, 1, std::min(kMaxSlices, std::max<int64_t>(1, extent)));
+}
+
+std::vector<SliceRange> split_range(int64_t extent, int64_t count, int64_t align) {
+  const int64_t blocks = ceil_div(extent, align);
+  count = std::clamp<int64_t>(count, 1, std::max<int64_t>(1, blocks));
+  std::vector<SliceRange> ranges;
+  ranges.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t begin = std::min(extent, blocks * i / count * align);
+    const int64_t end = std::min(extent, blocks * (i + 1) / count * align);
+    ranges.push_back({begin, end});
+  }
+  return ranges;
+}
+
+ConvRowSlice conv_row_slice(const backends::Conv2dShape& s, SliceRange rows) {
+  // Input rows (in padded coordinates shifted by pad_top) that output rows [begin, end) read.
+  const int64_t first = rows.begin * s.stride_h - s.pad_top;
+  const int64_t last = (rows.end - 1) * s.stride_h - s.pad_top + s.dilation_h * (s.kernel_h - 1);
+  ConvRowSlice slice;
+  slice.in_begin = std::max<int64_t>(0, first);
+  const int64_t in_last = std::min(s.in_height - 1, last);
+  slice.in_rows = in_last - slice.in_begin + 1;
+  slice.pad_top = slice.in_begin - first;
+  slice.pad_bottom = last - in_last;
+  return slice;
+}
+
+SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const float* ohwi_weights,
+                                           const float* bias, float lo, float hi, uint32_t flags,
+                                           const float* x, float* y, int64_t y_stride,
+                                           const std::string& where, int64_t slices) {
+  const int64_t out_h = s.out_height(), out_w = s.out_width();
+  const int64_t macs = out_h * out_w * s.out_channels * s.kernel_h * s.kernel_w * (s.in_channels / s.group);
+  std::vector<SliceRange> bands = split_range(
+      out_h, s.batch != 1 ? 1 : slices > 0 ? slices : slice_count(macs, out_h), 1);
+  std::vector<ConvRowSlice> cuts;
+  for (const SliceRange& band : bands) cuts.push_back(conv_row_slice(s, band));
+  // A band that reads nothing but padding (padding taller than the kernel) cannot be an operator
+  // of its own; then the layer stays whole.
+  if (std::any_of(cuts.begin(), cuts.end(), [](const ConvRowSlice& c) { return c.in_rows < 1; })) {
+    bands = {{0, out_h}};
+    cuts = {{0, s.in_height, s.pad_top, s.pad_bottom}};
+  }
+  const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
+  SlicedOperator sliced;
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const ConvRowSlice& c = cuts[i];
+    xnn_operator_t op = nullptr;
+    check_xnn(xnn_create_convolution2d_nhwc_f32(
+                  uint32_t(c.pad_top), uint32_t(s.pad_right), uint32_t(c.pad_bottom),
+                  uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
+                  uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
+                  uint32_t(s.dilation_w), uint32_t(s.group), size_t(gin), size_t(gout),
+                  size_t(s.in_channels), size_t(y_stride), ohwi_weights, bias, lo, hi, flags, &op),
+              "convolution create for " + where);
+    sliced.ops_->emplace_back(op);
+    // Batch 1 here whenever there is more than one band; a whole layer keeps its batch.
+    const int64_t batch = bands.size() == 1 ? s.batch : 1;
+    check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(batch), size_t(c.in_rows), size_t(s.in_width),
+                                               x + c.in_begin * s.in_width * s.in_channels,
+                                               y + bands[i].begin * out_w * y_stride, nullptr),
+              "convolution setup for " + where);
+  }
+  return sliced;
+}
+
+SlicedOperator SlicedOperator::fully_connected(int64_t rows, int64_t in, int64_t out,
+                                               const float* weights, const float* bias, float lo,
+                                               float hi, uint32_t flags, const float* x, float* y,
+                                               const std::string& where, int64_t slices) {
+  const int64_t blocks = ceil_div(out, kChannelAlign);
+  if (slices <= 0) slices = slice_count(rows * in * out, blocks);
+  SlicedOperator sliced;
+  for (const SliceRange& r : split_range(out, slices, kChannelAlign)) {
+    xnn_operator_t op = nullptr;
+    check_xnn(xnn_create_fully_connected_nc_f32(size_t(in), size_t(r.end - r.begin), size_t(in),
+                                                size_t(out), weights + r.begin * in,
+                                                bias ? bias + r.begin : nullptr, lo, hi, flags, &op),
+              "fully connected create for " + where);
+    sliced.ops_->emplace_back(op);
+    check_xnn(xnn_setup_fully_connected_nc_f32(op, size_t(rows), x, y + r.begin, nullptr),
+              "fully connected setup for " + where);
+  }
+  return sliced;
+}
+
+SlicedOperator SlicedOperator::per_range(
+    int64_t extent, int64_t units_per_slice,
+    const std::function<xnn_status(SliceRange, xnn_operator_t*)>& make, const std::string& what,
+    int64_t slices) {
+  constexpr int64_t kAlign = 16;  // a cache line of floats: slices never share one
+  if (slices <= 0) {
+    slices = std::clamp<int64_t>(extent / std::max<int64_t>(1, units_per_slice), 1, kMaxSlices);
+  }
+  SlicedOperator sliced;
+  for (const SliceRange& r : split_range(extent, slices, kAlign)) {
+    xnn_operator_t op = nullptr;
+    const xnn_status status = make(r, &op);
+    if (op != nullptr) sliced.ops_->emplace_back(op);
+    check_xnn(status, what);
+  }
+  return sliced;
+}
+
+void SlicedOperator::run(const CpuPool& pool) const {
+  const std::vector<XnnOperator>& ops = *ops_;
+  if (ops.size() == 1) {
+    check_xnn(xnn_run_operator(ops[0].get(), nullptr), "run");
+    return;
+  }
+  pool.parallel_for(static_cast<int64_t>(ops.size()), 1, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      check_xnn(xnn_run_operator(ops[static_cast<size_t>(i)].get(), nullptr), "run");
+    }
+  });
+}
+
+}  // namespace co_up::xnnpack
