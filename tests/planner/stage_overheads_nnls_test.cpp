@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,10 +24,16 @@ StageCosts costs() {
   return c;
 }
 
-// Unknown u: 0-2 run(B, L, G), 3-5 boundary(B, L, G).
+// Unknown u: 0-2 run(B, L, G), 3-5 boundary(B, L, G), 6-8 next_stage(B, L, G).
+constexpr size_t kUnknowns = 9;
+
+std::map<char, double> StageOverheads::*costs_of(size_t u) {
+  return u < 3 ? &StageOverheads::run_ms : u < 6 ? &StageOverheads::boundary_ms : &StageOverheads::next_stage_ms;
+}
+
 StageOverheads unit(size_t u) {
   StageOverheads o;
-  (u < 3 ? o.run_ms : o.boundary_ms)[kLetters[u % 3]] = 1.0;
+  (o.*costs_of(u))[kLetters[u % 3]] = 1.0;
   return o;
 }
 
@@ -38,8 +45,8 @@ struct Problem {
 
 void add(Problem& p, const std::string& order, size_t exit, double y, double w) {
   const std::vector<double> compute = runtime_exit_latency(costs(), order, StageOverheads{});
-  std::vector<double> row(6);
-  for (size_t u = 0; u < 6; ++u) row[u] = runtime_exit_latency(costs(), order, unit(u))[exit] - compute[exit];
+  std::vector<double> row(kUnknowns);
+  for (size_t u = 0; u < kUnknowns; ++u) row[u] = runtime_exit_latency(costs(), order, unit(u))[exit] - compute[exit];
   p.samples.push_back({order, exit, compute[exit] + y, compute[exit], w});
   p.a.push_back(row);
   p.y.push_back(y);
@@ -50,7 +57,7 @@ double objective(const Problem& p, const std::vector<double>& x) {
   double sum = 0;
   for (size_t r = 0; r < p.a.size(); ++r) {
     double e = -p.y[r];
-    for (size_t u = 0; u < 6; ++u) e += p.a[r][u] * x[u];
+    for (size_t u = 0; u < kUnknowns; ++u) e += p.a[r][u] * x[u];
     sum += p.w[r] * e * e;
   }
   return sum;
@@ -59,7 +66,7 @@ double objective(const Problem& p, const std::vector<double>& x) {
 // Least squares on the unknowns in `free` (the others 0); false when singular.
 bool solve_on(const Problem& p, unsigned free, std::vector<double>& x) {
   std::vector<size_t> idx;
-  for (size_t u = 0; u < 6; ++u)
+  for (size_t u = 0; u < kUnknowns; ++u)
     if (free & (1u << u)) idx.push_back(u);
   const size_t n = idx.size();
   std::vector<std::vector<double>> g(n, std::vector<double>(n + 1, 0.0));
@@ -80,18 +87,29 @@ bool solve_on(const Problem& p, unsigned free, std::vector<double>& x) {
       for (size_t k = c; k <= n; ++k) g[r][k] -= f * g[c][k];
     }
   }
-  x.assign(6, 0.0);
+  x.assign(kUnknowns, 0.0);
   for (size_t i = 0; i < n; ++i) x[idx[i]] = g[i][n] / g[i][i];
   return true;
 }
 
-// The non-negative least-squares solution by enumeration of the free sets; false when the
-// unknowns are not all determined (some set is singular).
+// The unknowns some sample depends on (the others stay out of the fit: absent, not zero).
+unsigned used(const Problem& p) {
+  unsigned mask = 0;
+  for (const auto& row : p.a)
+    for (size_t u = 0; u < kUnknowns; ++u)
+      if (row[u] != 0) mask |= 1u << u;
+  return mask;
+}
+
+// The non-negative least-squares solution by enumeration of the free subsets of the used
+// unknowns; false when those are not all determined (their full set is singular).
 bool brute_force(const Problem& p, std::vector<double>& best) {
   std::vector<double> x;
-  if (!solve_on(p, 63u, x)) return false;
+  const unsigned all = used(p);
+  if (!solve_on(p, all, x)) return false;
   double best_obj = INFINITY;
-  for (unsigned free = 0; free < 64; ++free) {
+  for (unsigned free = 0; free <= all; ++free) {
+    if ((free & ~all) != 0) continue;
     if (!solve_on(p, free, x)) continue;
     bool feasible = true;
     for (double v : x) feasible = feasible && v >= -1e-12;
@@ -107,10 +125,15 @@ bool brute_force(const Problem& p, std::vector<double>& best) {
 
 std::vector<double> fitted(const Problem& p) {
   const StageOverheads fit = fit_stage_overheads(p.samples);
-  std::vector<double> x(6);
-  for (size_t u = 0; u < 6; ++u) {
-    const auto& m = u < 3 ? fit.run_ms : fit.boundary_ms;
+  const unsigned all = used(p);
+  std::vector<double> x(kUnknowns, 0.0);
+  for (size_t u = 0; u < kUnknowns; ++u) {
+    const auto& m = fit.*costs_of(u);
     const auto it = m.find(kLetters[u % 3]);
+    if ((all & (1u << u)) == 0) {
+      EXPECT_EQ(it, m.end()) << "unknown " << u << " fitted although no sample depends on it";
+      continue;
+    }
     EXPECT_NE(it, m.end()) << "unknown " << u << " left out although determined";
     x[u] = it == m.end() ? NAN : it->second;
   }
@@ -134,7 +157,7 @@ TEST(StageOverheadsNnls, EqualsBruteForceOnSmallRandomProblems) {
     if (!brute_force(p, want)) continue;  // not every unknown determined
     ++checked;
     const std::vector<double> got = fitted(p);
-    for (size_t u = 0; u < 6; ++u) ASSERT_NEAR(got[u], want[u], 1e-7) << "trial " << trial << " unknown " << u;
+    for (size_t u = 0; u < kUnknowns; ++u) ASSERT_NEAR(got[u], want[u], 1e-7) << "trial " << trial << " unknown " << u;
   }
   EXPECT_GE(checked, 40);
 }
@@ -145,7 +168,7 @@ TEST(StageOverheadsNnls, CorrelatedUnknownsWhereTheMostNegativeIsNotTheOneAtZero
   std::vector<double> want;
   ASSERT_TRUE(brute_force(p, want));
   const std::vector<double> got = fitted(p);
-  for (size_t u = 0; u < 6; ++u) EXPECT_NEAR(got[u], want[u], 1e-7) << "unknown " << u;
+  for (size_t u = 0; u < kUnknowns; ++u) EXPECT_NEAR(got[u], want[u], 1e-7) << "unknown " << u;
 }
 
 }  // namespace
