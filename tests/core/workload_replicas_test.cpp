@@ -232,8 +232,10 @@ TEST(WorkloadReplicasTest, AnIdleProcessorTakesTheFramesOfABusyOne) {
     if (e.kind == profiler::EventKind::kSubGraph) ++mobile_frames[p.subgraphs.at(e.subgraph).processor];
   }
   EXPECT_EQ(mobile_frames['B'] + mobile_frames['L'], frames);
-  // B also serves squeeze: L, free the whole time, must take well over half of mobile.
-  EXPECT_GT(mobile_frames['L'], frames / 2) << "B " << mobile_frames['B'] << ", L " << mobile_frames['L'];
+  // Without the replica L runs none of mobile. B also serves squeeze, so on a quiet host L,
+  // free the whole time, takes well over half; the bound is a quarter because ctest runs another
+  // test beside this one, which may share L's core for the whole run.
+  EXPECT_GT(mobile_frames['L'], frames / 4) << "B " << mobile_frames['B'] << ", L " << mobile_frames['L'];
   ASSERT_EQ(got.delivered[1].order.size(), frames);
   for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(got.delivered[1].order[f], f);
   expect_one_subgraph_at_a_time(got.result);
