@@ -328,10 +328,12 @@ print(a["fps"] + b["fps"], round(overlap, 3))' "${out}/ort-a.json" "${out}/ort-b
           record "${net}" "${cfg}" "" "" "${rep}" "${fps}" ",\"overlap\":${overlap}${contention}" ;;
         co_up-1)
           run_co_up "${model}" layers "$(repeat B "${n_layers}")" pipeline 0 "${input}"
+          cp "${out}/run.json" "${out}/${net}.co_up-1.rep${rep}.json"
           record "${net}" "${cfg}" layers "all-B" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"fps_mean\":${fps_mean}${contention}" ;;
         pipeline)
           read -r units order <<<"${best_pipe}"
           run_co_up "${model}" "${units}" "${order}" pipeline 0-1 "${input}"
+          cp "${out}/run.json" "${out}/${net}.pipeline.rep${rep}.json"
           record "${net}" "${cfg}" "${units}" "${order}" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"fps_mean\":${fps_mean}${contention}" ;;
         latency)
           read -r name units order <<<"${best_lat}"
@@ -345,6 +347,12 @@ for l in sys.stdin:
     r = json.loads(l)
     v = "%.2f ms" % r["latency_ms"] if r["config"] == "latency" else "%.2f fps" % r["fps"]
     print(r["config"], v, "[%.1f]" % r["others_cores"], end="  ")')"
+  done
+  # Where the pipeline loses against twice one core, per rep (bench/pipeline_loss.py).
+  for ((rep = 1; rep <= reps; ++rep)); do
+    loss=$("${python}" "${root}/bench/pipeline_loss.py" "${out}/${net}.pipeline.rep${rep}.json" \
+             "${out}/${net}.co_up-1.rep${rep}.json" "${warmup}" --json)
+    printf '{"net":"%s","config":"pipeline-loss","rep":%s,"loss":%s}\n' "${net}" "${rep}" "${loss}" >>"${results}"
   done
   printf '{"net":"%s","config":"meta","layers":%s,"ops":%s,"gmacs":%s,"frames":%s,"warmup":%s,"profile_ms":%s}\n' \
     "${net}" "${n_layers}" "${n_ops}" "${gmacs}" "${frames}" "${warmup}" "${total_ms}" >>"${results}"
@@ -378,10 +386,17 @@ for net in nets:
         "pipeline_fps": spread(list(pb.values())), "pipeline_units": pipe["units"], "pipeline_order": pipe["order"],
         "ort2_ms": spread(list(o2_ms.values())), "latency_ms": spread(list(lat_ms.values())),
         "latency_mapping": lat["order"], "latency_units": lat["units"],
-        "co_up1_vs_ort1": paired(c1, o1),
+        "co_up1_vs_ort1": paired(c1, o1), "pipeline_vs_co_up1": paired(pb, c1),
         "pipeline_vs_ort1x2": paired(pb, o1x2), "pipeline_vs_ort2": paired(pb, o2),
         "pipeline_vs_best_ort": paired(pb, best_ort_tp),
         "ort2_ms_vs_latency_ms": paired(o2_ms, lat_ms),
+        "pipeline_loss": {k: spread([r["loss"][k] for r in runs if r["net"] == net and r["config"] == "pipeline-loss"])
+                          for k in ("speedup", "work", "imbalance", "lock_step")},
+        "pipeline_loss_ms": {k: spread([v for r in runs if r["net"] == net and r["config"] == "pipeline-loss"
+                                        for v in ([r["loss"]["stage_ms"][i]] if i >= 0 else [r["loss"][k]])])
+                             for k, i in (("stage_b", 0), ("stage_l", 1), ("period_ms", -1), ("one_core_ms", -1))},
+        "pipeline_sim_ms": {c: spread([r["loss"]["sim_period_ms"][c] for r in runs
+                                       if r["net"] == net and r["config"] == "pipeline-loss"]) for c in ("2", "3")},
         "ort1x2_overlap": spread([r["overlap"] for r in rows if r["config"] == "ort-1x2"]),
         "others_cores_median": {c: med([r["others_cores"] for r in rows if r["config"] == c])
                                 for c in ("ort-1", "ort-2", "ort-1x2", "co_up-1", "pipeline", "latency")},
@@ -422,6 +437,29 @@ print("| network | ORT | co_up | co_up / ORT |")
 print("|---|---|---|---|")
 for t in table:
     print(f"| {t['net']} | {r(t['ort1_fps'])} | {r(t['co_up1_fps'])} | {x(t['co_up1_vs_ort1'])} |")
+print()
+print("Two-stage pipeline against co_up's own one core (frames/s ratio per rep), and where it loses "
+      "(bench/pipeline_loss.py on the same reps' profiles: speed-up = 2 / (work x imbalance x lock-step)):")
+print("| network | pipeline / co_up one core | stages B / L (ms) | period (ms) | one core (ms) | work | imbalance | lock-step | simulated period, 2 / 3 buffers (ms) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for t in table:
+    lo, ms, sim = t["pipeline_loss"], t["pipeline_loss_ms"], t["pipeline_sim_ms"]
+    f3 = lambda s: f"{s['median']:.3f}"
+    print(f"| {t['net']} | {x(t['pipeline_vs_co_up1'])} | {f3(ms['stage_b'])} / {f3(ms['stage_l'])} | {f3(ms['period_ms'])} "
+          f"| {f3(ms['one_core_ms'])} | {f3(lo['work'])} | {f3(lo['imbalance'])} | {f3(lo['lock_step'])} "
+          f"| {f3(sim['2'])} / {f3(sim['3'])} |")
+print()
+if peak > 0:
+    print(f"Fraction of peak f32 FLOP/s (2 x MACs x fps / peak; one core's peak {peak:.1f} GFLOP/s for ORT-1 and co_up-1, "
+          "twice it for the two-core columns; medians of the fps columns):")
+    print("| network | GMACs | ORT-1 | co_up-1 | ORT 2 threads | ORT 2 x 1 thread | co_up pipeline |")
+    print("|---|---|---|---|---|---|---|")
+    for t in table:
+        pct = lambda key, cores: f"{100 * 2 * t['gmacs'] * t[key]['median'] / (cores * peak):.0f} %"
+        print(f"| {t['net']} | {t['gmacs']:.3f} | {pct('ort1_fps', 1)} | {pct('co_up1_fps', 1)} | {pct('ort2_fps', 2)} "
+              f"| {pct('ort1x2_fps', 2)} | {pct('pipeline_fps', 2)} |")
+else:
+    print("Fraction of peak: not reported (co_up_bench_xnnpack not built in the build directory)")
 print()
 for t in table:
     print(f"{t['net']}: selection run " + ", ".join(f"{k.split(':')[0]}={v:.2f}" for k, v in t["selection"].items()) +
