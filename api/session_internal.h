@@ -22,7 +22,7 @@ struct SessionOptions::Values {
   std::string frequency;
   std::string dvfs = "strict";
   int profile_level = 0;
-  uint32_t buffers = 2;
+  uint32_t buffers = 3;
   std::optional<int> threads, cores, threads_little, cores_little;
   int64_t image_size = 0;
   uint64_t seed = 1;

@@ -34,7 +34,7 @@ struct Options {
   std::string stage_plan;        // --stage-plan=FILE.json (NetworkSpec::stage_plan_file)
   int64_t image_size = 0;    // --image-size (0: the network's own)
   uint64_t seed = 1;         // --seed for generated weights and input
-  uint32_t buffers = 2;      // --buffers: receive buffers between adjacent stages
+  uint32_t buffers = 3;      // --buffers: receive buffers between adjacent stages
 
   std::optional<int> threads, cores, threads_little, cores_little;
   std::optional<char> host_gpu, host_npu;
