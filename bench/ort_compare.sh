@@ -45,6 +45,10 @@
 #   by tens of percent over minutes), then its median and [min-max] over reps are reported.
 #   The Node binding's per-call cost is measured on an Identity model of the input's shape and
 #   printed: it is in every ORT time (about 0.1 ms against frames of 5-60 ms).
+# Where the pipeline loses: every timed rep's pipeline and co_up-1 profiles go through
+# bench/pipeline_loss.py: pipeline / co_up-1 = 2 / (work x imbalance x lock-step) (stages' work
+# side by side against one core alone, the split's balance as run, the period against the slower
+# stage), with the period that 2 and 3 receive buffers give in simulation from the same stage times.
 # Fraction of peak: 2 x MACs x fps / peak, where the peak is one core's f32 peak as
 # co_up_bench_xnnpack prints it (an AVX-512 FMA loop in registers where the CPU has AVX-512, else
 # XNNPACK's f32 GEMM 1024^3; median of 3 invocations); the pipeline and ORT-2 columns are
