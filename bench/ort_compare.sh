@@ -28,7 +28,9 @@
 #      every latency candidate (one frame at a time on both cores: all-B on a two-core cluster with
 #      two worker threads, and with a split op a branch-parallel B/L mapping whose two halves of the
 #      op run at once) once; the best of each is chosen here and measured only in the timed reps,
-#      so the choice does not pick a lucky run.
+#      so the choice does not pick a lucky run. The best pipeline's two stages as measured in
+#      that run (sub-graph plus transfers, side by side) rescale the profile's unit times; where
+#      another cut balances them better, it is measured too and kept if faster ("rebalanced").
 #   4. REPS timed repetitions of six runs, forward on odd reps and reversed on even ones:
 #      ORT-1 (one session, intraOpNumThreads=1, core 0), co_up-1 (all-B, core 0), ORT-2 (one
 #      session, two intra-op threads, cores 0-1, fed back to back), ORT 2x1 (two one-thread
@@ -43,6 +45,10 @@
 #   by tens of percent over minutes), then its median and [min-max] over reps are reported.
 #   The Node binding's per-call cost is measured on an Identity model of the input's shape and
 #   printed: it is in every ORT time (about 0.1 ms against frames of 5-60 ms).
+# Where the pipeline loses: every timed rep's pipeline and co_up-1 profiles go through
+# bench/pipeline_loss.py: pipeline / co_up-1 = 2 / (work x imbalance x lock-step) (stages' work
+# side by side against one core alone, the split's balance as run, the period against the slower
+# stage), with the period that 2 and 3 receive buffers give in simulation from the same stage times.
 # Fraction of peak: 2 x MACs x fps / peak, where the peak is one core's f32 peak as
 # co_up_bench_xnnpack prints it (an AVX-512 FMA loop in registers where the CPU has AVX-512, else
 # XNNPACK's f32 GEMM 1024^3; median of 3 invocations); the pipeline and ORT-2 columns are
@@ -290,8 +296,40 @@ PY
     read -r units order _ <<<"${c}"
     run_co_up "${model}" "${units}" "${order}" pipeline 0-1 "${input}"
     record "${net}" "select-pipeline" "${units}" "${order}" 0 "${fps}" ",\"latency_ms\":${lat_ms}${contention}"
-    if awk -v a="${fps}" -v b="${best_pipe_fps}" 'BEGIN {exit !(a > b)}'; then best_pipe_fps=${fps}; best_pipe="${units} ${order}"; fi
+    if awk -v a="${fps}" -v b="${best_pipe_fps}" 'BEGIN {exit !(a > b)}'; then
+      best_pipe_fps=${fps}; best_pipe="${units} ${order}"; cp "${out}/run.json" "${out}/${net}.select-best.json"
+    fi
   done
+  # The split as run: the best candidate's stages measured side by side (sub-graph plus transfers,
+  # bench/pipeline_loss.py) rather than predicted from the all-B profile. Where they are not
+  # balanced, the cut that balances the profile's unit times scaled to the measured stage times
+  # is measured too (once), and kept if it is faster.
+  read -r units order <<<"${best_pipe}"
+  refined=$("${python}" - "${root}/bench" "${out}/${net}.select-best.json" "${out}/${net}.profile-${units}.json" \
+              "${order}" "${warmup}" <<'PY'
+import json, statistics, sys
+sys.path.insert(0, sys.argv[1])
+from pipeline_loss import stage_times
+stages = stage_times(json.load(open(sys.argv[2])), int(sys.argv[5]))
+b, l = (statistics.median(stages[s].values()) for s in sorted(stages))
+t = [u["exec_ms_median"] for u in json.load(open(sys.argv[3]))["layers"]]
+order = sys.argv[4]
+k, n = order.count("B"), len(order)
+scale_b, scale_l = b / max(sum(t[:k]), 1e-9), l / max(sum(t[k:]), 1e-9)
+u = [x * scale_b for x in t[:k]] + [x * scale_l for x in t[k:]]
+cut = min(range(1, n), key=lambda j: max(sum(u[:j]), sum(u[j:])))
+if cut != k:
+    print("B" * cut + "L" * (n - cut), f"{b:.3f}", f"{l:.3f}")
+PY
+  )
+  if [[ -n ${refined} ]]; then
+    read -r order stage_b stage_l <<<"${refined}"
+    run_co_up "${model}" "${units}" "${order}" pipeline 0-1 "${input}"
+    record "${net}" "select-pipeline" "${units}" "${order}" 0 "${fps}" ",\"latency_ms\":${lat_ms},\"rebalanced\":true${contention}"
+    echo "  rebalanced ${units} B×$(tr -cd B <<<"${order}" | wc -c) L×$(tr -cd L <<<"${order}" | wc -c) (stages measured" \
+         "${stage_b} / ${stage_l} ms): ${fps} fps against ${best_pipe_fps}"
+    if awk -v a="${fps}" -v b="${best_pipe_fps}" 'BEGIN {exit !(a > b)}'; then best_pipe_fps=${fps}; best_pipe="${units} ${order}"; fi
+  fi
   for c in "${lat_lines[@]}"; do
     read -r name units order <<<"${c}"
     run_co_up "${model}" "${units}" "${order}" switch 0-1 "${input}" "${name}"
@@ -328,10 +366,12 @@ print(a["fps"] + b["fps"], round(overlap, 3))' "${out}/ort-a.json" "${out}/ort-b
           record "${net}" "${cfg}" "" "" "${rep}" "${fps}" ",\"overlap\":${overlap}${contention}" ;;
         co_up-1)
           run_co_up "${model}" layers "$(repeat B "${n_layers}")" pipeline 0 "${input}"
+          cp "${out}/run.json" "${out}/${net}.co_up-1.rep${rep}.json"
           record "${net}" "${cfg}" layers "all-B" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"fps_mean\":${fps_mean}${contention}" ;;
         pipeline)
           read -r units order <<<"${best_pipe}"
           run_co_up "${model}" "${units}" "${order}" pipeline 0-1 "${input}"
+          cp "${out}/run.json" "${out}/${net}.pipeline.rep${rep}.json"
           record "${net}" "${cfg}" "${units}" "${order}" "${rep}" "${fps}" ",\"latency_ms\":${lat_ms},\"fps_mean\":${fps_mean}${contention}" ;;
         latency)
           read -r name units order <<<"${best_lat}"
@@ -345,6 +385,12 @@ for l in sys.stdin:
     r = json.loads(l)
     v = "%.2f ms" % r["latency_ms"] if r["config"] == "latency" else "%.2f fps" % r["fps"]
     print(r["config"], v, "[%.1f]" % r["others_cores"], end="  ")')"
+  done
+  # Where the pipeline loses against twice one core, per rep (bench/pipeline_loss.py).
+  for ((rep = 1; rep <= reps; ++rep)); do
+    loss=$("${python}" "${root}/bench/pipeline_loss.py" "${out}/${net}.pipeline.rep${rep}.json" \
+             "${out}/${net}.co_up-1.rep${rep}.json" "${warmup}" --json)
+    printf '{"net":"%s","config":"pipeline-loss","rep":%s,"loss":%s}\n' "${net}" "${rep}" "${loss}" >>"${results}"
   done
   printf '{"net":"%s","config":"meta","layers":%s,"ops":%s,"gmacs":%s,"frames":%s,"warmup":%s,"profile_ms":%s}\n' \
     "${net}" "${n_layers}" "${n_ops}" "${gmacs}" "${frames}" "${warmup}" "${total_ms}" >>"${results}"
@@ -378,10 +424,17 @@ for net in nets:
         "pipeline_fps": spread(list(pb.values())), "pipeline_units": pipe["units"], "pipeline_order": pipe["order"],
         "ort2_ms": spread(list(o2_ms.values())), "latency_ms": spread(list(lat_ms.values())),
         "latency_mapping": lat["order"], "latency_units": lat["units"],
-        "co_up1_vs_ort1": paired(c1, o1),
+        "co_up1_vs_ort1": paired(c1, o1), "pipeline_vs_co_up1": paired(pb, c1),
         "pipeline_vs_ort1x2": paired(pb, o1x2), "pipeline_vs_ort2": paired(pb, o2),
         "pipeline_vs_best_ort": paired(pb, best_ort_tp),
         "ort2_ms_vs_latency_ms": paired(o2_ms, lat_ms),
+        "pipeline_loss": {k: spread([r["loss"][k] for r in runs if r["net"] == net and r["config"] == "pipeline-loss"])
+                          for k in ("speedup", "work", "imbalance", "lock_step")},
+        "pipeline_loss_ms": {k: spread([v for r in runs if r["net"] == net and r["config"] == "pipeline-loss"
+                                        for v in ([r["loss"]["stage_ms"][i]] if i >= 0 else [r["loss"][k]])])
+                             for k, i in (("stage_b", 0), ("stage_l", 1), ("period_ms", -1), ("one_core_ms", -1))},
+        "pipeline_sim_ms": {c: spread([r["loss"]["sim_period_ms"][c] for r in runs
+                                       if r["net"] == net and r["config"] == "pipeline-loss"]) for c in ("2", "3")},
         "ort1x2_overlap": spread([r["overlap"] for r in rows if r["config"] == "ort-1x2"]),
         "others_cores_median": {c: med([r["others_cores"] for r in rows if r["config"] == c])
                                 for c in ("ort-1", "ort-2", "ort-1x2", "co_up-1", "pipeline", "latency")},
@@ -422,6 +475,29 @@ print("| network | ORT | co_up | co_up / ORT |")
 print("|---|---|---|---|")
 for t in table:
     print(f"| {t['net']} | {r(t['ort1_fps'])} | {r(t['co_up1_fps'])} | {x(t['co_up1_vs_ort1'])} |")
+print()
+print("Two-stage pipeline against co_up's own one core (frames/s ratio per rep), and where it loses "
+      "(bench/pipeline_loss.py on the same reps' profiles: speed-up = 2 / (work x imbalance x lock-step)):")
+print("| network | pipeline / co_up one core | stages B / L (ms) | period (ms) | one core (ms) | work | imbalance | lock-step | simulated period, 2 / 3 buffers (ms) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for t in table:
+    lo, ms, sim = t["pipeline_loss"], t["pipeline_loss_ms"], t["pipeline_sim_ms"]
+    f3 = lambda s: f"{s['median']:.3f}"
+    print(f"| {t['net']} | {x(t['pipeline_vs_co_up1'])} | {f3(ms['stage_b'])} / {f3(ms['stage_l'])} | {f3(ms['period_ms'])} "
+          f"| {f3(ms['one_core_ms'])} | {f3(lo['work'])} | {f3(lo['imbalance'])} | {f3(lo['lock_step'])} "
+          f"| {f3(sim['2'])} / {f3(sim['3'])} |")
+print()
+if peak > 0:
+    print(f"Fraction of peak f32 FLOP/s (2 x MACs x fps / peak; one core's peak {peak:.1f} GFLOP/s for ORT-1 and co_up-1, "
+          "twice it for the two-core columns; medians of the fps columns):")
+    print("| network | GMACs | ORT-1 | co_up-1 | ORT 2 threads | ORT 2 x 1 thread | co_up pipeline |")
+    print("|---|---|---|---|---|---|---|")
+    for t in table:
+        pct = lambda key, cores: f"{100 * 2 * t['gmacs'] * t[key]['median'] / (cores * peak):.0f} %"
+        print(f"| {t['net']} | {t['gmacs']:.3f} | {pct('ort1_fps', 1)} | {pct('co_up1_fps', 1)} | {pct('ort2_fps', 2)} "
+              f"| {pct('ort1x2_fps', 2)} | {pct('pipeline_fps', 2)} |")
+else:
+    print("Fraction of peak: not reported (co_up_bench_xnnpack not built in the build directory)")
 print()
 for t in table:
     print(f"{t['net']}: selection run " + ", ".join(f"{k.split(':')[0]}={v:.2f}" for k, v in t["selection"].items()) +

@@ -173,7 +173,7 @@ t_ort_compare() {
   fi
 }
 t_ort_transformers() {
-  need co_up || return 1
+  need co_up co_up_bench_xnnpack || return 1
   method="REPS=5 FRAMES=50 WARMUP=3 CANDIDATES=1 on vit_b_16 and bert_base"
   quick && method="REPS=1 FRAMES=3 WARMUP=1 CANDIDATES=1 (smoke)"
   local reps=5 frames=50 warm=3
@@ -182,7 +182,7 @@ t_ort_transformers() {
     OUT_DIR=${work}/ort_transformers "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
 }
 t_ort_modern() {
-  need co_up || return 1
+  need co_up co_up_bench_xnnpack || return 1
   local nets=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny reps=3 frames=50 warm=3
   quick && { nets=mobilenet_v3_large; reps=1; frames=5; warm=1; }
   method="REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 on ${nets} (3 reps, not 5, to keep the whole run near 40 min)"

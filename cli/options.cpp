@@ -204,7 +204,7 @@ mapping and execution (paper Table 2)
   --frequency=SPEC      DVFS levels: a-b-[g,h]-... per layer, {..} per sub-graph, {{l-b-g}}, min, max
                         (levels count from 1 = lowest frequency: --list-frequencies)
   --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
-  --buffers=N           receive buffers between adjacent stages (default 2)
+  --buffers=N           receive buffers between adjacent stages (default 3)
   --npu_fallback=B|L|G  layers the NPU/DSP cannot run move to that processor, and the placement
                         used is printed (default: such a layer is an error naming it)
 

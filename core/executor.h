@@ -46,9 +46,12 @@ using ExecutionMode = Mode;
 
 struct ExecutorOptions {
   Mode mode = Mode::kPipeline;
-  // Receive buffers of an edge between adjacent stages (2: producer and consumer overlap);
-  // edges that skip stages get proportionally more (see receiver_capacities).
-  uint32_t receiver_buffers = 2;
+  // Receive buffers of an edge between adjacent stages; edges that skip stages get
+  // proportionally more (see receiver_capacities). The consumer holds one while it runs a frame:
+  // with 2 the producer fills the other and then waits, so the stages run in lock step and every
+  // period is the slower of the two frames in flight; 3 lets one finished frame wait between
+  // them, so a frame that is slow on one stage does not stall the other.
+  uint32_t receiver_buffers = 3;
   int profile_level = 0;  // 0: frames; 1: + sub-graphs and transfers; 2: + layers
   // How long an idle processor thread spins for new work before it sleeps, when no other
   // processor thread shares its cores. Sleeping at once cost a balanced B/L pipeline 15-20 % on

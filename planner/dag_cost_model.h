@@ -36,7 +36,7 @@ namespace co_up::planner {
 struct DagCostOptions {
   double switch_edge_us = 0;     // per cross-processor edge, switch mode
   uint32_t pipeline_frames = 32; // simulated frames for pipeline latency
-  uint32_t receiver_buffers = 2; // ExecutorOptions::receiver_buffers
+  uint32_t receiver_buffers = 3; // ExecutorOptions::receiver_buffers
 };
 
 // One sub-graph run of a simulated frame.
