@@ -23,11 +23,11 @@ std::string three_stages(const ApiWorld& world) {
 TEST(ApiStreamWindow, DefaultIsTwiceThePipelineDepth) {
   const ApiWorld world;
   const std::string order = three_stages(world);
-  // Three sub-graphs, two receive buffers between neighbours: 1 + 2 + 1 + 2 + 1 = 7 frames.
-  EXPECT_EQ(Session::open_zoo(kNetwork, world.options(order)).queue_capacity(), 14u);
-  SessionOptions deeper = world.options(order);
-  deeper.set_buffers(3);  // 1 + 3 + 1 + 3 + 1 = 9
-  EXPECT_EQ(Session::open_zoo(kNetwork, deeper).queue_capacity(), 18u);
+  // Three sub-graphs, three receive buffers (the default) between neighbours: 1 + 3 + 1 + 3 + 1.
+  EXPECT_EQ(Session::open_zoo(kNetwork, world.options(order)).queue_capacity(), 18u);
+  SessionOptions shallower = world.options(order);
+  shallower.set_buffers(2);  // 1 + 2 + 1 + 2 + 1 = 7
+  EXPECT_EQ(Session::open_zoo(kNetwork, shallower).queue_capacity(), 14u);
   // One sub-graph holds one frame; switch mode holds one frame whatever the stages.
   EXPECT_EQ(Session::open_zoo(kNetwork, world.options("")).queue_capacity(), 2u);
   EXPECT_EQ(Session::open_zoo(kNetwork, world.options(order, Mode::kSwitch)).queue_capacity(), 2u);
