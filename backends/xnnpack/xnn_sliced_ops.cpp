@@ -55,8 +55,12 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
                                            const std::string& where, int64_t slices) {
   const int64_t out_h = s.out_height(), out_w = s.out_width();
   const int64_t macs = out_h * out_w * s.out_channels * s.kernel_h * s.kernel_w * (s.in_channels / s.group);
-  std::vector<SliceRange> bands = split_range(
-      out_h, s.batch != 1 ? 1 : slices > 0 ? slices : slice_count(macs, out_h), 1);
+  // Batch > 1 is cut per image first (each image its own batch-1 operators), so a batch keeps
+  // both threads; `slices` == 1 keeps the layer whole, batch and all.
+  const int64_t images = slices == 1 ? 1 : s.batch;
+  const int64_t per_image =
+      slices > 0 ? std::max<int64_t>(1, slices / std::max<int64_t>(1, images)) : slice_count(macs, out_h);
+  std::vector<SliceRange> bands = split_range(out_h, per_image, 1);
   std::vector<ConvRowSlice> cuts;
   for (const SliceRange& band : bands) cuts.push_back(conv_row_slice(s, band));
   // A band that reads nothing but padding (padding taller than the kernel) cannot be an operator
@@ -66,8 +70,11 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
     cuts = {{0, s.in_height, s.pad_top, s.pad_bottom}};
   }
   const int64_t gin = s.in_channels / s.group, gout = s.out_channels / s.group;
+  const int64_t in_image = s.in_height * s.in_width * s.in_channels, out_image = out_h * out_w * y_stride;
   SlicedOperator sliced;
-  for (size_t i = 0; i < bands.size(); ++i) {
+  for (size_t k = 0; k < static_cast<size_t>(images) * bands.size(); ++k) {
+    const auto image = static_cast<int64_t>(k / bands.size());
+    const size_t i = k % bands.size();
     const ConvRowSlice& c = cuts[i];
     xnn_operator_t op = nullptr;
     check_xnn(xnn_create_convolution2d_nhwc_f32(
@@ -78,11 +85,11 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
                   size_t(s.in_channels), size_t(y_stride), ohwi_weights, bias, lo, hi, flags, &op),
               "convolution create for " + where);
     sliced.ops_->emplace_back(op);
-    // Batch 1 here whenever there is more than one band; a whole layer keeps its batch.
-    const int64_t batch = bands.size() == 1 ? s.batch : 1;
+    // Batch 1 whenever the layer is cut (per image or per band); a whole layer keeps its batch.
+    const int64_t batch = images == 1 && bands.size() == 1 ? s.batch : 1;
     check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(batch), size_t(c.in_rows), size_t(s.in_width),
-                                               x + c.in_begin * s.in_width * s.in_channels,
-                                               y + bands[i].begin * out_w * y_stride, nullptr),
+                                               x + image * in_image + c.in_begin * s.in_width * s.in_channels,
+                                               y + image * out_image + bands[i].begin * out_w * y_stride, nullptr),
               "convolution setup for " + where);
   }
   return sliced;

@@ -56,9 +56,10 @@ ConvRowSlice conv_row_slice(const backends::Conv2dShape& s, SliceRange rows);
 
 class SlicedOperator {
  public:
-  // A batch-1 NHWC convolution (weights in XNNPACK's OHWI order, see conv_weights_ohwi) reading
-  // `x` and writing `y` with `y_stride` floats per output pixel, cut into bands of output rows.
-  // `slices` > 0 overrides slice_count (tests); batch > 1 stays one operator. Throws PluginError.
+  // An NHWC convolution (weights in XNNPACK's OHWI order, see conv_weights_ohwi) reading `x` and
+  // writing `y` with `y_stride` floats per output pixel, cut into batch-1 operators: per image,
+  // then into bands of output rows. `slices` > 0 overrides slice_count (tests; spread over the
+  // images); `slices` == 1 keeps the layer one operator, batch and all. Throws PluginError.
   static SlicedOperator convolution(const backends::Conv2dShape& s, const float* ohwi_weights,
                                     const float* bias, float lo, float hi, uint32_t flags,
                                     const float* x, float* y, int64_t y_stride,

@@ -2,9 +2,9 @@
 // output rows reads, checked by hand; and a convolution or fully connected layer cut into 1..9
 // slices gives exactly the bits of one XNNPACK operator over the whole layer — depthwise 3x3 and
 // 5x5 with stride and asymmetric padding, dilation, a 3-channel stem, an output that is a slice
-// of a wider tensor, batch 2 — on one thread and on two; and so do element-wise operators
-// (HardSwish, Sigmoid, Clamp) cut into ranges of elements and global average pooling cut into
-// ranges of channels.
+// of a wider tensor, batches of 2 and 3 cut per image, padding taller than the kernel — on one
+// thread and on two; and so do element-wise operators (HardSwish, Sigmoid, Clamp) cut into ranges
+// of elements and global average pooling cut into ranges of channels.
 #include <gtest/gtest.h>
 
 #include <xnnpack.h>
@@ -95,6 +95,7 @@ TEST(SliceRanges, ConvRowBandReadsWhatItsRowsNeed) {
 struct ConvCase {
   int64_t n, cin, cout, group, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, extra_stride;
   float lo, hi;
+  bool padding_only_bands = false;  // some cuts would read nothing but padding: kept whole
 };
 
 std::string describe(const ConvCase& k) {
@@ -116,7 +117,9 @@ TEST_F(SlicedOps, ConvolutionBandsGiveTheBitsOfOneOperator) {
       {1, 16, 16, 16, 20, 20, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, -kInf, kInf},     // dilation 2
       {1, 3, 16, 1, 33, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},       // 3-channel stem
       {1, 20, 24, 1, 15, 15, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 8, -1.0f, 1.0f},      // 1x1 into a slice
-      {2, 16, 16, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},     // batch 2 (stays whole)
+      {2, 16, 16, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},     // batch 2: per image
+      {3, 8, 8, 8, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},          // batch 3, stride 2
+      {1, 8, 8, 1, 3, 3, 1, 1, 1, 1, 2, 0, 2, 0, 1, 1, 0, -kInf, kInf, true},    // padding taller than the kernel
   };
   for (const ConvCase& k : cases) {
     Conv2dShape s;
@@ -164,7 +167,13 @@ TEST_F(SlicedOps, ConvolutionBandsGiveTheBitsOfOneOperator) {
         std::vector<float> y(whole.size(), 7.0f);  // 7.0 in the gaps must survive
         const SlicedOperator sliced = SlicedOperator::convolution(
             s, w.data(), b.data(), k.lo, k.hi, 0, x.data(), y.data(), y_stride, "test", slices);
-        EXPECT_EQ(sliced.slices(), k.n == 1 ? std::min(slices, s.out_height()) : 1) << describe(k);
+        // Batch-1 operators per image, the slices spread over the images; one slice: one operator.
+        const int64_t per_image = std::min(std::max<int64_t>(1, slices / k.n), s.out_height());
+        if (!k.padding_only_bands) {
+          EXPECT_EQ(sliced.slices(), slices == 1 ? 1 : k.n * per_image) << describe(k) << ", " << slices;
+        } else if (slices >= s.out_height()) {
+          EXPECT_EQ(sliced.slices(), 1) << describe(k) << ": a band of padding alone keeps the layer whole";
+        }
         sliced.run(pool);
         ASSERT_EQ(y, whole) << describe(k) << ", " << slices << " slices, " << threads << " threads";
       }
