@@ -91,6 +91,9 @@ void check_fields(Workload& w, const std::vector<bool>& named, Orders orders) {
         refuse(n, "replicas: order '" + r + "': " + e.what());
       }
       if (r == n.order) refuse(n, "replicas: order '" + r + "' is the network's own order; give other orders");
+      if (std::count(n.replicas.begin(), n.replicas.end(), r) > 1) {
+        refuse(n, "replicas: order '" + r + "' is given twice; each replica must be a different order");
+      }
     }
     if (!n.replicas.empty() && w.mode == Mode::kSwitch) {
       refuse(n, "replicas run a network's requests side by side, which mode switch (one frame at a time) "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -100,7 +101,9 @@ class WorkloadRunner::Stream final : public FrameStream {
     return taken_ >= batches_;
   }
   // Replicas: outputs in frame order. A frame's outputs go straight through when every earlier
-  // frame completed; otherwise they are copied and wait for completed() to reach them.
+  // frame was delivered; otherwise they are copied and wait for deliver_completed() to reach
+  // them. The user's on_output runs under order_mutex_ (one call at a time, in order), never
+  // under an executor's scheduling lock.
   void ordered_output(uint64_t frame, uint32_t output, std::span<const float> values) {
     std::lock_guard lock(order_mutex_);
     if (frame == next_delivered_) {
@@ -109,9 +112,15 @@ class WorkloadRunner::Stream final : public FrameStream {
       waiting_[frame].emplace_back(output, std::vector<float>(values.begin(), values.end()));
     }
   }
+  // Under an executor's scheduling lock: only records the completion.
   void completed(uint64_t frame) {
     std::lock_guard lock(order_mutex_);
     done_.insert(frame);
+  }
+  // Outside every executor lock (FrameStream::after_frames_completed): delivers the waiting
+  // outputs of the frames now complete in order.
+  void deliver_completed() {
+    std::lock_guard lock(order_mutex_);
     while (done_.erase(next_delivered_) > 0) {
       ++next_delivered_;
       auto it = waiting_.find(next_delivered_);
@@ -145,10 +154,13 @@ class WorkloadRunner::Stream final : public FrameStream {
 // order it reserved them (so each executor still sees its own frames 0, 1, 2, ...).
 class WorkloadRunner::Replica final : public FrameStream {
  public:
-  explicit Replica(Stream& stream) : stream_(stream), frame_of_(stream.batches()) {}
+  explicit Replica(Stream& stream) : stream_(stream) {}
 
   // The network's frame behind this executor's `frame` (reserved: frame < admitted()).
-  uint64_t network_frame(uint64_t frame) const { return frame_of_[frame]; }
+  uint64_t network_frame(uint64_t frame) const {
+    std::lock_guard lock(mutex_);
+    return frame_of_[frame];
+  }
   uint64_t reserved() const {
     std::lock_guard lock(mutex_);
     return reserved_;
@@ -159,7 +171,10 @@ class WorkloadRunner::Replica final : public FrameStream {
   uint64_t admitted() const override {
     std::lock_guard lock(mutex_);
     if (reserved_ == started_.load(std::memory_order_acquire)) {
-      if (const std::optional<uint64_t> f = stream_.take()) frame_of_[reserved_++] = *f;
+      if (const std::optional<uint64_t> f = stream_.take()) {
+        frame_of_.push_back(*f);
+        ++reserved_;
+      }
     }
     return reserved_;
   }
@@ -169,20 +184,22 @@ class WorkloadRunner::Replica final : public FrameStream {
     uint64_t started = started_.load(std::memory_order_relaxed);
     while (started < frame + 1 && !started_.compare_exchange_weak(started, frame + 1)) {
     }
-    return stream_.input(frame_of_[frame], input);
+    return stream_.input(network_frame(frame), input);
   }
   void output(uint64_t frame, uint32_t output, std::span<const float> values) override {
-    stream_.ordered_output(frame_of_[frame], output, values);
+    stream_.ordered_output(network_frame(frame), output, values);
   }
   void frames_completed(uint64_t completed) override {
-    for (; counted_ < completed; ++counted_) stream_.completed(frame_of_[counted_]);
+    for (; counted_ < completed; ++counted_) stream_.completed(network_frame(counted_));
   }
+  void after_frames_completed() override { stream_.deliver_completed(); }
 
  private:
   Stream& stream_;
-  mutable std::mutex mutex_;  // guards reserved_ and the entries of frame_of_ it writes
+  mutable std::mutex mutex_;  // guards reserved_ and frame_of_
   mutable uint64_t reserved_ = 0;
-  mutable std::vector<uint64_t> frame_of_;  // sized once: never reallocated while read
+  // Grows with the frames reserved (a run may request far more frames than it will ever reach).
+  mutable std::deque<uint64_t> frame_of_;
   std::atomic<uint64_t> started_{0};
   uint64_t counted_ = 0;  // frames_completed runs under the group's scheduling lock
 };
@@ -240,7 +257,11 @@ RunResult merge_replica_runs(std::vector<RunResult> runs, const std::vector<std:
                                        [&](const profiler::ProcessorInfo& q) { return q.letter == info.letter; });
         if (!known) m.processors.push_back(info);
       }
-      m.receivers.insert(m.receivers.end(), p.receivers.begin(), p.receivers.end());
+      for (profiler::ReceiverInfo info : p.receivers) {
+        info.source += offset;
+        info.destination += offset;
+        m.receivers.push_back(info);
+      }
       m.order += "|" + p.order;
     }
     offset = static_cast<uint32_t>(m.subgraphs.size());
@@ -365,15 +386,15 @@ WorkloadRunResult WorkloadRunner::run() {
     }
     std::vector<RunResult> parts;
     std::vector<std::vector<uint64_t>> frame_of;
-    uint64_t requested = 0;
     for (const auto& r : replicas_[i]) {
       parts.push_back(std::move(member_runs[next++]));
       std::vector<uint64_t> map(r->reserved());
       for (uint64_t f = 0; f < map.size(); ++f) map[f] = r->network_frame(f);
-      requested += map.size();
       frame_of.push_back(std::move(map));
     }
-    runs.push_back(merge_replica_runs(std::move(parts), frame_of, streams_[i]->completed_in_order(), requested));
+    // Requested: the network's frames (batches), whichever executor reserved them.
+    runs.push_back(merge_replica_runs(std::move(parts), frame_of, streams_[i]->completed_in_order(),
+                                      streams_[i]->batches()));
   }
 
   WorkloadRunResult result;

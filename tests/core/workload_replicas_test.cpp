@@ -283,6 +283,9 @@ TEST(WorkloadReplicasTest, TheWorkloadFileNamesReplicasAndRefusesBadOnes) {
                                         "replicas": ["BB"]}]})");
   EXPECT_NE(same.find("network 'a'"), std::string::npos) << same;
   EXPECT_NE(same.find("replicas: order 'BB' is the network's own order"), std::string::npos) << same;
+  const std::string twice = message(R"({"networks": [{"name": "a", "graph": "squeezenet", "order": "BB",
+                                         "replicas": ["LL", "LL"]}]})");
+  EXPECT_NE(twice.find("network 'a': replicas: order 'LL' is given twice"), std::string::npos) << twice;
   const std::string letters = message(R"({"networks": [{"name": "a", "graph": "squeezenet", "order": "BB",
                                            "replicas": ["B?"]}]})");
   EXPECT_NE(letters.find("replicas: order 'B?'"), std::string::npos) << letters;
