@@ -329,7 +329,24 @@ namespace {
 
 // The order's length and letters (`field` names it in messages: "order", "replicas: order").
 void check_network_order(const WorkloadNetwork& network, const std::string& order, const graph::Graph& graph,
-                         const Platform& platform, const PluginRegistry& plugins, const std::string& field);
+                         const Platform& platform, const PluginRegistry& plugins, const std::string& field) {
+  if (order.size() != graph.layer_count()) {
+    refuse(network, field + " '" + order + "' has " + std::to_string(order.size()) + " letters for " +
+                        std::to_string(graph.layer_count()) + " layers; give one letter per layer");
+  }
+  for (char letter : order) {
+    const ProcessorSpec* spec = platform.find(letter);
+    if (spec == nullptr) {
+      refuse(network, field + " letter '" + std::string(1, letter) + "' is not a processor of platform '" +
+                          platform.name + "'");
+    }
+    if (find_backend_plugin(*spec, plugins) == nullptr) {
+      refuse(network, field + " letter '" + std::string(1, letter) + "' (" + spec->name +
+                          ") has no backend plugin loaded (needs " + backend_choices(*spec) +
+                          "; see --list-plugins)");
+    }
+  }
+}
 
 }  // namespace
 
@@ -351,29 +368,6 @@ void check_workload_network(const WorkloadNetwork& network, const graph::Graph& 
   }
 }
 
-namespace {
-
-void check_network_order(const WorkloadNetwork& network, const std::string& order, const graph::Graph& graph,
-                         const Platform& platform, const PluginRegistry& plugins, const std::string& field) {
-  if (order.size() != graph.layer_count()) {
-    refuse(network, field + " '" + order + "' has " + std::to_string(order.size()) + " letters for " +
-                        std::to_string(graph.layer_count()) + " layers; give one letter per layer");
-  }
-  for (char letter : order) {
-    const ProcessorSpec* spec = platform.find(letter);
-    if (spec == nullptr) {
-      refuse(network, field + " letter '" + std::string(1, letter) + "' is not a processor of platform '" +
-                          platform.name + "'");
-    }
-    if (find_backend_plugin(*spec, plugins) == nullptr) {
-      refuse(network, field + " letter '" + std::string(1, letter) + "' (" + spec->name +
-                          ") has no backend plugin loaded (needs " + backend_choices(*spec) +
-                          "; see --list-plugins)");
-    }
-  }
-}
-
-}  // namespace
 
 Placement SharedDevices::place(const graph::Graph& graph, const std::string& order,
                               const Platform& platform, const PluginRegistry& plugins) {

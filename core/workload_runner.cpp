@@ -336,8 +336,10 @@ WorkloadRunResult WorkloadRunner::run() {
   for (auto& s : streams_) s->start(start);
   for (size_t i = 0; i < specs_.size(); ++i) {
     replicas_[i].clear();  // a new run takes frames afresh
-    for (size_t k = 0; k < specs_[i].replicas.size() + 1 && !specs_[i].replicas.empty(); ++k) {
-      replicas_[i].push_back(std::make_unique<Replica>(*streams_[i]));
+    if (!specs_[i].replicas.empty()) {  // the network's own executor, then each replica's
+      for (size_t k = 0; k <= specs_[i].replicas.size(); ++k) {
+        replicas_[i].push_back(std::make_unique<Replica>(*streams_[i]));
+      }
     }
     if (!replicas_[i].empty()) {
       add_replica_members(i, members);

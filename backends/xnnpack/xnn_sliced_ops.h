@@ -11,7 +11,10 @@
 // Same bits as one operator over the whole layer, however it is cut: every output element is
 // computed by the same micro-kernel over the same reduction (XNNPACK splits outputs, never a
 // reduction). So a pool of one thread may keep the layer whole (no per-slice cost) and still
-// match a pool of two bit for bit.
+// match a pool of two bit for bit. That holds for the XNNPACK this is built against (Debian's
+// 0.0~git20220216), whose micro-kernel does not depend on the slice's shape; a newer XNNPACK
+// that picks kernels by M or N could break it, and tests/backends/xnnpack_sliced_ops_test.cpp
+// would say so.
 #pragma once
 
 #include <cstdint>

@@ -76,7 +76,7 @@ TEST(RunOptionViews, SessionOptionsKnowsTheSameKeysAndRefusesTheCommandLineOnes)
   EXPECT_EQ(listed, expected);
 }
 
-TEST(RunOptionViews, PythonKeywordsAreTheTablesKeysUnderTheSetterNames) {
+TEST(RunOptionViews, KnownListsTheTableWithUniqueKeywords) {
   const std::vector<SessionOptions::Key> keys = SessionOptions::known();
   const auto table = run_options();
   ASSERT_EQ(keys.size(), table.size());
