@@ -113,10 +113,20 @@ def quote(body, text, name):
     return para if para[0].lstrip().startswith("|") else ["```", *para, "```"]
 
 
-def render(name, quote_text, table, command):
+def without_machine_paths(lines, root):
+    """The benches print where they ran; the documents say it relative to the repository."""
+    here = str(root.resolve())
+    out = []
+    for line in lines:
+        line = line.replace(here + "/", "").replace(here, ".")
+        out.append(re.sub(r"/tmp/tmp\.[A-Za-z0-9]+", "$TMPDIR", line))
+    return out
+
+
+def render(name, quote_text, table, command, root):
     measured, method, _, body = table
     head = [f"Made by `{command}` (table `{name}`). {measured} {method}", ""]
-    return head + (quote(body, quote_text, name) if quote_text else body)
+    return without_machine_paths(head + (quote(body, quote_text, name) if quote_text else body), root)
 
 
 def paste(out_dir, root, dry_run):
@@ -142,7 +152,7 @@ def paste(out_dir, root, dry_run):
         replaced = False
         for name, quote_text, start, end in reversed(blocks(doc)):
             if name in tables:
-                lines[start + 1:end] = render(name, quote_text, tables[name], command)
+                lines[start + 1:end] = render(name, quote_text, tables[name], command, root)
                 replaced = True
         if replaced:
             changed.append(doc)

@@ -73,6 +73,15 @@ class PasteTables(unittest.TestCase):
         self.assertEqual(run(self.out, f"--root={self.root}").returncode, 0)
         self.assertEqual((self.readme.read_text(), self.bench.read_text()), before)
 
+    def test_paths_of_the_machine_become_relative(self):
+        body = f"```\nbest rows\nresults in {self.root}/bench-tables/x, fixtures {self.root}/tests/a.npy, tree /tmp/tmp.AbC123/sys\n```"
+        (self.out / "alpha.md").write_text(table_file("alpha", body=body))
+        self.write("beta")
+        self.assertEqual(run(self.out, f"--root={self.root}").returncode, 0)
+        bench = self.bench.read_text()
+        self.assertIn("results in bench-tables/x, fixtures tests/a.npy, tree $TMPDIR/sys", bench)
+        self.assertNotIn(str(self.root), bench)
+
     def test_refuses_quick_runs_and_writes_nothing(self):
         self.write("alpha", mode="quick")
         before = self.bench.read_text()
