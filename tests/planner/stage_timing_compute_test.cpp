@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/cli/scratch_dir.h"
+#include "tests/exits/three_on_one.h"
 #include "tests/planner/stage_profile.h"
 #include "tests/plugins/run_command.h"
 
@@ -20,14 +21,6 @@ namespace {
 
 const std::filesystem::path kDir = test::kMncDir;
 
-constexpr const char* kPlatform = R"({
-  "name": "three-on-one",
-  "processors": [
-    {"letter": "B", "name": "core 0", "kind": "cpu", "backend": "cpu-reference", "cores": [0], "threads": 1},
-    {"letter": "L", "name": "second", "kind": "dsp", "backend": "cpu-reference", "host": "B"},
-    {"letter": "G", "name": "third", "kind": "dsp", "backend": "cpu-reference", "host": "B"}
-  ]
-})";
 
 // Stage `stage`'s profiled time (ms) on `letter` in test::write_stage_profile at its faster
 // level: a lower bound whichever level the fit runs at.
@@ -40,7 +33,7 @@ double own_ms(char letter, int stage) {
 
 TEST(StageTimingComputeTest, EachExitAddsItsStageToTheComputeTheFitSubtracts) {
   test::ScratchDir scratch;
-  const std::filesystem::path platform = scratch.write("platform.json", kPlatform);
+  const std::filesystem::path platform = scratch.write("platform.json", test::three_on_one_platform('L', 'G'));
   const std::filesystem::path profile = test::write_stage_profile(scratch.path());
   for (const std::string fit_orders : {"BLG,LGB,GBL", "LBG,BGL,GLB"}) {
     SCOPED_TRACE(fit_orders);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/cli/scratch_dir.h"
+#include "tests/exits/three_on_one.h"
 #include "tests/planner/stage_profile.h"
 #include "tests/plugins/run_command.h"
 
@@ -20,14 +21,6 @@ namespace {
 
 const std::filesystem::path kDir = test::kMncDir;
 
-constexpr const char* kPlatform = R"({
-  "name": "three-on-one",
-  "processors": [
-    {"letter": "B", "name": "core 0", "kind": "cpu", "backend": "cpu-reference", "cores": [0], "threads": 1},
-    {"letter": "L", "name": "second", "kind": "dsp", "backend": "cpu-reference", "host": "B"},
-    {"letter": "G", "name": "third", "kind": "dsp", "backend": "cpu-reference", "host": "B"}
-  ]
-})";
 
 class StageTimingRuntimeTest : public ::testing::Test {
  protected:
@@ -43,7 +36,7 @@ class StageTimingRuntimeTest : public ::testing::Test {
     return args;
   }
   test::ScratchDir scratch_;
-  std::filesystem::path platform_ = scratch_.write("platform.json", kPlatform);
+  std::filesystem::path platform_ = scratch_.write("platform.json", test::three_on_one_platform('L', 'G'));
   std::filesystem::path profile_ = test::write_stage_profile(scratch_.path());
 };
 
