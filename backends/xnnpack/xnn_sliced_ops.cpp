@@ -191,6 +191,29 @@ SlicedOperator SlicedOperator::per_range(
   return sliced;
 }
 
+SlicedOperator SlicedOperator::row_bands(
+    const backends::Conv2dShape& window, double work_us,
+    const std::function<xnn_status(SliceRange, const ConvRowSlice&, xnn_operator_t*)>& make,
+    const std::string& what, int64_t slices, int threads) {
+  const int64_t out_h = window.out_height();
+  if (slices <= 0) slices = slice_count(work_us, out_h, threads);
+  std::vector<SliceRange> bands = split_range(out_h, slices, 1);
+  std::vector<ConvRowSlice> cuts;
+  for (const SliceRange& band : bands) cuts.push_back(conv_row_slice(window, band));
+  if (std::any_of(cuts.begin(), cuts.end(), [](const ConvRowSlice& c) { return c.in_rows < 1; })) {
+    bands = {{0, out_h}};
+    cuts = {{0, window.in_height, window.pad_top, window.pad_bottom}};
+  }
+  SlicedOperator sliced;
+  for (size_t i = 0; i < bands.size(); ++i) {
+    xnn_operator_t op = nullptr;
+    const xnn_status status = make(bands[i], cuts[i], &op);
+    if (op != nullptr) sliced.ops_->emplace_back(op);
+    check_xnn(status, what);
+  }
+  return sliced;
+}
+
 void SlicedOperator::run(const CpuPool& pool) const {
   const std::vector<XnnOperator>& ops = *ops_;
   if (ops.size() == 1) {

@@ -101,6 +101,17 @@ class SlicedOperator {
                                   const std::function<xnn_status(SliceRange, xnn_operator_t*)>& make,
                                   const std::string& what, int64_t slices = 0, int threads = 2);
 
+  // An operator over the output rows of a sliding window (pooling) of shape `window` (kernel,
+  // stride, padding and input rows as a convolution's; batch 1), cut into bands of output rows as
+  // the split rule says for a pass of `work_us` on `threads` threads. make(band, cut, &op) creates
+  // and sets up the operator of output rows `band`, reading input rows cut.in_begin..+in_rows
+  // with cut.pad_top/pad_bottom rows of padding. A band that would read nothing but padding
+  // keeps the layer whole. `slices` > 0 overrides the count. Throws PluginError.
+  static SlicedOperator row_bands(
+      const backends::Conv2dShape& window, double work_us,
+      const std::function<xnn_status(SliceRange, const ConvRowSlice&, xnn_operator_t*)>& make,
+      const std::string& what, int64_t slices = 0, int threads = 2);
+
   int64_t slices() const { return static_cast<int64_t>(ops_->size()); }
   // Runs every slice once, on whichever of the pool's threads claim them. Throws PluginError.
   void run(const CpuPool& pool) const;

@@ -186,6 +186,47 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             uint32_t(s.stride_w), size_t(s.channels), size_t(s.channels), size_t(s.channels),
             -kInf, kInf, 0, &op);
       }
+      // Where XNNPACK takes the shape, one image runs as bands of output rows on the pool: each
+      // output is the max or mean of the same window, read in the same order, whichever band it
+      // falls in (same bits). The pass's time is estimated from its outputs alone.
+      Conv2dShape window;
+      window.in_channels = window.out_channels = s.channels;
+      window.in_height = s.in_height;
+      window.in_width = s.in_width;
+      window.kernel_h = s.kernel_h;
+      window.kernel_w = s.kernel_w;
+      window.stride_h = s.stride_h;
+      window.stride_w = s.stride_w;
+      window.pad_top = s.pad_top;
+      window.pad_bottom = pad_b;
+      window.pad_left = s.pad_left;
+      window.pad_right = pad_r;
+      if (st == xnn_status_success && s.batch == 1 && window.out_height() == oh && window.out_width() == ow) {
+        const XnnOperator whole(op);  // XNNPACK takes the shape: the bands, not this one, run
+        const size_t ch = size_t(s.channels);
+        const SlicedOperator sliced = SlicedOperator::row_bands(
+            window, pass_work_us(oh * ow * s.channels),
+            [&](SliceRange band, const ConvRowSlice& cut, xnn_operator_t* band_op) {
+              const xnn_status created = average
+                  ? xnn_create_average_pooling2d_nhwc_f32(
+                        0, 0, 0, 0, uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h),
+                        uint32_t(s.stride_w), ch, ch, ch, -kInf, kInf, 0, band_op)
+                  : xnn_create_max_pooling2d_nhwc_f32(
+                        uint32_t(cut.pad_top), uint32_t(pad_r), uint32_t(cut.pad_bottom), uint32_t(s.pad_left),
+                        uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h),
+                        uint32_t(s.stride_w), 1, 1, ch, ch, ch, -kInf, kInf, 0, band_op);
+              if (created != xnn_status_success) return created;
+              const float* in = x + cut.in_begin * s.in_width * s.channels;
+              float* out = y + band.begin * ow * s.channels;
+              return average ? xnn_setup_average_pooling2d_nhwc_f32(*band_op, 1, size_t(cut.in_rows),
+                                                                    size_t(s.in_width), in, out, nullptr)
+                             : xnn_setup_max_pooling2d_nhwc_f32(*band_op, 1, size_t(cut.in_rows),
+                                                                size_t(s.in_width), in, out, nullptr);
+            },
+            "pooling for " + where, 0, pool.thread_count());
+        step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
+        break;
+      }
       if (st == xnn_status_success) {
         add_op(op);
         st = average ? xnn_setup_average_pooling2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),

@@ -3,7 +3,8 @@
 // split, into a multiple of the thread count (so no thread gets one slice more than another);
 // layers with fewer output rows than threads (squeeze-excite 1x1 convolutions over one pixel) are
 // cut into ranges of output channels, with the bits of one operator; and the layers of
-// MobileNetV2/V3 that ran on one thread before are now split.
+// MobileNetV2/V3 that ran on one thread before are now split; pooling (which ran on the caller
+// alone) is cut into bands of output rows with the bits of one operator.
 #include <gtest/gtest.h>
 
 #include <xnnpack.h>
@@ -18,7 +19,9 @@
 namespace {
 
 using co_up::backends::Conv2dShape;
+using co_up::xnnpack::conv_row_slice;
 using co_up::xnnpack::conv_work_us;
+using co_up::xnnpack::ConvRowSlice;
 using co_up::xnnpack::CpuPool;
 using co_up::xnnpack::pass_work_us;
 using co_up::xnnpack::Schedule;
@@ -174,6 +177,78 @@ TEST_F(SplitRule, OnePixelConvolutionIsCutIntoChannelRangesWithTheBitsOfOneOpera
         ASSERT_EQ(yc, whole) << k.cin << "->" << k.cout << ", " << slices << " slices, " << threads << " threads";
       }
     }
+  }
+}
+
+// Max pooling (3x3 stride 1 padded, as in GoogLeNet's inception branches; 3x3 stride 2 with the
+// extra bottom/right padding of ceil mode) and unpadded average pooling, cut into 1..7 bands of
+// output rows on one and two threads: the bits of one operator over the whole image.
+TEST_F(SplitRule, PoolingBandsGiveTheBitsOfOneOperator) {
+  struct PoolCase {
+    bool average;
+    int64_t c, h, w, k, stride, pt, pl, pb, pr;
+  };
+  for (const PoolCase& k : std::vector<PoolCase>{{false, 48, 28, 28, 3, 1, 1, 1, 1, 1},
+                                                 {false, 40, 56, 55, 3, 2, 0, 0, 1, 0},
+                                                 {false, 24, 13, 13, 2, 2, 0, 0, 1, 1},
+                                                 {true, 32, 14, 14, 2, 2, 0, 0, 0, 0},
+                                                 {true, 16, 9, 9, 3, 1, 0, 0, 0, 0}}) {
+    Conv2dShape window;
+    window.in_channels = window.out_channels = k.c;
+    window.in_height = k.h;
+    window.in_width = k.w;
+    window.kernel_h = window.kernel_w = k.k;
+    window.stride_h = window.stride_w = k.stride;
+    window.pad_top = k.pt;
+    window.pad_left = k.pl;
+    window.pad_bottom = k.pb;
+    window.pad_right = k.pr;
+    const int64_t oh = window.out_height(), ow = window.out_width();
+    const auto x = random_floats(size_t(k.h * k.w * k.c), 9);
+    const size_t ch = size_t(k.c);
+    auto make = [&](const float* in, float* out, int64_t rows, int64_t pt, int64_t pb, xnn_operator_t* op) {
+      xnn_status st = k.average ? xnn_create_average_pooling2d_nhwc_f32(0, 0, 0, 0, uint32_t(k.k), uint32_t(k.k),
+                                                                       uint32_t(k.stride), uint32_t(k.stride), ch,
+                                                                       ch, ch, -1e30f, 1e30f, 0, op)
+                                : xnn_create_max_pooling2d_nhwc_f32(uint32_t(pt), uint32_t(k.pr), uint32_t(pb),
+                                                                   uint32_t(k.pl), uint32_t(k.k), uint32_t(k.k),
+                                                                   uint32_t(k.stride), uint32_t(k.stride), 1, 1, ch,
+                                                                   ch, ch, -1e30f, 1e30f, 0, op);
+      if (st != xnn_status_success) return st;
+      return k.average ? xnn_setup_average_pooling2d_nhwc_f32(*op, 1, size_t(rows), size_t(k.w), in, out, nullptr)
+                       : xnn_setup_max_pooling2d_nhwc_f32(*op, 1, size_t(rows), size_t(k.w), in, out, nullptr);
+    };
+    std::vector<float> whole(size_t(oh * ow * k.c) + 64, 7.0f);
+    xnn_operator_t raw = nullptr;
+    ASSERT_EQ(make(x.data(), whole.data(), k.h, k.pt, k.pb, &raw), xnn_status_success) << k.h << "x" << k.w;
+    const XnnOperator op(raw);
+    ASSERT_EQ(xnn_run_operator(op.get(), nullptr), xnn_status_success);
+    for (int threads : {1, 2}) {
+      const CpuPool pool(threads, {}, Schedule::kDynamic);
+      for (int64_t slices = 1; slices <= 7; ++slices) {
+        std::vector<float> y(whole.size(), 7.0f);
+        const SlicedOperator bands = SlicedOperator::row_bands(
+            window, 0.0,
+            [&](SliceRange band, const ConvRowSlice& cut, xnn_operator_t* band_op) {
+              return make(x.data() + cut.in_begin * k.w * k.c, y.data() + band.begin * ow * k.c, cut.in_rows,
+                          cut.pad_top, cut.pad_bottom, band_op);
+            },
+            "t", slices, threads);
+        EXPECT_EQ(bands.slices(), std::min(slices, oh));
+        bands.run(pool);
+        ASSERT_EQ(y, whole) << (k.average ? "average " : "max ") << k.h << "x" << k.w << " k" << k.k << " s"
+                            << k.stride << ", " << slices << " slices, " << threads << " threads";
+      }
+    }
+    // The split rule: a pass long enough is cut in two on two threads, kept whole on one.
+    std::vector<float> y(whole.size());
+    const auto real = [&](SliceRange band, const ConvRowSlice& cut, xnn_operator_t* band_op) {
+      return make(x.data() + cut.in_begin * k.w * k.c, y.data() + band.begin * ow * k.c, cut.in_rows, cut.pad_top,
+                  cut.pad_bottom, band_op);
+    };
+    EXPECT_EQ(SlicedOperator::row_bands(window, 40.0, real, "t", 0, 2).slices(), std::min<int64_t>(2, oh));
+    EXPECT_EQ(SlicedOperator::row_bands(window, 40.0, real, "t", 0, 1).slices(), 1);
+    EXPECT_EQ(SlicedOperator::row_bands(window, split_cost_us(), real, "t", 0, 2).slices(), 1);
   }
 }
 
