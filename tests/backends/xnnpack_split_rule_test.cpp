@@ -4,12 +4,16 @@
 // layers with fewer output rows than threads (squeeze-excite 1x1 convolutions over one pixel) are
 // cut into ranges of output channels, with the bits of one operator; and the layers of
 // MobileNetV2/V3 that ran on one thread before are now split; pooling (which ran on the caller
-// alone) is cut into bands of output rows with the bits of one operator.
+// alone) is cut into bands of output rows with the bits of one operator; and the pool's own
+// parallel_for cuts its range into chunks of near-equal size, an even number of them on two threads.
 #include <gtest/gtest.h>
 
 #include <xnnpack.h>
 
+#include <algorithm>
+#include <mutex>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "xnn_common.h"
@@ -249,6 +253,37 @@ TEST_F(SplitRule, PoolingBandsGiveTheBitsOfOneOperator) {
     EXPECT_EQ(SlicedOperator::row_bands(window, 40.0, real, "t", 0, 2).slices(), std::min<int64_t>(2, oh));
     EXPECT_EQ(SlicedOperator::row_bands(window, 40.0, real, "t", 0, 1).slices(), 1);
     EXPECT_EQ(SlicedOperator::row_bands(window, split_cost_us(), real, "t", 0, 2).slices(), 1);
+  }
+}
+
+TEST(SplitRuleChunks, ParallelForChunksAreNearEqualAndEvenOnTwoThreads) {
+  const CpuPool pool(2, {}, Schedule::kDynamic);
+  for (int64_t count : {42, 33, 100, 9, 100003}) {
+    for (int64_t align : {1, 16}) {
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      std::mutex m;
+      pool.parallel_for(count, align, 1, [&](int64_t b, int64_t e) {
+        const std::lock_guard lock(m);
+        ranges.emplace_back(b, e);
+      });
+      std::sort(ranges.begin(), ranges.end());
+      const int64_t blocks = (count + align - 1) / align;
+      ASSERT_EQ(int64_t(ranges.size()), std::min<int64_t>(blocks, 8)) << count << " / " << align;
+      int64_t covered = 0, smallest = count, largest = 0;
+      for (const auto& [b, e] : ranges) {
+        EXPECT_EQ(b, covered);
+        EXPECT_EQ(b % align, 0);
+        covered = e;
+        if (e != count) {  // the last range may end in a partial block
+          smallest = std::min(smallest, (e - b) / align);
+          largest = std::max(largest, (e - b) / align);
+        }
+      }
+      EXPECT_EQ(covered, count);
+      if (ranges.size() > 2) {
+        EXPECT_LE(largest - smallest, 1) << count << " / " << align << ": chunks of near-equal size";
+      }
+    }
   }
 }
 
