@@ -2,7 +2,7 @@
 """Per-layer time of one network at one thread and at two, on cpu-xnnpack, to find the layers
 whose second thread does not pay (unsplit layers, uneven slices, passes on the caller alone).
 
-    bench/intraop_layers.py NET [--reps=N] [--frames=N] [--build=DIR] [--fixtures=DIR]
+    bench/intraop_layers.py NET [--reps=N] [--frames=N] [--build=DIR] [--fixtures=DIR] [--plugins=DIR]
 
 NET is a fixture name (FIXTURES/NET.onnx with NET_input.npy). Per rep, in alternating order:
 co_up all-B with --units=ops (one unit per Conv/Gemm and what is fused into it) at one thread
@@ -27,6 +27,7 @@ ap.add_argument("--frames", type=int, default=60)
 ap.add_argument("--warmup", type=int, default=3)
 ap.add_argument("--build", default=os.path.join(root, "build"))
 ap.add_argument("--fixtures", default=None)
+ap.add_argument("--plugins", default=None, help="plugin directory (e.g. another commit's cpu-xnnpack)")
 args = ap.parse_args()
 fixtures = args.fixtures or os.path.join(args.build, "onnx-fixtures")
 co_up = os.path.join(args.build, "co_up")
@@ -46,6 +47,8 @@ def run(threads):
     cmd = ["taskset", "-c", "0" if threads == 1 else "0-1", co_up, f"--model={model}", "--units=ops",
            "--order=" + "B" * count, "--mode=switch", f"--n={args.warmup + args.frames}",
            f"--input={image}", "--profile=2", f"--profile-out={out}"]
+    if args.plugins:
+        cmd.append(f"--plugins={args.plugins}")
     if threads == 2:
         cmd.append(f"--platform={os.path.join(root, 'platforms', 'host-2core-cluster.json')}")
     subprocess.run(cmd, check=True, capture_output=True)
@@ -70,7 +73,7 @@ for rep in range(args.reps):
             times[t].setdefault(k, []).extend(v)
 load_after = open("/proc/loadavg").read().split()[:3]
 commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-print(f"{args.net}: commit {commit}, {args.reps} reps x {args.frames} frames per thread count, "
+print(f"{args.net}: commit {commit}{', plugins ' + args.plugins if args.plugins else ''}, {args.reps} reps x {args.frames} frames per thread count, "
       f"load average before {' '.join(load_before)}, after {' '.join(load_after)}")
 print(f"frame, fastest: 1 thread {min(frames[1]):.2f} ms, 2 threads {min(frames[2]):.2f} ms")
 rows = []
