@@ -79,7 +79,8 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
   // Batch > 1 is cut per image first (each image its own batch-1 operators), so a batch keeps
   // both threads; `slices` == 1 keeps the layer whole, batch and all.
   const int64_t images = slices == 1 || (slices <= 0 && threads < 2) ? 1 : s.batch;
-  if (slices <= 0 && images == 1 && out_h < threads && s.group == 1) {
+  const bool by_channels_ok = s.group == 1 || (s.group == s.in_channels && s.group == s.out_channels);
+  if (slices <= 0 && images == 1 && out_h < threads && by_channels_ok) {
     // Fewer output rows than threads (a squeeze-excite 1x1 over one pixel): ranges of output
     // channels instead.
     const int64_t n = slice_count(conv_work_us(macs), ceil_div(s.out_channels, kChannelAlign), threads);
@@ -88,6 +89,12 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
   const int64_t per_image =
       slices > 0 ? std::max<int64_t>(1, slices / std::max<int64_t>(1, images))
                  : slice_count(conv_work_us(macs / std::max<int64_t>(1, s.batch)), out_h, threads);
+  if (slices <= 0 && images == 1 && per_image > 1 && out_h % per_image != 0 && by_channels_ok &&
+      ceil_div(s.out_channels, kChannelAlign) >= per_image) {
+    // Rows that do not divide evenly (7 rows in two bands: 4 + 3) but channels that do: ranges
+    // of output channels, which differ by 16 channels at most.
+    return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, per_image);
+  }
   std::vector<SliceRange> bands = split_range(out_h, per_image, 1);
   std::vector<ConvRowSlice> cuts;
   for (const SliceRange& band : bands) cuts.push_back(conv_row_slice(s, band));
@@ -128,24 +135,30 @@ SlicedOperator SlicedOperator::convolution_channels(const backends::Conv2dShape&
                                                     float lo, float hi, uint32_t flags,
                                                     const float* x, float* y, int64_t y_stride,
                                                     const std::string& where, int64_t slices) {
-  if (s.group != 1) {
+  const bool depthwise = s.group > 1 && s.group == s.in_channels && s.group == s.out_channels;
+  if (s.group != 1 && !depthwise) {
     throw std::invalid_argument("SlicedOperator::convolution_channels: grouped convolution for " + where);
   }
-  const int64_t weights_per_channel = s.kernel_h * s.kernel_w * s.in_channels;
+  // Group 1: a range of output channels reads every input channel. Depthwise: a range of groups
+  // (one channel each) reads its own input channels only.
+  const int64_t weights_per_channel = s.kernel_h * s.kernel_w * (depthwise ? 1 : s.in_channels);
   SlicedOperator sliced;
   for (const SliceRange& r : split_range(s.out_channels, slices, kChannelAlign)) {
+    const int64_t n = r.end - r.begin;
     xnn_operator_t op = nullptr;
     check_xnn(xnn_create_convolution2d_nhwc_f32(
                   uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
                   uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
                   uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
-                  uint32_t(s.dilation_w), 1, size_t(s.in_channels), size_t(r.end - r.begin),
-                  size_t(s.in_channels), size_t(y_stride), ohwi_weights + r.begin * weights_per_channel,
-                  bias ? bias + r.begin : nullptr, lo, hi, flags, &op),
+                  uint32_t(s.dilation_w), uint32_t(depthwise ? n : 1), size_t(depthwise ? 1 : s.in_channels),
+                  size_t(depthwise ? 1 : n), size_t(s.in_channels), size_t(y_stride),
+                  ohwi_weights + r.begin * weights_per_channel, bias ? bias + r.begin : nullptr, lo, hi,
+                  flags, &op),
               "convolution create for " + where);
     sliced.ops_->emplace_back(op);
     check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
-                                               size_t(s.in_width), x, y + r.begin, nullptr),
+                                               size_t(s.in_width), depthwise ? x + r.begin : x,
+                                               y + r.begin, nullptr),
               "convolution setup for " + where);
   }
   return sliced;

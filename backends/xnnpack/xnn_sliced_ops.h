@@ -71,16 +71,17 @@ class SlicedOperator {
  public:
   // An NHWC convolution (weights in XNNPACK's OHWI order, see conv_weights_ohwi) reading `x` and
   // writing `y` with `y_stride` floats per output pixel, cut into batch-1 operators: per image,
-  // then into bands of output rows; with fewer output rows than threads (batch 1, group 1), into
-  // ranges of output channels. `slices` > 0 overrides slice_count (tests; spread over the
+  // then into bands of output rows; with fewer output rows than threads, or rows that do not
+  // divide into the bands evenly (batch 1, group 1 or depthwise), into ranges of output channels. `slices` > 0 overrides slice_count (tests; spread over the
   // images); `slices` == 1 keeps the layer one operator, batch and all; else the split rule for
   // `threads` threads decides. Throws PluginError.
   static SlicedOperator convolution(const backends::Conv2dShape& s, const float* ohwi_weights,
                                     const float* bias, float lo, float hi, uint32_t flags,
                                     const float* x, float* y, int64_t y_stride,
                                     const std::string& where, int64_t slices = 0, int threads = 2);
-  // A convolution with group 1 cut into `slices` ranges of output channels (multiples of 16
-  // channels except the last), each one operator over all pixels. Throws PluginError.
+  // A convolution with group 1, or a depthwise one (one channel per group, multiplier 1), cut
+  // into `slices` ranges of output channels (multiples of 16 channels except the last), each one
+  // operator over all pixels. Throws PluginError (std::invalid_argument for other groupings).
   static SlicedOperator convolution_channels(const backends::Conv2dShape& s, const float* ohwi_weights,
                                              const float* bias, float lo, float hi, uint32_t flags,
                                              const float* x, float* y, int64_t y_stride,

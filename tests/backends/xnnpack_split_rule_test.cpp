@@ -184,6 +184,68 @@ TEST_F(SplitRule, OnePixelConvolutionIsCutIntoChannelRangesWithTheBitsOfOneOpera
   }
 }
 
+// Depthwise (3x3, 5x5 with stride 2) and dense convolutions whose rows do not divide into the
+// bands (7 rows) are cut into ranges of output channels: the bits of one operator, cut into 1..9
+// ranges on one and two threads, and as the split rule chooses on two threads.
+TEST_F(SplitRule, ChannelRangesOfDepthwiseAndDenseConvolutionsGiveTheBitsOfOneOperator) {
+  struct Case {
+    int64_t cin, cout, group, hw, k, stride, extra_stride;
+  };
+  for (const Case& k : std::vector<Case>{{960, 960, 960, 7, 3, 1, 0},
+                                         {1152, 1152, 1152, 7, 5, 1, 0},
+                                         {100, 100, 100, 14, 5, 2, 8},
+                                         {64, 80, 1, 7, 3, 1, 0}}) {
+    Conv2dShape s;
+    s.in_channels = k.cin;
+    s.out_channels = k.cout;
+    s.group = k.group;
+    s.in_height = s.in_width = k.hw;
+    s.kernel_h = s.kernel_w = k.k;
+    s.stride_h = s.stride_w = k.stride;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = k.k / 2;
+    const int64_t oh = s.out_height(), ow = s.out_width();
+    const int64_t y_stride = k.cout + k.extra_stride;
+    const int64_t taps = k.k * k.k, gin = k.cin / k.group;
+    const auto x = random_floats(size_t(k.hw * k.hw * k.cin), 11);
+    const auto w = random_floats(size_t(k.cout * taps * gin), 12);  // OHWI
+    const auto b = random_floats(size_t(k.cout), 13);
+    std::vector<float> whole(size_t(oh * ow * y_stride) + 64, 7.0f);
+    xnn_operator_t raw = nullptr;
+    ASSERT_EQ(xnn_create_convolution2d_nhwc_f32(uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
+                                                uint32_t(s.pad_left), uint32_t(k.k), uint32_t(k.k),
+                                                uint32_t(k.stride), uint32_t(k.stride), 1, 1, uint32_t(k.group),
+                                                size_t(gin), size_t(k.cout / k.group), size_t(k.cin),
+                                                size_t(y_stride), w.data(), b.data(), 0.0f, 6.0f, 0, &raw),
+              xnn_status_success);
+    const XnnOperator op(raw);
+    ASSERT_EQ(xnn_setup_convolution2d_nhwc_f32(op.get(), 1, size_t(k.hw), size_t(k.hw), x.data(), whole.data(), nullptr),
+              xnn_status_success);
+    ASSERT_EQ(xnn_run_operator(op.get(), nullptr), xnn_status_success);
+    for (int threads : {1, 2}) {
+      const CpuPool pool(threads, {}, Schedule::kDynamic);
+      std::vector<float> y(whole.size(), 7.0f);
+      const SlicedOperator chosen = SlicedOperator::convolution(s, w.data(), b.data(), 0.0f, 6.0f, 0, x.data(),
+                                                                y.data(), y_stride, "t", 0, threads);
+      if (threads == 1) {
+        EXPECT_EQ(chosen.slices(), 1);
+      } else if (oh % 2 == 1) {
+        EXPECT_EQ(chosen.slices() % 2, 0) << k.cin << " " << k.k << "x" << k.k;
+      }
+      chosen.run(pool);
+      ASSERT_EQ(y, whole) << k.cin << "->" << k.cout << " g" << k.group << " " << k.k << "x" << k.k << ", "
+                          << threads << " threads, as chosen";
+      for (int64_t slices = 1; slices <= 9; ++slices) {
+        std::vector<float> yc(whole.size(), 7.0f);
+        const SlicedOperator cut = SlicedOperator::convolution_channels(s, w.data(), b.data(), 0.0f, 6.0f, 0,
+                                                                        x.data(), yc.data(), y_stride, "t", slices);
+        cut.run(pool);
+        ASSERT_EQ(yc, whole) << k.cin << "->" << k.cout << " g" << k.group << " " << k.k << "x" << k.k << ", "
+                             << slices << " slices, " << threads << " threads";
+      }
+    }
+  }
+}
+
 // Max pooling (3x3 stride 1 padded, as in GoogLeNet's inception branches; 3x3 stride 2 with the
 // extra bottom/right padding of ceil mode) and unpadded average pooling, cut into 1..7 bands of
 // output rows on one and two threads: the bits of one operator over the whole image.
