@@ -20,6 +20,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -149,6 +150,9 @@ struct co_up_compiled {
   std::vector<Port> inputs;
   std::vector<Port> outputs;
   std::vector<Step> steps;
+  // Held from the first input map or bind of a frame to the end of its run: the pool's workers,
+  // asleep since the last frame, wake while the runtime writes the input, not during layer 0.
+  std::optional<co_up::xnnpack::CpuPool::Warm> input_warm;
 };
 
 namespace co_up::xnnpack {
@@ -304,6 +308,7 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   // (longer than a worker's idle spin) would otherwise send them to sleep, and the next split
   // layer would wait for a wake-up.
   const CpuPool::Warm warm(*c.device->pool);
+  c.input_warm.reset();
   // An input mapped and written but never unmapped is still converted.
   for (auto& in : c.inputs) convert_input(c, in);
   for (size_t s = 0; s < c.steps.size(); ++s) {
@@ -311,6 +316,10 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
     c.steps[s].work.run(*c.device->pool);
     if (backends::ends_layer(c.steps, s)) layer_hooks.end(c.steps[s].layer);
   }
+}
+
+void warm_for_input(co_up_compiled& c) {
+  if (!c.input_warm) c.input_warm.emplace(*c.device->pool);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,6 +473,7 @@ void* XnnBackend::map(co_up_compiled& c, int32_t direction, uint32_t index) {
   float* internal = c.storage[port.tensor].data();
   if (!port.convert) return internal;
   if (direction == CO_UP_IO_INPUT) {
+    warm_for_input(c);
     port.pending = true;
   } else {
     nhwc_to_nchw(internal, port.staging.data(), port.batch, port.channels, port.plane,
@@ -488,6 +498,7 @@ void XnnBackend::bind_input(co_up_compiled& c, uint32_t index, const void* host_
     fail(CO_UP_STATUS_UNSUPPORTED,
          "compiled_bind_input: host_ptr is not 4-byte aligned (map and copy instead)");
   }
+  warm_for_input(*compiled);
   const auto* src = static_cast<const float*>(host_ptr);
   Buffer<float>& internal = compiled->storage[port.tensor];
   if (port.convert) {

@@ -1,15 +1,25 @@
 #include "xnn_sliced_ops.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace co_up::xnnpack {
 namespace {
 
-// A slice's fixed cost is one xnn_run_operator on the caller (about a microsecond) and a claim;
-// 256 K multiply-adds are 10-30 us of depthwise or GEMV work on one AVX-512 core, so a slice
-// costs at most a few percent, and layers below 512 K stay whole (one slice runs on whichever
-// thread claims it). Eight slices let two to four threads balance by claiming.
-constexpr int64_t kMacsPerSlice = 256 * 1024;
+// The split rule's inputs, measured with co_up_bench_split_cost (bench/split_cost_bench.cpp) on
+// a two-core AMD EPYC host, fastest of 300 runs (the runs whose second core was free):
+//  - cutting a depthwise layer of 15-95 us in two on two warm threads took half its one-thread
+//    time plus 1.0-1.2 us (publish, claim, one more xnn_run_operator, join); each slice beyond
+//    one per thread added 0.5-3 us;
+//  - one thread ran XNNPACK's depthwise 3x3 at 11-22 K multiply-adds per us and HardSwish at
+//    10-13 K elements per us. The rule takes the fastest rate, so it never thinks a layer longer
+//    than it can be: a layer it keeps whole is one a split could not have sped up.
+constexpr double kSplitCostUs = 1.1;
+constexpr double kMacsPerUs = 22000.0;
+constexpr double kElementsPerUs = 13000.0;
+// Slices beyond one per thread (they let a thread that claims late still get a share) only where
+// each slice is long enough that its cost stays under 5 % of it.
+constexpr double kMinSliceUs = kSplitCostUs / 0.05;
 constexpr int64_t kMaxSlices = 8;
 // Output channels per slice of a fully connected layer: a multiple of XNNPACK's widest f32 GEMM
 // tile, so no slice ends in a partial tile that a whole operator would not have.
@@ -19,8 +29,18 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-int64_t slice_count(int64_t macs, int64_t extent) {
-  return std::clamp<int64_t>(macs / kMacsPerSlice, 1, std::min(kMaxSlices, std::max<int64_t>(1, extent)));
+double conv_work_us(int64_t macs) { return double(macs) / kMacsPerUs; }
+double pass_work_us(int64_t elements) { return double(elements) / kElementsPerUs; }
+double split_cost_us() { return kSplitCostUs; }
+
+int64_t slice_count(double work_us, int64_t extent, int threads) {
+  const int64_t t = threads;
+  // A split over t threads saves work * (t - 1) / t and costs kSplitCostUs.
+  if (t < 2 || extent < 2 || work_us * double(t - 1) <= kSplitCostUs * double(t)) return 1;
+  if (extent < t) return extent;
+  const auto per_thread = std::max<int64_t>(1, static_cast<int64_t>(work_us / (double(t) * kMinSliceUs)));
+  const int64_t most = std::max<int64_t>(t, std::min(kMaxSlices, extent) / t * t);
+  return std::min(t * per_thread, most);
 }
 
 std::vector<SliceRange> split_range(int64_t extent, int64_t count, int64_t align) {
@@ -52,14 +72,29 @@ ConvRowSlice conv_row_slice(const backends::Conv2dShape& s, SliceRange rows) {
 SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const float* ohwi_weights,
                                            const float* bias, float lo, float hi, uint32_t flags,
                                            const float* x, float* y, int64_t y_stride,
-                                           const std::string& where, int64_t slices) {
+                                           const std::string& where, int64_t slices,
+                                           int threads) {
   const int64_t out_h = s.out_height(), out_w = s.out_width();
   const int64_t macs = out_h * out_w * s.out_channels * s.kernel_h * s.kernel_w * (s.in_channels / s.group);
   // Batch > 1 is cut per image first (each image its own batch-1 operators), so a batch keeps
   // both threads; `slices` == 1 keeps the layer whole, batch and all.
-  const int64_t images = slices == 1 ? 1 : s.batch;
+  const int64_t images = slices == 1 || (slices <= 0 && threads < 2) ? 1 : s.batch;
+  const bool by_channels_ok = s.group == 1 || (s.group == s.in_channels && s.group == s.out_channels);
+  if (slices <= 0 && images == 1 && out_h < threads && by_channels_ok) {
+    // Fewer output rows than threads (a squeeze-excite 1x1 over one pixel): ranges of output
+    // channels instead.
+    const int64_t n = slice_count(conv_work_us(macs), ceil_div(s.out_channels, kChannelAlign), threads);
+    if (n > 1) return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, n);
+  }
   const int64_t per_image =
-      slices > 0 ? std::max<int64_t>(1, slices / std::max<int64_t>(1, images)) : slice_count(macs, out_h);
+      slices > 0 ? std::max<int64_t>(1, slices / std::max<int64_t>(1, images))
+                 : slice_count(conv_work_us(macs / std::max<int64_t>(1, s.batch)), out_h, threads);
+  if (slices <= 0 && images == 1 && per_image > 1 && out_h % per_image != 0 && by_channels_ok &&
+      ceil_div(s.out_channels, kChannelAlign) >= per_image) {
+    // Rows that do not divide evenly (7 rows in two bands: 4 + 3) but channels that do: ranges
+    // of output channels, which differ by 16 channels at most.
+    return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, per_image);
+  }
   std::vector<SliceRange> bands = split_range(out_h, per_image, 1);
   std::vector<ConvRowSlice> cuts;
   for (const SliceRange& band : bands) cuts.push_back(conv_row_slice(s, band));
@@ -95,12 +130,47 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
   return sliced;
 }
 
+SlicedOperator SlicedOperator::convolution_channels(const backends::Conv2dShape& s,
+                                                    const float* ohwi_weights, const float* bias,
+                                                    float lo, float hi, uint32_t flags,
+                                                    const float* x, float* y, int64_t y_stride,
+                                                    const std::string& where, int64_t slices) {
+  const bool depthwise = s.group > 1 && s.group == s.in_channels && s.group == s.out_channels;
+  if (s.group != 1 && !depthwise) {
+    throw std::invalid_argument("SlicedOperator::convolution_channels: grouped convolution for " + where);
+  }
+  // Group 1: a range of output channels reads every input channel. Depthwise: a range of groups
+  // (one channel each) reads its own input channels only.
+  const int64_t weights_per_channel = s.kernel_h * s.kernel_w * (depthwise ? 1 : s.in_channels);
+  SlicedOperator sliced;
+  for (const SliceRange& r : split_range(s.out_channels, slices, kChannelAlign)) {
+    const int64_t n = r.end - r.begin;
+    xnn_operator_t op = nullptr;
+    check_xnn(xnn_create_convolution2d_nhwc_f32(
+                  uint32_t(s.pad_top), uint32_t(s.pad_right), uint32_t(s.pad_bottom),
+                  uint32_t(s.pad_left), uint32_t(s.kernel_h), uint32_t(s.kernel_w),
+                  uint32_t(s.stride_h), uint32_t(s.stride_w), uint32_t(s.dilation_h),
+                  uint32_t(s.dilation_w), uint32_t(depthwise ? n : 1), size_t(depthwise ? 1 : s.in_channels),
+                  size_t(depthwise ? 1 : n), size_t(s.in_channels), size_t(y_stride),
+                  ohwi_weights + r.begin * weights_per_channel, bias ? bias + r.begin : nullptr, lo, hi,
+                  flags, &op),
+              "convolution create for " + where);
+    sliced.ops_->emplace_back(op);
+    check_xnn(xnn_setup_convolution2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
+                                               size_t(s.in_width), depthwise ? x + r.begin : x,
+                                               y + r.begin, nullptr),
+              "convolution setup for " + where);
+  }
+  return sliced;
+}
+
 SlicedOperator SlicedOperator::fully_connected(int64_t rows, int64_t in, int64_t out,
                                                const float* weights, const float* bias, float lo,
                                                float hi, uint32_t flags, const float* x, float* y,
-                                               const std::string& where, int64_t slices) {
+                                               const std::string& where, int64_t slices,
+                                               int threads) {
   const int64_t blocks = ceil_div(out, kChannelAlign);
-  if (slices <= 0) slices = slice_count(rows * in * out, blocks);
+  if (slices <= 0) slices = slice_count(conv_work_us(rows * in * out), blocks, threads);
   SlicedOperator sliced;
   for (const SliceRange& r : split_range(out, slices, kChannelAlign)) {
     xnn_operator_t op = nullptr;
@@ -116,17 +186,41 @@ SlicedOperator SlicedOperator::fully_connected(int64_t rows, int64_t in, int64_t
 }
 
 SlicedOperator SlicedOperator::per_range(
-    int64_t extent, int64_t units_per_slice,
+    int64_t extent, int64_t elements_per_unit,
     const std::function<xnn_status(SliceRange, xnn_operator_t*)>& make, const std::string& what,
-    int64_t slices) {
+    int64_t slices, int threads) {
   constexpr int64_t kAlign = 16;  // a cache line of floats: slices never share one
   if (slices <= 0) {
-    slices = std::clamp<int64_t>(extent / std::max<int64_t>(1, units_per_slice), 1, kMaxSlices);
+    slices = slice_count(pass_work_us(extent * std::max<int64_t>(1, elements_per_unit)),
+                         ceil_div(extent, kAlign), threads);
   }
   SlicedOperator sliced;
   for (const SliceRange& r : split_range(extent, slices, kAlign)) {
     xnn_operator_t op = nullptr;
     const xnn_status status = make(r, &op);
+    if (op != nullptr) sliced.ops_->emplace_back(op);
+    check_xnn(status, what);
+  }
+  return sliced;
+}
+
+SlicedOperator SlicedOperator::row_bands(
+    const backends::Conv2dShape& window, double work_us,
+    const std::function<xnn_status(SliceRange, const ConvRowSlice&, xnn_operator_t*)>& make,
+    const std::string& what, int64_t slices, int threads) {
+  const int64_t out_h = window.out_height();
+  if (slices <= 0) slices = slice_count(work_us, out_h, threads);
+  std::vector<SliceRange> bands = split_range(out_h, slices, 1);
+  std::vector<ConvRowSlice> cuts;
+  for (const SliceRange& band : bands) cuts.push_back(conv_row_slice(window, band));
+  if (std::any_of(cuts.begin(), cuts.end(), [](const ConvRowSlice& c) { return c.in_rows < 1; })) {
+    bands = {{0, out_h}};
+    cuts = {{0, window.in_height, window.pad_top, window.pad_bottom}};
+  }
+  SlicedOperator sliced;
+  for (size_t i = 0; i < bands.size(); ++i) {
+    xnn_operator_t op = nullptr;
+    const xnn_status status = make(bands[i], cuts[i], &op);
     if (op != nullptr) sliced.ops_->emplace_back(op);
     check_xnn(status, what);
   }

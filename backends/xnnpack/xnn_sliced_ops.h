@@ -35,12 +35,22 @@ struct SliceRange {
   int64_t end = 0;
 };
 
-// How many slices a layer of `macs` multiply-adds over `extent` splittable units (output rows,
-// or output-channel blocks) is cut into: one per kMacsPerSlice of work, at most kMaxSlices and
-// `extent`, at least one. Depends on the shape only.
-int64_t slice_count(int64_t macs, int64_t extent);
-// How many elements of a memory-bound pass (element-wise op, global pooling) make one slice.
-inline constexpr int64_t kElementsPerSlice = 32 * 1024;
+// The split rule. A layer whose whole takes `work_us` on one thread, over `extent` splittable
+// units (output rows, 16-channel blocks, 16-element blocks), is cut for `threads` threads into:
+//  - 1 slice (kept whole) with one thread, one unit, or when a split's measured cost
+//    (split_cost_us) is at least the time the other threads would save, work * (t - 1) / t;
+//  - else one slice per thread, or a multiple of the thread count where each slice still takes
+//    at least 20 split costs (so a late thread can take a share at under 5 % cost), at most
+//    eight and at most `extent` (rounded down to a multiple of the thread count; `extent` itself
+//    when it is smaller than the thread count).
+// The costs and rates are measured by co_up_bench_split_cost (bench/split_cost_bench.cpp).
+// Depends on the shape and the thread count only; never changes the bits (every slice computes
+// its outputs as the whole layer would).
+int64_t slice_count(double work_us, int64_t extent, int threads);
+// A layer's one-thread time as the split rule estimates it: at the fastest measured rate.
+double conv_work_us(int64_t macs);
+double pass_work_us(int64_t elements);
+double split_cost_us();
 
 // `count` near-equal consecutive ranges covering [0, extent), each a multiple of `align` long
 // except the last (count <= ceil(extent / align)).
@@ -61,27 +71,47 @@ class SlicedOperator {
  public:
   // An NHWC convolution (weights in XNNPACK's OHWI order, see conv_weights_ohwi) reading `x` and
   // writing `y` with `y_stride` floats per output pixel, cut into batch-1 operators: per image,
-  // then into bands of output rows. `slices` > 0 overrides slice_count (tests; spread over the
-  // images); `slices` == 1 keeps the layer one operator, batch and all. Throws PluginError.
+  // then into bands of output rows; with fewer output rows than threads, or rows that do not
+  // divide into the bands evenly (batch 1, group 1 or depthwise), into ranges of output channels. `slices` > 0 overrides slice_count (tests; spread over the
+  // images); `slices` == 1 keeps the layer one operator, batch and all; else the split rule for
+  // `threads` threads decides. Throws PluginError.
   static SlicedOperator convolution(const backends::Conv2dShape& s, const float* ohwi_weights,
                                     const float* bias, float lo, float hi, uint32_t flags,
                                     const float* x, float* y, int64_t y_stride,
-                                    const std::string& where, int64_t slices = 0);
+                                    const std::string& where, int64_t slices = 0, int threads = 2);
+  // A convolution with group 1, or a depthwise one (one channel per group, multiplier 1), cut
+  // into `slices` ranges of output channels (multiples of 16 channels except the last), each one
+  // operator over all pixels. Throws PluginError (std::invalid_argument for other groupings).
+  static SlicedOperator convolution_channels(const backends::Conv2dShape& s, const float* ohwi_weights,
+                                             const float* bias, float lo, float hi, uint32_t flags,
+                                             const float* x, float* y, int64_t y_stride,
+                                             const std::string& where, int64_t slices);
   // A fully connected layer over `rows` rows: weights [out][in] row-major, cut into ranges of
-  // output channels (`slices` > 0 overrides slice_count). Throws PluginError.
+  // output channels (`slices` > 0 overrides slice_count for `threads`). Throws PluginError.
   static SlicedOperator fully_connected(int64_t rows, int64_t in, int64_t out, const float* weights,
                                         const float* bias, float lo, float hi, uint32_t flags,
                                         const float* x, float* y, const std::string& where,
-                                        int64_t slices = 0);
+                                        int64_t slices = 0, int threads = 2);
 
   // An operator that works on each of `extent` independent units (elements of an element-wise
-  // op; channels of a global pooling) alone, cut into ranges of units, one slice per
-  // `units_per_slice` (at most kMaxSlices), each range a multiple of 16 units except the last.
-  // make(range, &op) creates and sets up the operator for one range and returns its status.
-  // `slices` > 0 overrides the count. Throws PluginError.
-  static SlicedOperator per_range(int64_t extent, int64_t units_per_slice,
+  // op; channels of a global pooling) alone, `elements_per_unit` elements each, cut into ranges of
+  // units as the split rule says for `threads` threads, each range a multiple of 16 units except
+  // the last. make(range, &op) creates and sets up the operator for one range and returns its
+  // status. `slices` > 0 overrides the count. Throws PluginError.
+  static SlicedOperator per_range(int64_t extent, int64_t elements_per_unit,
                                   const std::function<xnn_status(SliceRange, xnn_operator_t*)>& make,
-                                  const std::string& what, int64_t slices = 0);
+                                  const std::string& what, int64_t slices = 0, int threads = 2);
+
+  // An operator over the output rows of a sliding window (pooling) of shape `window` (kernel,
+  // stride, padding and input rows as a convolution's; batch 1), cut into bands of output rows as
+  // the split rule says for a pass of `work_us` on `threads` threads. make(band, cut, &op) creates
+  // and sets up the operator of output rows `band`, reading input rows cut.in_begin..+in_rows
+  // with cut.pad_top/pad_bottom rows of padding. A band that would read nothing but padding
+  // keeps the layer whole. `slices` > 0 overrides the count. Throws PluginError.
+  static SlicedOperator row_bands(
+      const backends::Conv2dShape& window, double work_us,
+      const std::function<xnn_status(SliceRange, const ConvRowSlice&, xnn_operator_t*)>& make,
+      const std::string& what, int64_t slices = 0, int threads = 2);
 
   int64_t slices() const { return static_cast<int64_t>(ops_->size()); }
   // Runs every slice once, on whichever of the pool's threads claim them. Throws PluginError.

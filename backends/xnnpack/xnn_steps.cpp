@@ -37,7 +37,6 @@ namespace {
 // The slice count to ask SlicedOperator for: 1 (the layer whole, as one operator) on a pool of
 // one thread, where slices would only add their fixed cost; 0 (its choice by work) otherwise.
 // Either way the same bits (xnn_sliced_ops.h).
-int64_t whole_on(const CpuPool& pool) { return pool.thread_count() == 1 ? 1 : 0; }
 
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
@@ -88,7 +87,8 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   // On the claiming pool in bands of output rows (xnn_sliced_ops.h), not on pthreadpool.
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
   const SlicedOperator sliced = SlicedOperator::convolution(s, packed.data(), bias, lo, hi, 0, x,
-                                                            out.y, out.stride, where, whole_on(pool));
+                                                            out.y, out.stride, where, 0,
+                                                            pool.thread_count());
   const CpuPool* pool_ptr = &pool;
   step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   return step;
@@ -115,14 +115,14 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
   // Element-wise: every element alone, so ranges of elements on the pool give the same bits.
   auto unary_op = [&](auto create, auto setup, auto... args) {
     const SlicedOperator sliced = SlicedOperator::per_range(
-        count, kElementsPerSlice,
+        count, 1,
         [&](SliceRange r, xnn_operator_t* op) {
           const size_t n = size_t(r.end - r.begin);
           xnn_status st = create(n, n, n, args..., 0u, op);
           if (st == xnn_status_success) st = setup(*op, size_t(1), x + r.begin, y + r.begin, nullptr);
           return st;
         },
-        "element-wise operator for " + where, whole_on(pool));
+        "element-wise operator for " + where, 0, pool.thread_count());
     step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   };
 
@@ -158,7 +158,8 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
       const SlicedOperator sliced = SlicedOperator::fully_connected(
-          p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where, whole_on(pool));
+          p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where, 0,
+          pool.thread_count());
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
@@ -185,6 +186,47 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             uint32_t(s.stride_w), size_t(s.channels), size_t(s.channels), size_t(s.channels),
             -kInf, kInf, 0, &op);
       }
+      // Where XNNPACK takes the shape, one image runs as bands of output rows on the pool: each
+      // output is the max or mean of the same window, read in the same order, whichever band it
+      // falls in (same bits). The pass's time is estimated from its outputs alone.
+      Conv2dShape window;
+      window.in_channels = window.out_channels = s.channels;
+      window.in_height = s.in_height;
+      window.in_width = s.in_width;
+      window.kernel_h = s.kernel_h;
+      window.kernel_w = s.kernel_w;
+      window.stride_h = s.stride_h;
+      window.stride_w = s.stride_w;
+      window.pad_top = s.pad_top;
+      window.pad_bottom = pad_b;
+      window.pad_left = s.pad_left;
+      window.pad_right = pad_r;
+      if (st == xnn_status_success && s.batch == 1 && window.out_height() == oh && window.out_width() == ow) {
+        const XnnOperator whole(op);  // XNNPACK takes the shape: the bands, not this one, run
+        const size_t ch = size_t(s.channels);
+        const SlicedOperator sliced = SlicedOperator::row_bands(
+            window, pass_work_us(oh * ow * s.channels),
+            [&](SliceRange band, const ConvRowSlice& cut, xnn_operator_t* band_op) {
+              const xnn_status created = average
+                  ? xnn_create_average_pooling2d_nhwc_f32(
+                        0, 0, 0, 0, uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h),
+                        uint32_t(s.stride_w), ch, ch, ch, -kInf, kInf, 0, band_op)
+                  : xnn_create_max_pooling2d_nhwc_f32(
+                        uint32_t(cut.pad_top), uint32_t(pad_r), uint32_t(cut.pad_bottom), uint32_t(s.pad_left),
+                        uint32_t(s.kernel_h), uint32_t(s.kernel_w), uint32_t(s.stride_h),
+                        uint32_t(s.stride_w), 1, 1, ch, ch, ch, -kInf, kInf, 0, band_op);
+              if (created != xnn_status_success) return created;
+              const float* in = x + cut.in_begin * s.in_width * s.channels;
+              float* out = y + band.begin * ow * s.channels;
+              return average ? xnn_setup_average_pooling2d_nhwc_f32(*band_op, 1, size_t(cut.in_rows),
+                                                                    size_t(s.in_width), in, out, nullptr)
+                             : xnn_setup_max_pooling2d_nhwc_f32(*band_op, 1, size_t(cut.in_rows),
+                                                                size_t(s.in_width), in, out, nullptr);
+            },
+            "pooling for " + where, 0, pool.thread_count());
+        step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
+        break;
+      }
       if (st == xnn_status_success) {
         add_op(op);
         st = average ? xnn_setup_average_pooling2d_nhwc_f32(op, size_t(s.batch), size_t(s.in_height),
@@ -209,7 +251,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const size_t ch = size_t(p.in_dims[1]);
       const size_t batch = size_t(p.in_dims[0]), plane = size_t(p.in_dims[2] * p.in_dims[3]);
       const SlicedOperator sliced = SlicedOperator::per_range(
-          int64_t(ch), std::max<int64_t>(1, kElementsPerSlice / int64_t(batch * plane)),
+          int64_t(ch), int64_t(batch * plane),
           [&](SliceRange r, xnn_operator_t* op) {
             xnn_status st = xnn_create_global_average_pooling_nwc_f32(
                 size_t(r.end - r.begin), ch, ch, -kInf, kInf, 0, op);
@@ -219,7 +261,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             }
             return st;
           },
-          "global average pooling for " + where, whole_on(pool));
+          "global average pooling for " + where, 0, pool.thread_count());
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
@@ -296,7 +338,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const auto [lo, hi] = activation_range(p.activation);
       const float* x2 = buffers[p.inputs[1]];
       const SlicedOperator sliced = SlicedOperator::per_range(
-          count, kElementsPerSlice,
+          count, 2,  // two inputs read per element
           [&](SliceRange r, xnn_operator_t* op) {
             xnn_status st = xnn_create_add_nd_f32(lo, hi, 0, op);
             const size_t shape[1] = {size_t(r.end - r.begin)};
@@ -305,7 +347,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             }
             return st;
           },
-          "add for " + where, whole_on(pool));
+          "add for " + where, 0, pool.thread_count());
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
@@ -331,7 +373,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const int64_t n = p.in_dims[0], ch = p.in_dims[1], plane = p.in_dims[2] * p.in_dims[3];
       const float* gate = buffers[p.inputs[1]];
       const SlicedOperator sliced = SlicedOperator::per_range(
-          plane, std::max<int64_t>(1, kElementsPerSlice / ch),
+          plane, ch,
           [&](SliceRange r, xnn_operator_t* op) {
             xnn_status st = xnn_create_multiply_nd_f32(-kInf, kInf, 0, op);
             const size_t x_shape[3] = {size_t(n), size_t(r.end - r.begin), size_t(ch)};
@@ -342,7 +384,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
             }
             return st;
           },
-          "multiply for " + where, n == 1 ? whole_on(pool) : 1);
+          "multiply for " + where, n == 1 ? 0 : 1, pool.thread_count());
       step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
       break;
     }
