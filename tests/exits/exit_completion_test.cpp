@@ -12,8 +12,6 @@
 #include <condition_variable>
 #include <thread>
 #include <cstdio>
-#include <cstring>
-#include <map>
 #include <mutex>
 #include <set>
 #include <span>
@@ -26,11 +24,16 @@
 #include "graph/passes.h"
 #include "tests/core/test_support.h"
 #include "tests/exits/exit_network.h"
+#include "tests/exits/exit_run.h"
 
 namespace co_up {
 namespace {
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
+using test::ExitRun;
+using test::InputSets;
+using test::equal_bits;
+using test::run_with_exits;
+using test::three_processors;
 using profiler::EventKind;
 
 // stage1: f1 = relu(conv(x)), exit0 = head(f1); stage2: f2 = relu(conv(f1)), exit1 = head(f2);
@@ -67,52 +70,9 @@ graph::Graph shared_feature_network(bool with_exits) {
   return g;
 }
 
-// B, L and a third processor D on B's cores, all cpu-reference (as in early_exit_executor_test).
-Platform three_processors() {
-  Platform platform = testing::host_platform();
-  ProcessorSpec d;
-  d.letter = 'D';
-  d.name = "third processor (for tests)";
-  d.kind = "dsp";
-  d.host = 'B';
-  platform.processors.push_back(d);
-  for (char letter : {'B', 'L', 'D'}) platform.find(letter)->backends = {"cpu-reference"};
-  return platform;
-}
-
-struct ExitRun {
-  RunResult result;
-  std::map<uint64_t, std::vector<std::vector<float>>> outputs;  // frame -> per graph output
-  int deliveries = 0;
-  int repeated = 0;
-};
-
 ExitRun run(const graph::Graph& g, const std::string& order, Mode mode, uint64_t frames,
-        const InputSets& inputs, const std::string& policy) {
-  ExecutorOptions options;
-  options.mode = mode;
-  options.profile_level = 1;
-  options.exit_policy = ExitPolicy::parse(policy);
-  Executor executor(g, Partition::create(g, order), three_processors(), testing::build_plugins(), options);
-  ExitRun r;
-  std::mutex mutex;
-  RunRequest request;
-  request.frames = frames;
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
-    std::lock_guard lock(mutex);
-    ++r.deliveries;
-    auto& per_output = r.outputs[frame];
-    per_output.resize(g.outputs().size());
-    if (!per_output[output].empty()) ++r.repeated;
-    per_output[output].assign(values.begin(), values.end());
-  };
-  r.result = executor.run(request);
-  return r;
-}
-
-bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+           const InputSets& inputs, const std::string& policy) {
+  return run_with_exits(g, three_processors(), {order, mode, frames, policy, 1}, inputs);
 }
 
 uint64_t transfers_into(const profiler::RunProfile& p, uint32_t source, uint32_t destination) {

@@ -6,11 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <set>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -18,53 +14,22 @@
 #include "core/exit_policy.h"
 #include "tests/core/test_support.h"
 #include "tests/exits/exit_network.h"
+#include "tests/exits/exit_run.h"
 
 namespace co_up {
 namespace {
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
+using test::ExitRun;
+using test::InputSets;
+using test::equal_bits;
+using test::one_processor;
+using test::run_with_exits;
 using profiler::EventKind;
 
-// One processor B on the host, cpu-reference (the same bits on any machine).
-Platform one_processor() {
-  Platform platform = testing::host_platform();
-  platform.find('B')->backends = {"cpu-reference"};
-  return platform;
-}
-
-struct ExitRun {
-  RunResult result;
-  std::map<uint64_t, std::vector<std::vector<float>>> outputs;  // frame -> per graph output
-  int deliveries = 0;
-  int repeated = 0;
-};
-
+// All three stages on B: each a sub-graph of its own on B's one thread. Layer events recorded.
 ExitRun run(const graph::Graph& g, Mode mode, uint64_t frames, const InputSets& inputs,
             const std::string& policy) {
-  ExecutorOptions options;
-  options.mode = mode;
-  options.profile_level = 2;  // layer events
-  options.exit_policy = ExitPolicy::parse(policy);
-  Executor executor(g, Partition::create(g, "BBB"), one_processor(), testing::build_plugins(), options);
-  ExitRun r;
-  std::mutex mutex;
-  RunRequest request;
-  request.frames = frames;
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
-    std::lock_guard lock(mutex);
-    ++r.deliveries;
-    auto& per_output = r.outputs[frame];
-    per_output.resize(g.outputs().size());
-    if (!per_output[output].empty()) ++r.repeated;
-    per_output[output].assign(values.begin(), values.end());
-  };
-  r.result = executor.run(request);
-  return r;
-}
-
-bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return run_with_exits(g, one_processor(), {"BBB", mode, frames, policy, 2}, inputs);
 }
 
 // The frames whose layers of layer unit `unit` ran (from the layer events), each counted once;

@@ -1,0 +1,94 @@
+// Running a multi-exit network through the executor and collecting what it delivered, for the
+// early-exit tests: every output of every frame as it arrived, how many deliveries there were and
+// how many repeated one already delivered (a repeat is also a test failure where it happens).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/executor.h"
+#include "core/exit_policy.h"
+#include "tests/core/test_support.h"
+
+namespace co_up::test {
+
+using InputSets = std::vector<std::vector<std::vector<float>>>;
+
+// B and L of this host, and a third processor D hosted on B's cores: three processor threads,
+// each with its own sub-graph. All on cpu-reference (the one CPU backend that lets two processors
+// share a core), so every mapping computes the same bits.
+inline Platform three_processors() {
+  Platform platform = testing::host_platform();
+  ProcessorSpec d;
+  d.letter = 'D';
+  d.name = "third processor (for tests)";
+  d.kind = "dsp";
+  d.host = 'B';
+  platform.processors.push_back(d);
+  for (char letter : {'B', 'L', 'D'}) platform.find(letter)->backends = {"cpu-reference"};
+  return platform;
+}
+
+// One processor B on the host, cpu-reference.
+inline Platform one_processor() {
+  Platform platform = testing::host_platform();
+  platform.find('B')->backends = {"cpu-reference"};
+  return platform;
+}
+
+struct ExitRun {
+  RunResult result;
+  std::map<uint64_t, std::vector<std::vector<float>>> outputs;  // frame -> per graph output
+  std::vector<uint64_t> exit0_arrival;                         // frames, as output 0 arrived
+  int deliveries = 0;
+  int repeated = 0;  // deliveries of a (frame, output) already delivered
+};
+
+struct ExitRunSpec {
+  std::string order;
+  Mode mode = Mode::kPipeline;
+  uint64_t frames = 0;
+  std::string policy = "none";  // ExitPolicy::parse syntax
+  int profile_level = 1;
+};
+
+inline ExitRun run_with_exits(const graph::Graph& g, const Platform& platform, const ExitRunSpec& spec,
+                              const InputSets& inputs) {
+  ExecutorOptions options;
+  options.mode = spec.mode;
+  options.profile_level = spec.profile_level;
+  options.exit_policy = ExitPolicy::parse(spec.policy);
+  Executor executor(g, Partition::create(g, spec.order), platform, testing::build_plugins(), options);
+  ExitRun r;
+  std::mutex mutex;
+  RunRequest request;
+  request.frames = spec.frames;
+  request.input_sets = inputs;
+  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
+    std::lock_guard lock(mutex);
+    ++r.deliveries;
+    auto& per_output = r.outputs[frame];
+    per_output.resize(g.outputs().size());
+    if (!per_output[output].empty()) {
+      ++r.repeated;
+      ADD_FAILURE() << "frame " << frame << " output " << output << " delivered twice";
+    }
+    per_output[output].assign(values.begin(), values.end());
+    if (output == 0) r.exit0_arrival.push_back(frame);
+  };
+  r.result = executor.run(request);
+  return r;
+}
+
+inline bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace co_up::test
