@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include "core/executor.h"
 #include "core/exit_policy.h"
 #include "tests/core/test_support.h"
+#include "tests/exits/exit_network.h"
 
 namespace co_up::test {
 
@@ -89,6 +92,29 @@ inline ExitRun run_with_exits(const graph::Graph& g, const Platform& platform, c
 
 inline bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Three inputs of `g` that stop at different exits: a confident one, a middling one and an unsure one.
+inline InputSets confident_middling_unsure(const graph::Graph& g) {
+  return {scaled_input(g, 21, kConfidentScale), scaled_input(g, 22, 1.0f), scaled_input(g, 23, kUnsureScale)};
+}
+
+// A softmax-max policy under which the three inputs above stop at exit 0, exit 1 and run to the
+// end, from `reference`: a run of the static network with frame f reading input f. Empty (and a
+// test failure) when the network cannot tell the inputs apart that way.
+inline std::string mixed_exit_policy(const ExitRun& reference) {
+  const ExitPolicy scorer = ExitPolicy::parse("softmax-max>=0");
+  auto score = [&](uint64_t input, size_t exit) { return scorer.score(reference.outputs.at(input)[exit]); };
+  const double t0 = std::max(score(1, 0), score(2, 0)) + 1e-6;
+  const double t1 = score(1, 1) - 1e-6;
+  if (score(0, 0) < t0 || score(2, 1) >= t1) {
+    ADD_FAILURE() << "the inputs do not separate: exit 0 scores " << score(0, 0) << " vs " << t0
+                  << ", exit 1 scores " << score(2, 1) << " vs " << t1;
+    return {};
+  }
+  char policy[64];
+  std::snprintf(policy, sizeof(policy), "softmax-max>=%.9f,%.9f", t0, t1);
+  return policy;
 }
 
 }  // namespace co_up::test
