@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "bench/bench_text.h"
 #include "core/error.h"
 #include "core/executor.h"
@@ -897,13 +898,7 @@ int run(const Options& o) {
 }  // namespace co_up::bench
 
 int main(int argc, char** argv) {
-  try {
+  return co_up::bench::bench_main("co_up_bench_opencl", [&] {
     return co_up::bench::run(co_up::bench::parse_options(argc, argv));
-  } catch (const co_up::InputError& e) {
-    std::cerr << "co_up_bench_opencl: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "co_up_bench_opencl: failed: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -47,6 +47,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "bench/bench_text.h"
 #include "core/bound_processor.h"
 #include "cli/profile_command.h"
@@ -538,10 +539,7 @@ int run(const Options& o) {
 }  // namespace co_up::bench
 
 int main(int argc, char** argv) {
-  try {
+  return co_up::bench::bench_main("co_up_bench_planner", [&] {
     return co_up::bench::run(co_up::bench::parse_options(argc, argv));
-  } catch (const std::exception& e) {
-    std::cerr << "co_up_bench_planner: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

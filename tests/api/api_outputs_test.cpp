@@ -7,6 +7,7 @@
 #include "co_up/co_up.h"
 #include "co_up/co_up.hpp"
 #include "tests/api/api_test_support.h"
+#include "tests/api/c_api_run.h"
 #include "tests/api/run_co_up.h"
 #include "tests/plugins/run_command.h"
 
@@ -47,22 +48,7 @@ std::vector<Tensor> run_c_api(const ApiWorld& world, const std::string& order, c
     co_up_error_release(error);
     return {};
   }
-  co_up_tensor_view view{};
-  view.struct_size = sizeof(view);
-  view.data = input.data();
-  view.element_count = input.size();
-  view.shape = input.shape().data();
-  view.rank = input.shape().size();
-  co_up_result* result = nullptr;
-  EXPECT_EQ(co_up_session_run(session, &view, 1, &result), nullptr);
-  std::vector<Tensor> outputs;
-  for (size_t i = 0; i < co_up_result_output_count(result); ++i) {
-    co_up_tensor_view out{};
-    EXPECT_EQ(co_up_result_output(result, i, &out), nullptr);
-    outputs.emplace_back(std::vector<int64_t>(out.shape, out.shape + out.rank),
-                         std::vector<float>(out.data, out.data + out.element_count));
-  }
-  co_up_result_release(result);
+  std::vector<Tensor> outputs = run_through_c_api(session, input);
   co_up_session_release(session);
   return outputs;
 }

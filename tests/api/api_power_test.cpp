@@ -14,6 +14,7 @@
 #include "co_up/co_up.h"
 #include "co_up/co_up.hpp"
 #include "tests/api/api_test_support.h"
+#include "tests/api/c_api_run.h"
 #include "tests/api/run_co_up.h"
 #include "tests/plugins/run_command.h"
 #include "tests/power/sim_sysfs.h"
@@ -134,26 +135,6 @@ co_up_session* open_c(const PowerWorld& world, const std::string& order, const s
   return session;
 }
 
-std::vector<Tensor> run_c(co_up_session* session, const Tensor& input) {
-  co_up_tensor_view view{};
-  view.struct_size = sizeof(view);
-  view.data = input.data();
-  view.element_count = input.size();
-  view.shape = input.shape().data();
-  view.rank = input.shape().size();
-  co_up_result* result = nullptr;
-  EXPECT_EQ(co_up_session_run(session, &view, 1, &result), nullptr);
-  std::vector<Tensor> outputs;
-  for (size_t i = 0; i < co_up_result_output_count(result); ++i) {
-    co_up_tensor_view out{};
-    EXPECT_EQ(co_up_result_output(result, i, &out), nullptr);
-    outputs.emplace_back(std::vector<int64_t>(out.shape, out.shape + out.rank),
-                         std::vector<float>(out.data, out.data + out.element_count));
-  }
-  co_up_result_release(result);
-  return outputs;
-}
-
 CommandResult run_cli(const PowerWorld& world, const std::string& order, const std::string& frequency,
                       const std::vector<std::string>& extra) {
   std::vector<std::string> words = {"--n=1"};
@@ -187,7 +168,7 @@ TEST(ApiPower, AFrequencyLevelIsTheSameWritesAndOutputsThroughEveryClient) {
   co_up_session* c_session = open_c(world, order, frequency);
   ASSERT_NE(c_session, nullptr);
   EXPECT_EQ(world.levels(), kHeld) << "C API";
-  const std::vector<Tensor> c_outputs = run_c(c_session, input);
+  const std::vector<Tensor> c_outputs = run_through_c_api(c_session, input);
   co_up_session_release(c_session);
   EXPECT_EQ(world.levels(), kRestored) << "C API: restored on release";
 

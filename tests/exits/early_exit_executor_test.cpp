@@ -4,11 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <set>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +13,7 @@
 #include "core/exit_policy.h"
 #include "tests/core/test_support.h"
 #include "tests/exits/exit_network.h"
+#include "tests/exits/exit_run.h"
 
 namespace co_up {
 namespace {
@@ -26,57 +23,15 @@ using test::kConfidentScale;
 using test::kUnsureScale;
 using test::scaled_input;
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
-
-// B and L of this host, and a third processor D hosted on B's cores: three processor threads,
-// each with its own sub-graph. All on cpu-reference (the one CPU backend that lets two processors
-// share a core), so every mapping computes the same bits.
-Platform three_processors() {
-  Platform platform = testing::host_platform();
-  ProcessorSpec d;
-  d.letter = 'D';
-  d.name = "third processor (for tests)";
-  d.kind = "dsp";
-  d.host = 'B';
-  platform.processors.push_back(d);
-  for (char letter : {'B', 'L', 'D'}) platform.find(letter)->backends = {"cpu-reference"};
-  return platform;
-}
-
-struct ExitRun {
-  RunResult result;
-  std::map<uint64_t, std::vector<std::vector<float>>> outputs;  // frame -> per graph output
-  std::vector<uint64_t> exit0_arrival;                         // frames, as output 0 arrived
-  int deliveries = 0;
-};
+using test::ExitRun;
+using test::InputSets;
+using test::equal_bits;
+using test::run_with_exits;
+using test::three_processors;
 
 ExitRun run(const graph::Graph& g, const std::string& order, Mode mode, uint64_t frames,
-        const InputSets& inputs, const std::string& policy) {
-  ExecutorOptions options;
-  options.mode = mode;
-  options.profile_level = 1;
-  options.exit_policy = ExitPolicy::parse(policy);
-  Executor executor(g, Partition::create(g, order), three_processors(), testing::build_plugins(), options);
-  ExitRun r;
-  std::mutex mutex;
-  RunRequest request;
-  request.frames = frames;
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
-    std::lock_guard lock(mutex);
-    ++r.deliveries;
-    auto& per_output = r.outputs[frame];
-    per_output.resize(g.outputs().size());
-    EXPECT_TRUE(per_output[output].empty()) << "frame " << frame << " output " << output << " twice";
-    per_output[output].assign(values.begin(), values.end());
-    if (output == 0) r.exit0_arrival.push_back(frame);
-  };
-  r.result = executor.run(request);
-  return r;
-}
-
-bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+           const InputSets& inputs, const std::string& policy) {
+  return run_with_exits(g, three_processors(), {order, mode, frames, policy, 1}, inputs);
 }
 
 // Sub-graphs that ran (kSubGraph events) or received anything (transfer events), from the profile.

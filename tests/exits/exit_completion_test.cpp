@@ -12,8 +12,6 @@
 #include <condition_variable>
 #include <thread>
 #include <cstdio>
-#include <cstring>
-#include <map>
 #include <mutex>
 #include <set>
 #include <span>
@@ -26,11 +24,16 @@
 #include "graph/passes.h"
 #include "tests/core/test_support.h"
 #include "tests/exits/exit_network.h"
+#include "tests/exits/exit_run.h"
 
 namespace co_up {
 namespace {
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
+using test::ExitRun;
+using test::InputSets;
+using test::equal_bits;
+using test::run_with_exits;
+using test::three_processors;
 using profiler::EventKind;
 
 // stage1: f1 = relu(conv(x)), exit0 = head(f1); stage2: f2 = relu(conv(f1)), exit1 = head(f2);
@@ -67,52 +70,9 @@ graph::Graph shared_feature_network(bool with_exits) {
   return g;
 }
 
-// B, L and a third processor D on B's cores, all cpu-reference (as in early_exit_executor_test).
-Platform three_processors() {
-  Platform platform = testing::host_platform();
-  ProcessorSpec d;
-  d.letter = 'D';
-  d.name = "third processor (for tests)";
-  d.kind = "dsp";
-  d.host = 'B';
-  platform.processors.push_back(d);
-  for (char letter : {'B', 'L', 'D'}) platform.find(letter)->backends = {"cpu-reference"};
-  return platform;
-}
-
-struct ExitRun {
-  RunResult result;
-  std::map<uint64_t, std::vector<std::vector<float>>> outputs;  // frame -> per graph output
-  int deliveries = 0;
-  int repeated = 0;
-};
-
 ExitRun run(const graph::Graph& g, const std::string& order, Mode mode, uint64_t frames,
-        const InputSets& inputs, const std::string& policy) {
-  ExecutorOptions options;
-  options.mode = mode;
-  options.profile_level = 1;
-  options.exit_policy = ExitPolicy::parse(policy);
-  Executor executor(g, Partition::create(g, order), three_processors(), testing::build_plugins(), options);
-  ExitRun r;
-  std::mutex mutex;
-  RunRequest request;
-  request.frames = frames;
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
-    std::lock_guard lock(mutex);
-    ++r.deliveries;
-    auto& per_output = r.outputs[frame];
-    per_output.resize(g.outputs().size());
-    if (!per_output[output].empty()) ++r.repeated;
-    per_output[output].assign(values.begin(), values.end());
-  };
-  r.result = executor.run(request);
-  return r;
-}
-
-bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+           const InputSets& inputs, const std::string& policy) {
+  return run_with_exits(g, three_processors(), {order, mode, frames, policy, 1}, inputs);
 }
 
 uint64_t transfers_into(const profiler::RunProfile& p, uint32_t source, uint32_t destination) {
@@ -159,18 +119,10 @@ TEST(ExitCompletionTest, ThousandFramesWithEveryExitFinishInOrderOnceEach) {
   const graph::Graph fixed = shared_feature_network(false);
   // Confident (stops at exit 0), middling and unsure inputs; thresholds from the static network's
   // own scores so that the middling one stops at exit 1 and the unsure one runs to the end.
-  const InputSets distinct = {test::scaled_input(g, 21, test::kConfidentScale),
-                              test::scaled_input(g, 22, 1.0f),
-                              test::scaled_input(g, 23, test::kUnsureScale)};
+  const InputSets distinct = test::confident_middling_unsure(g);
   const ExitRun reference = run(fixed, "BBB", Mode::kSwitch, 3, distinct, "none");
-  const ExitPolicy scorer = ExitPolicy::parse("softmax-max>=0");
-  auto score = [&](size_t input, size_t exit) { return scorer.score(reference.outputs.at(input)[exit]); };
-  const double t0 = std::max(score(1, 0), score(2, 0)) + 1e-6;
-  const double t1 = score(1, 1) - 1e-6;
-  ASSERT_GE(score(0, 0), t0) << "the confident input is not confident enough at exit 0";
-  ASSERT_LT(score(2, 1), t1) << "the unsure input is as confident as the middling one at exit 1";
-  char policy[64];
-  std::snprintf(policy, sizeof(policy), "softmax-max>=%.9f,%.9f", t0, t1);
+  const std::string policy = test::mixed_exit_policy(reference);
+  ASSERT_FALSE(policy.empty());
 
   // Frame f reads pattern[f % 7]; its exit is the input's.
   const std::vector<size_t> pattern = {0, 1, 2, 1, 0, 2, 1};

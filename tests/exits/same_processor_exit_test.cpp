@@ -6,11 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <set>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -18,53 +14,22 @@
 #include "core/exit_policy.h"
 #include "tests/core/test_support.h"
 #include "tests/exits/exit_network.h"
+#include "tests/exits/exit_run.h"
 
 namespace co_up {
 namespace {
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
+using test::ExitRun;
+using test::InputSets;
+using test::equal_bits;
+using test::one_processor;
+using test::run_with_exits;
 using profiler::EventKind;
 
-// One processor B on the host, cpu-reference (the same bits on any machine).
-Platform one_processor() {
-  Platform platform = testing::host_platform();
-  platform.find('B')->backends = {"cpu-reference"};
-  return platform;
-}
-
-struct ExitRun {
-  RunResult result;
-  std::map<uint64_t, std::vector<std::vector<float>>> outputs;  // frame -> per graph output
-  int deliveries = 0;
-  int repeated = 0;
-};
-
+// All three stages on B: each a sub-graph of its own on B's one thread. Layer events recorded.
 ExitRun run(const graph::Graph& g, Mode mode, uint64_t frames, const InputSets& inputs,
             const std::string& policy) {
-  ExecutorOptions options;
-  options.mode = mode;
-  options.profile_level = 2;  // layer events
-  options.exit_policy = ExitPolicy::parse(policy);
-  Executor executor(g, Partition::create(g, "BBB"), one_processor(), testing::build_plugins(), options);
-  ExitRun r;
-  std::mutex mutex;
-  RunRequest request;
-  request.frames = frames;
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t frame, uint32_t output, std::span<const float> values) {
-    std::lock_guard lock(mutex);
-    ++r.deliveries;
-    auto& per_output = r.outputs[frame];
-    per_output.resize(g.outputs().size());
-    if (!per_output[output].empty()) ++r.repeated;
-    per_output[output].assign(values.begin(), values.end());
-  };
-  r.result = executor.run(request);
-  return r;
-}
-
-bool equal_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return run_with_exits(g, one_processor(), {"BBB", mode, frames, policy, 2}, inputs);
 }
 
 // The frames whose layers of layer unit `unit` ran (from the layer events), each counted once;
@@ -122,19 +87,10 @@ TEST(SameProcessorExitTest, StoppingAtStageOneRunsNoLaterLayerOnTheProcessor) {
 TEST(SameProcessorExitTest, ThousandMixedFramesFinishInOrderOnceEachRunningOnlyTheirStages) {
   const graph::Graph g = test::exit_network(true);
   const graph::Graph fixed = test::exit_network(false);
-  const InputSets distinct = {test::scaled_input(g, 21, test::kConfidentScale),
-                              test::scaled_input(g, 22, 1.0f),
-                              test::scaled_input(g, 23, test::kUnsureScale)};
+  const InputSets distinct = test::confident_middling_unsure(g);
   const ExitRun reference = run(fixed, Mode::kSwitch, 3, distinct, "none");
-  const ExitPolicy scorer = ExitPolicy::parse("softmax-max>=0");
-  auto score = [&](size_t input, size_t exit) { return scorer.score(reference.outputs.at(input)[exit]); };
-  // The middling input stops at exit 1, the confident one at exit 0, the unsure one runs through.
-  const double t0 = std::max(score(1, 0), score(2, 0)) + 1e-6;
-  const double t1 = score(1, 1) - 1e-6;
-  ASSERT_GE(score(0, 0), t0) << "the confident input is not confident enough at exit 0";
-  ASSERT_LT(score(2, 1), t1) << "the unsure input is as confident as the middling one at exit 1";
-  char policy[64];
-  std::snprintf(policy, sizeof(policy), "softmax-max>=%.9f,%.9f", t0, t1);
+  const std::string policy = test::mixed_exit_policy(reference);
+  ASSERT_FALSE(policy.empty());
 
   const std::vector<size_t> pattern = {0, 1, 2, 1, 0, 2, 1};
   InputSets inputs;
