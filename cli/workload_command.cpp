@@ -169,7 +169,7 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
     }
     specs.push_back(std::move(s));
   }
-  WorkloadRunner runner(std::move(specs), workload.policy);
+  WorkloadRunner runner(std::move(specs), workload.policy, workload.affinity);
   if (stop != nullptr) stop->on_stop([&runner] { runner.request_stop(); });
   WorkloadRunResult result;
   try {

@@ -204,8 +204,8 @@ class WorkloadRunner::Replica final : public FrameStream {
   uint64_t counted_ = 0;  // frames_completed runs under the group's scheduling lock
 };
 
-WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy)
-    : specs_(std::move(streams)), policy_(policy) {
+WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy, bool affinity)
+    : specs_(std::move(streams)), policy_(policy), affinity_(affinity) {
   for (const WorkloadStreamSpec& s : specs_) {
     if (s.executor == nullptr || s.input_sets.empty() || s.frames == 0 || s.batch == 0) {
       throw InputError("a workload stream needs an executor, an input, a batch and at least one request");
@@ -372,7 +372,7 @@ WorkloadRunResult WorkloadRunner::run() {
   };
   std::vector<RunResult> member_runs;
   try {
-    member_runs = Executor::run_group(members, policy_);
+    member_runs = Executor::run_group(members, policy_, affinity_);
   } catch (...) {
     end_arrivals();
     throw;
