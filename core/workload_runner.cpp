@@ -257,6 +257,12 @@ RunResult merge_replica_runs(std::vector<RunResult> runs, const std::vector<std:
                                        [&](const profiler::ProcessorInfo& q) { return q.letter == info.letter; });
         if (!known) m.processors.push_back(info);
       }
+      // Each executor's layers under its own processors and sub-graphs: a layer a replica ran is
+      // listed (and its time reported) under the processor that ran it.
+      for (profiler::LayerInfo info : p.layers) {
+        info.subgraph += offset;
+        m.layers.push_back(std::move(info));
+      }
       for (profiler::ReceiverInfo info : p.receivers) {
         info.source += offset;
         info.destination += offset;
