@@ -184,6 +184,7 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
   profiler::WorkloadProfile& profile = run.profile;
   profile.mode = mode_name(workload.mode);
   profile.policy = policy_name(workload.policy);
+  profile.affinity = workload.affinity;
   profile.platform = platform.name;
   profile.start_ns = result.start_ns;
   profile.dvfs = std::move(setup_dvfs);
