@@ -1,6 +1,6 @@
 // Affinity (Executor::run_group's `affinity`, a workload's "affinity"): a processor keeps to the
 // network it ran last while that network has a request ready, between networks run whole on it
-// as fast as possible; rate-limited networks keep the policy's order; with replicas each
+// as fast as possible; pipelined and rate-limited networks keep the policy's order; with replicas each
 // processor runs a network's requests back to back; the workload field and its errors.
 #include <gtest/gtest.h>
 
@@ -122,6 +122,22 @@ TEST(WorkloadAffinityTest, PlanStartsWhereThePlanStartsThenKeeps) {
   const Workload w = parse_workload_short("squeezenet:B:name=a;squeezenet:B:name=b;plan=b,a,a");
   EXPECT_EQ(run(nets, 6, GroupPolicy::kPlan, true, &w).at('B'),
             (std::vector<size_t>{1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST(WorkloadAffinityTest, APipelinedNetworkIsNeverKept) {
+  if (host_platform().find('L') == nullptr) GTEST_SKIP() << "needs two CPU clusters (2+ cores)";
+  // Network 0 runs all but its last layer on B and the last (tiny) one on L, so its B stage is
+  // ready again as soon as B is free (its receiver has room for more than one frame); network 1
+  // is whole on B. Both start with frame 0: B runs network 0's first (listed first), then,
+  // oldest first, network 1's frame 0. Kept, it would run network 0's frame 1 second. (Later
+  // runs depend on L keeping up, which a loaded host does not promise.)
+  Net pipelined = whole_on_b("squeezenet", 1);
+  pipelined.order.back() = 'L';
+  const std::vector<Net> nets = {pipelined, whole_on_b("squeezenet", 2)};
+  const std::vector<size_t> seq = run(nets, 6, GroupPolicy::kOldest, true).at('B');
+  ASSERT_EQ(seq.size(), 12u);
+  EXPECT_EQ(seq[0], 0u);
+  EXPECT_EQ(seq[1], 1u) << "B kept to the pipelined network";
 }
 
 TEST(WorkloadAffinityTest, RateLimitedNetworksKeepTheirArrivalOrder) {
