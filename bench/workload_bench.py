@@ -149,6 +149,18 @@ def loss_breakdown(prof, alone_ms, alone_cpu_ms):
             letter = pr["subgraphs"][e["subgraph"]]["processor"]
             last_end[letter] = max(last_end.get(letter, 0), e["end_ns"])
     tail_ms = (max(last_end.values()) - min(last_end.values())) / 1e6 if len(last_end) > 1 else 0.0
+    # Network switches: how often a processor's next sub-graph run was another network's (each
+    # switch costs that run its warm caches).
+    begun = {}
+    for n in prof["networks"]:
+        pr = n["profile"]
+        for e in pr["events"]:
+            if e.get("kind") == "subgraph":
+                begun.setdefault(pr["subgraphs"][e["subgraph"]]["processor"], []).append((e["begin_ns"], n["name"]))
+    switches = 0
+    for runs in begun.values():
+        runs.sort()
+        switches += sum(1 for i in range(1, len(runs)) if runs[i][1] != runs[i - 1][1])
     b, l = procs.get("B", {}).get("busy_ms", 0.0), procs.get("L", {}).get("busy_ms", 0.0)
     # The same extra work counted in the processor threads' CPU time, which time taken by other
     # processes does not inflate (a memory stall does): co-run slowdown plus hand-offs.
@@ -158,6 +170,7 @@ def loss_breakdown(prof, alone_ms, alone_cpu_ms):
             "extra_cpu_pct": 100 * (cpu / cpu_alone - 1) if cpu_alone > 0 else float("nan"),
             "handoff": handoff_ns / 1e6 / w, "handoff_us": handoff_ns / 1e3 / handoffs if handoffs else 0.0,
             "handoffs": handoffs, "imbalance_pct": 100 * (b - l) / w, "tail_ms": tail_ms, "wall_ms": w,
+            "switches": switches,
             "work_x": {name: by_network.get(name, 0.0) / ms for name, ms in alone_ms.items()}}
 
 
@@ -167,13 +180,14 @@ def print_losses(losses, rounds):
           f"inflation = (busy of B and L - the baseline's one-core time for the same requests) / W, i.e. co-run "
           f"slowdown plus hand-offs; hand-off = the transfer events between sub-graphs / W (and per hand-off); "
           f"B - L = busy time difference / W; tail = how long one processor had nothing left while the other "
-          f"finished; extra CPU = the processor threads' CPU time in their runs / the baseline's - 1 (the "
+          f"finished; switches = how often a processor's next run was another network's (B and L together); "
+          f"extra CPU = the processor threads' CPU time in their runs / the baseline's - 1 (the "
           f"inflation without the time other processes took); work x = a network's busy time on B and L / its "
           f"one-core time alone.")
     print()
     print("| arrangement | x baseline | waiting | inflation | of which hand-offs | us per hand-off | extra CPU | B - L | "
-          "tail ms | work x per network |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "tail ms | switches | work x per network |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c, rows in losses.items():
         if not rows:
             continue
@@ -183,7 +197,7 @@ def print_losses(losses, rounds):
               f"{spread([r['inflation'] for r in rows])} | {spread([r['handoff'] for r in rows])} | "
               f"{spread([r['handoff_us'] for r in rows])} | {spread([r['extra_cpu_pct'] for r in rows])} % | "
               f"{spread([r['imbalance_pct'] for r in rows])} % | "
-              f"{spread([r['tail_ms'] for r in rows])} | {work} |")
+              f"{spread([r['tail_ms'] for r in rows])} | {spread([r['switches'] for r in rows])} | {work} |")
 
 
 def main():
@@ -260,7 +274,20 @@ def main():
         alone.append(network(n, ("B" if i % 2 == 0 else "L") * layers[n]))
         h = layers[n] // 2
         split.append(network(n, "B" * h + "L" * (layers[n] - h)))
-    files = {"planned": f"{out}/plans/hetero2pipe.json", "pipelines": f"{out}/plans/hetero2pipe-h.json",
+    # The planned file as written (co_up plan sets "affinity": whole networks run their requests
+    # back to back on a processor) and the same file without it (each processor interleaves the
+    # networks request by request, in the plan's order): the A/B of the affinity.
+    # The same for the balanced plan (whole networks with replicas), which affinity is for, whichever
+    # plan hetero2pipe keeps.
+    def without_affinity(name, plan):
+        rest = {k: v for k, v in plan.items() if k not in ("affinity", "networks")}
+        return write_workload(name, plan["networks"], **rest)
+
+    files = {"planned": f"{out}/plans/hetero2pipe.json",
+             "planned-interleaved": without_affinity("planned_interleaved", planned),
+             "balanced": f"{out}/plans/balanced.json",
+             "balanced-interleaved": without_affinity("balanced_interleaved", read_json(f"{out}/plans/balanced.json")),
+             "pipelines": f"{out}/plans/hetero2pipe-h.json",
              "alone-per-processor": write_workload("alone", alone), "split-pipelines": write_workload("split", split)}
     for n in nets:
         files["B-" + n] = write_workload("b_" + n, [network(n, "B" * layers[n])])
@@ -321,13 +348,15 @@ def main():
         return res, total * 1000 / (t1 - t0), others
 
     # Throughput: rounds of every arrangement, forward on odd rounds and reversed on even ones.
-    configs = ["baseline", "planned", "pipelines", "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
+    configs = ["baseline", "planned", "planned-interleaved", "balanced", "balanced-interleaved", "pipelines",
+               "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
     fps = {c: [] for c in configs}
     ratio = {c: [] for c in configs}
     others = {c: [] for c in configs}
     cpu_share = {c: [] for c in configs}
     busy = {}
-    losses = {"planned": [], "pipelines": []}  # per round: where the arrangement loses against 2.0x
+    # per round: where the arrangement loses against 2.0x
+    losses = {"planned": [], "planned-interleaved": [], "balanced": [], "balanced-interleaved": [], "pipelines": []}
     for r in range(1, rounds + 1):
         order = configs if r % 2 else configs[::-1]
         got, profs, alone_ms, alone_cpu_ms = {}, {}, {}, {}
@@ -366,6 +395,9 @@ def main():
 
     names = {"baseline": "one after another, each alone on B (baseline)",
              "planned": "planned (co_up plan --workload: hetero2pipe)",
+             "planned-interleaved": "the same plan without affinity (networks interleaved per request)",
+             "balanced": "balanced plan (co_up plan --workload: whole networks, replicas)",
+             "balanced-interleaved": "the balanced plan without affinity",
              "pipelines": "pipelines, no replicas (co_up plan --workload: hetero2pipe-h)",
              "alone-per-processor": "each network whole, B and L alternately",
              "split-pipelines": "each network first half B, second half L",
@@ -390,10 +422,11 @@ def main():
     print()
     print_losses(losses, rounds)
     print()
-    for c, planner in (("planned", "hetero2pipe"), ("pipelines", "hetero2pipe-h")):
+    for c, planner in (("planned", "hetero2pipe"), ("planned-interleaved", "hetero2pipe"), ("balanced", "balanced"),
+                       ("balanced-interleaved", "balanced"), ("pipelines", "hetero2pipe-h")):
         if predicted.get(planner):
             per_round = [f / predicted[planner] for f in fps[c]]
-            print(f"prediction ({planner}, co_up plan --workload): {predicted[planner]:.2f} requests/s; measured / "
+            print(f"prediction ({planner}, co_up plan --workload) for {c}: {predicted[planner]:.2f} requests/s; measured / "
                   f"predicted per round: " + ", ".join(f"r{i + 1} {v:.2f} ({100 * (v - 1):+.0f} %)"
                                                        for i, v in enumerate(per_round)) +
                   f"; median {spread(per_round)}")

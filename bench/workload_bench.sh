@@ -12,7 +12,9 @@
 #   2. Throughput, ROUNDS rounds (forward, then reversed, ...) of: the baseline (each network
 #      alone on B, one after another), the planned arrangement (hetero2pipe: pipelines, or whole
 #      networks with replicas on B and L, each request where a processor frees first, when its
-#      pipelines are not clearly faster), hetero2pipe-h's pipelines (no replicas), two arrangements
+#      pipelines are not clearly faster), the same file without "affinity" (each processor
+#      interleaving the networks request by request), the balanced plan with and without it,
+#      hetero2pipe-h's pipelines (no replicas), two arrangements
 #      without a planner (whole networks on B and L alternately; first half B, second half L), and ONNX
 #      Runtime (each network one session with one intra-op thread, its own process, all four side
 #      by side on both cores; the same network exported by co_up --export-partitions and the
@@ -20,7 +22,8 @@
 #      the baseline's = all requests / the sum of the four walls. Ratios within a round, then
 #      median [min-max]. Then where planned and the pipelines lose against 2.0x: waiting (bubble and
 #      idle), work inflation over the one-core time (co-run slowdown, hand-offs; also in CPU time),
-#      the hand-off transfers, the B-L imbalance and the tail; and measured / predicted per round.
+#      the hand-off transfers, the B-L imbalance, the tail and the network switches per processor;
+#      and measured / predicted per round.
 #   3. Latency: every network at an equal share of LOAD % (default 80) of the planned
 #      arrangement's measured capacity, co_up (planned) and ONNX Runtime at the same rates;
 #      per-request p99 from arrival, all networks' requests together.

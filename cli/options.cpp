@@ -188,7 +188,8 @@ workload (several networks at once, sharing the processors; README "Several netw
   --workload=FILE.json  networks with their own order, frames or request rate and priority
   --workload=GROUPS     the same on the command line: resnet50:BBLL:frames=500;squeezenet:LLLL:rate=30
                         (keys name, frames, rate, priority, image_size, split, input, batch;
-                        groups policy=oldest|priority|plan, mode=pipeline|switch, plan=a,b,b)
+                        groups policy=oldest|priority|plan, mode=pipeline|switch, plan=a,b,b,
+                        affinity=0|1)
 
 mapping and execution (paper Table 2)
   --order=LETTERS       one processor letter per layer: B big CPU, L LITTLE CPU, G GPU, N NPU

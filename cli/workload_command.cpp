@@ -169,7 +169,7 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
     }
     specs.push_back(std::move(s));
   }
-  WorkloadRunner runner(std::move(specs), workload.policy);
+  WorkloadRunner runner(std::move(specs), workload.policy, workload.affinity);
   if (stop != nullptr) stop->on_stop([&runner] { runner.request_stop(); });
   WorkloadRunResult result;
   try {
@@ -184,6 +184,7 @@ WorkloadRun run_workload(const Options& o, const Workload& workload, StopSignal*
   profiler::WorkloadProfile& profile = run.profile;
   profile.mode = mode_name(workload.mode);
   profile.policy = policy_name(workload.policy);
+  profile.affinity = workload.affinity;
   profile.platform = platform.name;
   profile.start_ns = result.start_ns;
   profile.dvfs = std::move(setup_dvfs);

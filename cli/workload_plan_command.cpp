@@ -52,6 +52,10 @@ Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& pl
   Workload out = spec;
   out.mode = Mode::kPipeline;
   out.policy = GroupPolicy::kPlan;
+  // Whole networks (and replicas) run their requests back to back on a processor: the profile
+  // timed each network's frames back to back, and a switch to another network costs the next
+  // frame its warm caches. Pipelined networks keep the plan's order.
+  out.affinity = true;
   out.plan.clear();
   for (size_t i : plan.sequence) out.plan.push_back(spec.networks[i].name);
   for (size_t i = 0; i < out.networks.size(); ++i) {

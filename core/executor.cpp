@@ -202,10 +202,13 @@ struct Executor::Impl {
   };
   // Whether lane a's frame fa goes before lane b's frame fb (different members).
   using Prefer = std::function<bool(size_t a, uint64_t fa, size_t b, uint64_t fb)>;
+  // Whether a thread that last ran member `last` keeps to it (when it has a ready sub-graph)
+  // rather than running the one `prefer` chose of member `pick` (run_group's affinity).
+  using Keep = std::function<bool(size_t last, size_t pick)>;
   // `group`: every executor of the run; a stop or error in any of them stops this thread (a
   // stage of another network may wait on a processor that stopped).
   static void serve(const std::vector<Lane>& lanes, const std::vector<Impl*>& group,
-                    bool owns_cores, const Prefer& prefer);
+                    bool owns_cores, const Prefer& prefer, const Keep& keep = nullptr);
   void begin_run(FrameStream& stream);
   RunResult end_run(FrameStream& stream);
 
@@ -738,7 +741,7 @@ void Executor::Impl::processor_loop(Processor& p) {
 }
 
 void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Impl*>& group,
-                           bool owns_cores, const Prefer& prefer) {
+                           bool owns_cores, const Prefer& prefer, const Keep& keep) {
   Impl& first = *lanes.front().impl;  // every lane's impl shares its lock and wake-up
   try {
     pin_current_thread(lanes.front().processor->host_cores);
@@ -750,9 +753,11 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     return std::any_of(group.begin(), group.end(), [](const Impl* m) { return m->stop; });
   };
   std::unique_lock lock(first.mutex);
+  const Lane* last_lane = nullptr;  // whose sub-graph this thread ran last
   while (!stopped()) {
     const Lane* pick_lane = nullptr;
     SubGraphRuntime* pick = nullptr;
+    SubGraphRuntime* last_best = nullptr;
     bool finished = true;
     for (const Lane& lane : lanes) {
       Impl& m = *lane.impl;
@@ -765,6 +770,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
         // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
         if (m.runnable(*s) && (best == nullptr || s->next_frame < best->next_frame)) best = s;
       }
+      if (&lane == last_lane) last_best = best;
       if (best != nullptr &&
           (pick == nullptr ||
            (prefer && prefer(lane.member, best->next_frame, pick_lane->member, pick->next_frame)))) {
@@ -773,6 +779,10 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       }
     }
     if (finished) break;
+    if (last_best != nullptr && pick_lane != last_lane && keep && keep(last_lane->member, pick_lane->member)) {
+      pick_lane = last_lane;
+      pick = last_best;
+    }
     if (pick == nullptr) {
       const uint64_t seen = first.generation.load(std::memory_order_relaxed);
       // Spinning only where no other processor thread needs the core (a GPU's host thread shares
@@ -788,6 +798,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       continue;
     }
     Impl& m = *pick_lane->impl;
+    last_lane = pick_lane;
     m.claim(*pick);
     const uint64_t frame = pick->next_frame;
     lock.unlock();
@@ -975,7 +986,7 @@ RunResult Executor::Impl::end_run(FrameStream& run_stream) {
 }
 
 std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& members,
-                                           GroupPolicy policy) {
+                                           GroupPolicy policy, bool affinity) {
   if (members.empty()) return {};
   for (size_t i = 0; i < members.size(); ++i) {
     const GroupMember& g = members[i];
@@ -1011,6 +1022,16 @@ std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& membe
     if (ta != tb) return ta < tb;
     return fa != fb ? fa < fb : a < b;
   };
+  // Affinity: only between members that no other processor waits on (the whole network on one
+  // processor) and whose requests have no arrival time to honour (as fast as possible).
+  std::vector<bool> movable(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    movable[i] = !members[i].arrival_ns && members[i].executor->impl_->processors.size() == 1;
+  }
+  const Impl::Keep keep = [&](size_t last, size_t pick) {
+    return movable[last] && movable[pick] &&
+           (policy != GroupPolicy::kPriority || members[last].priority == members[pick].priority);
+  };
 
   for (const GroupMember& g : members) g.executor->impl_->begin_run(*g.stream);
   // One thread per processor letter, serving every member that uses it.
@@ -1032,8 +1053,9 @@ std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& membe
         if (std::find(theirs.begin(), theirs.end(), core) != theirs.end()) owns_cores = false;
       }
     }
-    threads.emplace_back(
-        [&served, &group, owns_cores, &prefer] { Impl::serve(served, group, owns_cores, prefer); });
+    threads.emplace_back([&served, &group, owns_cores, &prefer, &keep, affinity] {
+      Impl::serve(served, group, owns_cores, prefer, affinity ? keep : nullptr);
+    });
   }
   for (std::thread& t : threads) t.join();
 

@@ -194,8 +194,11 @@ Workload parse_workload_json(const std::string& text, const std::string& origin,
       for (size_t i = 0; i < v.size(); ++i) {
         w.plan.push_back(json_string(v[i], origin + ": " + json_index("\"plan\"", i)));
       }
+    } else if (key == "affinity") {
+      if (!v.is_boolean()) throw InputError(origin + ": \"affinity\" must be true or false");
+      w.affinity = v.get<bool>();
     } else if (key != "networks") {
-      throw InputError(origin + ": unknown field '" + key + "' (fields: mode, policy, plan, networks)");
+      throw InputError(origin + ": unknown field '" + key + "' (fields: mode, policy, plan, affinity, networks)");
     }
   }
   if (!j.contains("networks") || !j["networks"].is_array()) {
@@ -239,8 +242,11 @@ Workload parse_workload_short(const std::string& text, Orders orders) {
       else if (key == "plan") {
         std::stringstream names(value);
         for (std::string name; std::getline(names, name, ',');) w.plan.push_back(name);
+      } else if (key == "affinity") {
+        if (value != "0" && value != "1") throw InputError("workload setting affinity='" + value + "' must be 0 or 1");
+        w.affinity = value == "1";
       } else {
-        throw InputError("workload setting '" + key + "' is unknown (settings: mode, policy, plan)");
+        throw InputError("workload setting '" + key + "' is unknown (settings: mode, policy, plan, affinity)");
       }
       continue;
     }
@@ -305,6 +311,7 @@ std::string workload_json(const Workload& w) {
   root["mode"] = mode_name(w.mode);
   root["policy"] = policy_name(w.policy);
   if (!w.plan.empty()) root["plan"] = w.plan;
+  if (w.affinity) root["affinity"] = true;
   root["networks"] = nlohmann::ordered_json::array();
   for (const WorkloadNetwork& n : w.networks) {
     nlohmann::ordered_json o;

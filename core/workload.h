@@ -58,6 +58,9 @@ struct Workload {
   Mode mode = Mode::kPipeline;
   GroupPolicy policy = GroupPolicy::kOldest;
   std::vector<std::string> plan;  // network names, one per request, cycled (policy kPlan)
+  // A processor keeps to the network it ran last while that one has a request ready, between
+  // networks run whole on it as fast as possible (Executor::run_group's affinity).
+  bool affinity = false;
   std::vector<WorkloadNetwork> networks;
 
   bool operator==(const Workload&) const = default;

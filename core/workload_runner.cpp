@@ -204,8 +204,8 @@ class WorkloadRunner::Replica final : public FrameStream {
   uint64_t counted_ = 0;  // frames_completed runs under the group's scheduling lock
 };
 
-WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy)
-    : specs_(std::move(streams)), policy_(policy) {
+WorkloadRunner::WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy, bool affinity)
+    : specs_(std::move(streams)), policy_(policy), affinity_(affinity) {
   for (const WorkloadStreamSpec& s : specs_) {
     if (s.executor == nullptr || s.input_sets.empty() || s.frames == 0 || s.batch == 0) {
       throw InputError("a workload stream needs an executor, an input, a batch and at least one request");
@@ -256,6 +256,12 @@ RunResult merge_replica_runs(std::vector<RunResult> runs, const std::vector<std:
         const bool known = std::any_of(m.processors.begin(), m.processors.end(),
                                        [&](const profiler::ProcessorInfo& q) { return q.letter == info.letter; });
         if (!known) m.processors.push_back(info);
+      }
+      // Each executor's layers under its own processors and sub-graphs: a layer a replica ran is
+      // listed (and its time reported) under the processor that ran it.
+      for (profiler::LayerInfo info : p.layers) {
+        info.subgraph += offset;
+        m.layers.push_back(std::move(info));
       }
       for (profiler::ReceiverInfo info : p.receivers) {
         info.source += offset;
@@ -372,7 +378,7 @@ WorkloadRunResult WorkloadRunner::run() {
   };
   std::vector<RunResult> member_runs;
   try {
-    member_runs = Executor::run_group(members, policy_);
+    member_runs = Executor::run_group(members, policy_, affinity_);
   } catch (...) {
     end_arrivals();
     throw;

@@ -71,7 +71,9 @@ struct WorkloadRunResult {
 
 class WorkloadRunner {
  public:
-  WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy);
+  // `affinity`: Executor::run_group's (a processor keeps to the network it ran last, between
+  // networks whole on it as fast as possible).
+  WorkloadRunner(std::vector<WorkloadStreamSpec> streams, GroupPolicy policy, bool affinity = false);
   ~WorkloadRunner();
   WorkloadRunner(const WorkloadRunner&) = delete;
   WorkloadRunner& operator=(const WorkloadRunner&) = delete;
@@ -90,6 +92,7 @@ class WorkloadRunner {
 
   std::vector<WorkloadStreamSpec> specs_;
   GroupPolicy policy_;
+  bool affinity_ = false;
   std::vector<std::unique_ptr<Stream>> streams_;
   // Per stream with replicas: one per executor (`executor` first); empty otherwise.
   std::vector<std::vector<std::unique_ptr<Replica>>> replicas_;

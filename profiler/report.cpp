@@ -50,15 +50,32 @@ PerFrameStats subgraph_stats(const RunProfile& p, uint32_t sg) {
   return s;
 }
 
-PerFrameStats layer_stats(const RunProfile& p, uint32_t layer) {
+// A network run by several executors (a workload's replicas, merged) lists its layers once per
+// executor, each set under the processor of that executor's order; an event counts for the row
+// of its own executor. Per sub-graph: its executor's number (0 for every sub-graph of one
+// executor's run), from the rows: each executor's set starts again at a lower layer index.
+std::vector<uint32_t> executor_of_subgraphs(const RunProfile& p) {
+  std::vector<uint32_t> out(p.subgraphs.size(), 0);
+  uint32_t executor = 0;
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    if (i > 0 && p.layers[i].index <= p.layers[i - 1].index) ++executor;
+    if (p.layers[i].subgraph < out.size()) out[p.layers[i].subgraph] = executor;
+  }
+  return out;
+}
+
+// The row's stats: its layer's events on sub-graphs of the row's executor.
+PerFrameStats layer_stats(const RunProfile& p, const LayerInfo& row, const std::vector<uint32_t>& executor_of) {
+  const auto executor = [&](uint32_t subgraph) { return subgraph < executor_of.size() ? executor_of[subgraph] : 0u; };
+  const uint32_t own = executor(row.subgraph);
+  const auto mine = [&](const Event& e) { return e.layer == row.index && executor(e.subgraph) == own; };
   PerFrameStats s;
-  s.exec_ms = per_frame_median(
-      p, [&](const Event& e) { return e.kind == EventKind::kLayer && e.layer == layer; }, false);
+  s.exec_ms = per_frame_median(p, [&](const Event& e) { return e.kind == EventKind::kLayer && mine(e); }, false);
   s.transfer_ms = per_frame_median(
-      p, [&](const Event& e) { return e.kind == EventKind::kTransfer && e.layer == layer; }, true);
+      p, [&](const Event& e) { return e.kind == EventKind::kTransfer && mine(e); }, true);
   std::map<uint64_t, double> device;  // per frame
   for (const Event& e : p.events) {
-    if (e.kind == EventKind::kLayer && e.layer == layer && e.device_ns >= 0) {
+    if (e.kind == EventKind::kLayer && mine(e) && e.device_ns >= 0) {
       device[e.frame] += static_cast<double>(e.device_ns) / kNsPerMs;
     }
   }
@@ -211,14 +228,18 @@ void print_report(std::ostream& out, const RunProfile& p) {
         << "transfer ms  MMACs     output\n";
     // An accelerator runs its partition as one node: its event spans first..last layer, so the
     // first layer's row carries the whole partition and the others point at it.
-    std::map<uint32_t, uint32_t> partition_first;  // covered layer -> first layer of its node
+    const std::vector<uint32_t> executor_of = executor_of_subgraphs(p);
+    // (executor, covered layer) -> first layer of its node
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> partition_first;
     for (const Event& e : p.events) {
       if (e.kind != EventKind::kLayer || e.last_layer <= e.layer) continue;
-      for (uint32_t l = e.layer; l <= e.last_layer; ++l) partition_first[l] = e.layer;
+      const uint32_t executor = e.subgraph < executor_of.size() ? executor_of[e.subgraph] : 0;
+      for (uint32_t l = e.layer; l <= e.last_layer; ++l) partition_first[{executor, l}] = e.layer;
     }
     for (const LayerInfo& l : p.layers) {
-      const PerFrameStats st = layer_stats(p, l.index);
-      const auto in_node = partition_first.find(l.index);
+      const PerFrameStats st = layer_stats(p, l, executor_of);
+      const auto in_node =
+          partition_first.find({l.subgraph < executor_of.size() ? executor_of[l.subgraph] : 0, l.index});
       std::string exec = format("%.3f", st.exec_ms);
       if (in_node != partition_first.end() && in_node->second != l.index) {
         exec = "(in " + std::to_string(in_node->second) + ")";
@@ -285,13 +306,14 @@ nlohmann::json to_json(const RunProfile& p) {
   }
   j["subgraphs"] = subgraphs;
   json layers = json::array();
+  const std::vector<uint32_t> executor_of = executor_of_subgraphs(p);
   for (const LayerInfo& l : p.layers) {
     json entry = {{"index", l.index},         {"name", l.name},
                   {"ops", l.ops},             {"output_shape", l.output_shape},
                   {"macs", l.macs},           {"processor", std::string(1, l.processor)},
                   {"subgraph", l.subgraph}};
     if (p.level >= 2) {
-      const PerFrameStats st = layer_stats(p, l.index);
+      const PerFrameStats st = layer_stats(p, l, executor_of);
       entry["exec_ms_median"] = st.exec_ms;
       entry["transfer_ms_median"] = st.transfer_ms;
       if (st.device_ms >= 0) entry["device_ms_median"] = st.device_ms;

@@ -202,6 +202,7 @@ json workload_to_json(const WorkloadProfile& w) {
   json j;
   j["mode"] = w.mode;
   j["policy"] = w.policy;
+  j["affinity"] = w.affinity;
   j["platform"] = w.platform;
   j["wall_ms"] = s.wall_ms;
   j["aggregate_requests_per_s"] = s.aggregate_fps;

@@ -31,6 +31,7 @@ struct NetworkRun {
 struct WorkloadProfile {
   std::string mode;
   std::string policy;
+  bool affinity = false;  // a processor kept to the network it ran last (Workload::affinity)
   std::string platform;
   int64_t start_ns = 0;  // the run's start: the first request's arrival
   std::vector<NetworkRun> networks;

@@ -98,6 +98,7 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
     // Runnable: every order present and of the network's length; nothing of the user's lost.
     const Workload w = read_workload(file.string(), Orders::kRequired);
     EXPECT_EQ(w.policy, GroupPolicy::kPlan);
+    EXPECT_TRUE(w.affinity) << "whole networks run their requests back to back (affinity)";
     EXPECT_EQ(w.mode, Mode::kPipeline);
     // The planned request order, one request of each network per cycle; the networks as listed.
     EXPECT_EQ(std::set<std::string>(w.plan.begin(), w.plan.end()), (std::set<std::string>{"det", "cls", "sq"}));
@@ -164,7 +165,7 @@ TEST_F(WorkloadPlanCli, BadWorkloadsAreOneLineErrorsNamingNetworkAndField) {
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50"}], "plan": ["det", "x"]})"),
                      "workload plan names network 'x', which the workload does not have");
   expect_input_error(plan_bad(R"({"networks": [{"name": "det", "graph": "resnet50"}], "sched": 1})"),
-                     origin + ": unknown field 'sched' (fields: mode, policy, plan, networks)");
+                     origin + ": unknown field 'sched' (fields: mode, policy, plan, affinity, networks)");
   // No profile; --out naming a file.
   expect_input_error(run({"plan", "--workload=" + (dir_ / "w.json").string()}),
                      "co_up plan --workload needs --profile=FILE (a workload profile written by co_up profile --workload)");
