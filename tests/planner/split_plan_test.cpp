@@ -189,5 +189,22 @@ TEST(SwitchEdgeFit, RecoversTheWakeUpThatMadeTheMeasurements) {
   EXPECT_THROW(fit_switch_edge(dm, "BBBBB", 57, {"BBLBB"}, {}), InputError);
 }
 
+TEST(SwitchEdgeFit, TheProfileKeepsTheWakeUpPerPairAndTheModelUsesIt) {
+  LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 3);
+  const LayerProfile back = parse_layer_profile(layer_profile_json(p), "round trip");
+  ASSERT_NE(back.find_switch_edge('L', 'B'), nullptr);
+  EXPECT_DOUBLE_EQ(back.find_switch_edge('L', 'B')->us, 3);
+  std::string json = layer_profile_json(p);
+  EXPECT_NE(json.find("\"switch_edge_us\""), std::string::npos);
+  // Absent (older profiles): no wake-up.
+  p.switch_edges.clear();
+  EXPECT_EQ(layer_profile_json(p).find("switch_edge_us"), std::string::npos);
+  const CostModel model(p);
+  EXPECT_DOUBLE_EQ(DagCostModel(model, dag(kOneSplitDag)).switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 43);
+  // A pair naming one processor twice is refused, naming the key.
+  json.replace(json.find("\"BL\": 3"), 7, "\"BB\": 3");
+  EXPECT_THROW(parse_layer_profile(json, "bad"), InputError);
+}
+
 }  // namespace
 }  // namespace co_up::planner
