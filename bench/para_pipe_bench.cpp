@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
       }
       std::cout << "planned in "
                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count()
-                << " s (latency and Pareto searches)\n\n";
+                << " s (latency and Pareto searches)\n\n" << std::flush;
       const std::vector<planner::SplitGroup> groups = planner::split_groups(model);
       if (!groups.empty()) {
         std::string every = b_alone;
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < plans.size(); ++i) {
         std::cout << labels[i] << ": " << planner::command_line(model, plans[i].mapping) << "\n";
       }
-      std::cout << "\n";
+      std::cout << "\n" << std::flush;  // one network at a time, while the next one runs
     }
   } catch (const std::exception& e) {
     std::cerr << "co_up_bench_para_pipe: error: " << e.what() << "\n";
