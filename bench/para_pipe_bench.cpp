@@ -17,7 +17,8 @@
 //      --mappings=0 skips 1 and 2: the model then uses the profile's own switch-mode wake-up per
 //      edge (LayerProfile::switch_edges, measured by `co_up profile`), as `co_up plan` does.
 //   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
-//      the first --pareto=K points of the Pareto front (--objective=pareto) measured: throughput
+//      --pareto=K points of the Pareto front (--objective=pareto; evenly spread over it, both ends
+//      included) measured: throughput
 //      and latency ratios to B alone, each mapping re-measured --reps times interleaved with B
 //      alone, which of the two runs first alternating (the host is shared: noise hits both
 //      alike), medians. A profile taken with --split (planner/split_plan.h) adds the row "every
@@ -248,11 +249,15 @@ int main(int argc, char** argv) {
       const planner::PlanResult latency = planner::plan_hybrid(dag_model, planner::Objective::kLatency, 1, options);
       plans.push_back(latency.ranked.front());
       labels.push_back("best latency");
-      const planner::PlanResult pareto =
-          planner::plan_hybrid(dag_model, planner::Objective::kPareto, pareto_points, options);
-      for (const planner::Candidate& c : pareto.ranked) {
-        plans.push_back(c);
-        labels.push_back("pareto " + std::to_string(labels.size()));
+      // The whole front (sorted by throughput), then --pareto=K points evenly spread over it,
+      // both ends included: the first K alone would all be pipelines at the throughput end.
+      const planner::PlanResult pareto = planner::plan_hybrid(dag_model, planner::Objective::kPareto, 64, options);
+      const size_t front = pareto.ranked.size();
+      const size_t shown = std::min(front, pareto_points);
+      for (size_t k = 0; k < shown; ++k) {
+        const size_t i = shown == 1 ? 0 : k * (front - 1) / (shown - 1);
+        plans.push_back(pareto.ranked[i]);
+        labels.push_back("pareto " + std::to_string(i + 1) + "/" + std::to_string(front));
       }
       std::cout << "planned in "
                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count()
