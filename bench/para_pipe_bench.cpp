@@ -14,16 +14,23 @@
 //      beside the chain cost model's latency error on the same runs. Then the same with a second
 //      fitted number, one factor on all the profile's times (for runs under other contention
 //      than the profile's).
+//      --mappings=0 skips 1 and 2: the model then uses the profile's own switch-mode wake-up per
+//      edge (LayerProfile::switch_edges, measured by `co_up profile`), as `co_up plan` does.
 //   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
-//      every point of the Pareto front (--objective=pareto) measured: throughput and latency
-//      ratios to B alone, each mapping re-measured --reps times interleaved with B alone (the
-//      host is shared: noise hits both alike), medians.
+//      --pareto=K points of the Pareto front (--objective=pareto; evenly spread over it, both ends
+//      included) measured: throughput
+//      and latency ratios to B alone, each mapping re-measured --reps times interleaved with B
+//      alone, which of the two runs first alternating (the host is shared: noise hits both
+//      alike), medians. A profile taken with --split (planner/split_plan.h) adds the row "every
+//      split spread": each split layer's parts over B and L in turn, the Concat on B (the plan
+//      with the most hand-offs, for comparison).
 // Prints markdown. Options: --mappings=M (default 60) --frames=N (default 20) --reps=R (3)
-//   --seed=S --plugins=DIR PROFILE.json...
+//   --pareto=K (12) --seed=S --plugins=DIR PROFILE.json...
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <iostream>
 #include <random>
 #include <string>
@@ -37,6 +44,7 @@
 #include "planner/dag_cost_model.h"
 #include "planner/hybrid_plan.h"
 #include "planner/layer_profile.h"
+#include "planner/split_plan.h"
 #include "profiler/report.h"
 
 namespace {
@@ -102,6 +110,7 @@ planner::LayerProfile scaled_profile(planner::LayerProfile p, double k) {
 int main(int argc, char** argv) {
   size_t mappings = 60;
   int frames = 20, reps = 3;
+  size_t pareto_points = 12;
   uint64_t seed = 1;
   std::string plugin_dir = CO_UP_PLUGIN_DIR;
   std::vector<std::string> profiles;
@@ -111,6 +120,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--frames=", 0) == 0) frames = std::stoi(a.substr(9));
     else if (a.rfind("--reps=", 0) == 0) reps = std::stoi(a.substr(7));
     else if (a.rfind("--seed=", 0) == 0) seed = std::stoull(a.substr(7));
+    else if (a.rfind("--pareto=", 0) == 0) pareto_points = std::stoul(a.substr(9));
     else if (a.rfind("--plugins=", 0) == 0) plugin_dir = a.substr(10);
     else if (a.rfind("--", 0) == 0) {
       std::cerr << "co_up_bench_para_pipe: unknown option " << a << "\n";
@@ -118,7 +128,7 @@ int main(int argc, char** argv) {
     } else profiles.push_back(a);
   }
   if (profiles.empty()) {
-    std::cerr << "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] PROFILE.json...\n";
+    std::cerr << "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--pareto=K] PROFILE.json...\n";
     return 2;
   }
   try {
@@ -132,15 +142,22 @@ int main(int argc, char** argv) {
       const planner::ProfileNetwork& net = profile.network;
       NetworkSpec spec{net.graph, net.units, net.image_size, 1, ""};
       spec.model = net.model;
+      spec.split = net.split;
       const graph::Graph g = build_network(spec);
       const graph::UnitDag dag = graph::unit_dag(g);
       planner::DagCostModel dag_model(model, dag);
       const std::string name = net.graph.empty() ? net.model : net.graph;
       std::cout << "## " << name << " (" << net.layer_count << " units, --units=" << net.units << ", image "
                 << net.image_size << ", processors " << model.letters() << ", "
-                << graph::find_unit_regions(dag).size() << " parallel regions)\n\n";
+                << graph::find_unit_regions(dag).size() << " parallel regions, "
+                << planner::split_groups(model).size() << " split layers"
+                << (net.split.empty() ? std::string() : ": --split=" + net.split) << ")\n\n";
+      for (const planner::HandoffTime& h : profile.switch_edges) {
+        std::cout << "profile's switch-mode wake-up " << h.a << "<->" << h.b << ": " << h.us << " us per edge\n\n";
+      }
 
       // 1. Measured runs.
+      if (mappings > 0) {
       std::vector<Run> runs;
       for (const std::string& order : random_orders(model, dag, mappings, seed)) {
         for (planner::Mode mode : {planner::Mode::kSwitch, planner::Mode::kPipeline}) {
@@ -217,6 +234,7 @@ int main(int argc, char** argv) {
                   << pct(errors(scaled, true, planner::Mode::kPipeline, 0)) << ", pipeline throughput "
                   << pct(errors(scaled, true, planner::Mode::kPipeline, 1)) << " (report)\n\n";
       }
+      }  // mappings > 0
 
       // 3. Plans against B alone, interleaved re-measurement.
       const std::string b_alone(net.layer_count, 'B');
@@ -224,20 +242,53 @@ int main(int argc, char** argv) {
         return cli::measure_mapping(g, platform, plugins, m.order, m.mode, settings);
       };
       std::vector<planner::Candidate> plans;
+      std::vector<std::string> labels;
       planner::HybridPlanOptions options;
       options.seed = seed;
+      const auto plan_start = std::chrono::steady_clock::now();
       const planner::PlanResult latency = planner::plan_hybrid(dag_model, planner::Objective::kLatency, 1, options);
       plans.push_back(latency.ranked.front());
-      const planner::PlanResult pareto = planner::plan_hybrid(dag_model, planner::Objective::kPareto, 12, options);
-      plans.insert(plans.end(), pareto.ranked.begin(), pareto.ranked.end());
-      std::cout << "| plan | mode | kind | predicted fps | predicted ms | measured fps | measured ms | fps / B | B ms / ms |\n"
-                << "|---|---|---|---|---|---|---|---|---|\n";
+      labels.push_back("best latency");
+      // The whole front (sorted by throughput), then --pareto=K points evenly spread over it,
+      // both ends included: the first K alone would all be pipelines at the throughput end.
+      const planner::PlanResult pareto = planner::plan_hybrid(dag_model, planner::Objective::kPareto, 64, options);
+      const size_t front = pareto.ranked.size();
+      const size_t shown = std::min(front, pareto_points);
+      for (size_t k = 0; k < shown; ++k) {
+        const size_t i = shown == 1 ? 0 : k * (front - 1) / (shown - 1);
+        plans.push_back(pareto.ranked[i]);
+        labels.push_back("pareto " + std::to_string(i + 1) + "/" + std::to_string(front));
+      }
+      std::cout << "planned in "
+                << std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count()
+                << " s (latency and Pareto searches)\n\n" << std::flush;
+      const std::vector<planner::SplitGroup> groups = planner::split_groups(model);
+      if (!groups.empty()) {
+        std::string every = b_alone;
+        for (const planner::SplitGroup& g : groups) {
+          for (uint32_t i = 0; i < g.parts; ++i) every[g.first + i] = i % 2 == 0 ? 'B' : 'L';
+        }
+        if (model.runs(every)) {
+          planner::Candidate c;
+          c.mapping = planner::Mapping{every, planner::Mode::kSwitch, {}};
+          plans.push_back(c);
+          labels.push_back("every split spread");
+        }
+      }
+      std::cout << "| plan | mode | kind | predicted fps | predicted ms | measured fps | measured ms | B alone ms | fps / B | B ms / ms |\n"
+                << "|---|---|---|---|---|---|---|---|---|---|\n";
       for (size_t i = 0; i < plans.size(); ++i) {
         const planner::Candidate& c = plans[i];
         std::vector<double> fps, ms, b_fps, b_ms;
         for (int k = 0; k < reps; ++k) {
-          const cli::Measurement b = measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
-          const cli::Measurement m = measure(c.mapping);
+          cli::Measurement b, m;
+          if (k % 2 == 0) {
+            b = measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
+            m = measure(c.mapping);
+          } else {
+            m = measure(c.mapping);
+            b = measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
+          }
           b_fps.push_back(b.throughput_fps);
           b_ms.push_back(b.latency_ms);
           fps.push_back(m.throughput_fps);
@@ -245,19 +296,19 @@ int main(int argc, char** argv) {
         }
         const planner::Prediction p = dag_model.predict(c.mapping);
         char line[512];
-        std::snprintf(line, sizeof line, "| %s | %s | %s | %.1f | %.3f | %.1f | %.3f | %.2fx | %.2fx |\n",
-                      i == 0 ? "best latency" : ("pareto " + std::to_string(i)).c_str(), mode_name(c.mapping.mode),
+        std::snprintf(line, sizeof line, "| %s | %s | %s | %.1f | %.3f | %.1f | %.3f | %.3f | %.2fx | %.2fx |\n",
+                      labels[i].c_str(), mode_name(c.mapping.mode),
                       planner::para_pipe_kind(dag_model, c.mapping).c_str(), p.throughput_fps, p.latency_ms,
-                      profiler::median(fps), profiler::median(ms), profiler::median(fps) / profiler::median(b_fps),
+                      profiler::median(fps), profiler::median(ms), profiler::median(b_ms),
+                      profiler::median(fps) / profiler::median(b_fps),
                       profiler::median(b_ms) / profiler::median(ms));
         std::cout << line;
       }
       std::cout << "\n";
       for (size_t i = 0; i < plans.size(); ++i) {
-        std::cout << (i == 0 ? "best latency" : "pareto " + std::to_string(i)) << ": "
-                  << planner::command_line(model, plans[i].mapping) << "\n";
+        std::cout << labels[i] << ": " << planner::command_line(model, plans[i].mapping) << "\n";
       }
-      std::cout << "\n";
+      std::cout << "\n" << std::flush;  // one network at a time, while the next one runs
     }
   } catch (const std::exception& e) {
     std::cerr << "co_up_bench_para_pipe: error: " << e.what() << "\n";

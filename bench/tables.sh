@@ -66,7 +66,7 @@ tables=(
   "workload_verify|20|20|yes|bench/README.md \"Predicted vs measured: co_up plan --workload --verify\"|co_up profile --workload, co_up plan --workload --verify"
   "api|15|80|yes|docs/api.md \"Cost\"|co_up_bench_api, cpu-reference and cpu-xnnpack"
   "python|6|30|yes|docs/python.md (bench/python_overhead.py paragraph)|bench/python_overhead.py"
-  "para_pipe|15|120|yes|docs/para_pipe.md \"Measured\"|co_up profile --units=branches, co_up_bench_para_pipe"
+  "para_pipe|60|600|yes|docs/para_pipe.md \"Measured\"|co_up profile --units=branches --split (GoogLeNet 224, Inception-v3 299), co_up_bench_para_pipe"
   "exits|5|30|yes|docs/map_and_conquer.md \"Running the fixture end to end\"|co_up on the trained multi-exit fixtures, 1000 test images"
   "ort_modern|30|420|yes|bench/README.md \"Modern CNNs: MobileNetV3-Large, EfficientNet-B0, a YOLOv5s-style detector, ConvNeXt-T\"|bench/ort_compare.sh NETS=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny"
   "map_and_conquer|20|180|yes|bench/README.md \"Map-and-Conquer\"|bench/map_and_conquer_bench.sh on the trained Fashion-MNIST fixtures"
@@ -375,15 +375,26 @@ t_python() {
   method="bench/python_overhead.py ${args[*]:-(defaults: 2000 frames, 7 repeats)}: loops in C++ vs Python on one Session, the tests' tiny network"
   PYTHONPATH=${build}/python CO_UP_PLUGIN_PATH=${build}/plugins "${py}" "${root}/bench/python_overhead.py" "${args[@]}"
 }
+# --split list for every convolution with at least 1 % of the network's MACs, in two (the unit
+# numbers --list-layers shows without --split); the planner decides which of them to spread.
+para_pipe_split() {  # graph image_size
+  "${build}/co_up" --graph="$1" --units=branches --image-size="$2" --list-layers |
+    awk '$3 ~ /^Conv/ { macs[$1] = $(NF-1); total += $(NF-1) }
+         END { for (u in macs) if (macs[u] >= total / 100) print u ":2" }' | sort -n | paste -sd, -
+}
 t_para_pipe() {
   need co_up co_up_bench_para_pipe || return 1
-  local mappings=60 frames=15 reps=3 prof_reps=10
-  quick && { mappings=4; frames=4; reps=1; prof_reps=2; }
-  method="co_up profile --graph=googlenet --units=branches --image-size=64 --processors=BL --repetitions=${prof_reps}, then co_up_bench_para_pipe --mappings=${mappings} --frames=${frames} --reps=${reps} on it"
-  "${build}/co_up" profile --graph=googlenet --units=branches --image-size=64 --processors=BL \
-    --repetitions="${prof_reps}" --profile-out="${work}/googlenet_branches64_bl.json" >/dev/null &&
-    "${build}/co_up_bench_para_pipe" --mappings="${mappings}" --frames="${frames}" --reps="${reps}" \
-      "${work}/googlenet_branches64_bl.json"
+  local frames=10 reps=3 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
+  quick && { frames=3; reps=1; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
+  local gn_split iv3_split
+  gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
+  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 1 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --reps=${reps} --pareto=${pareto} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians)"
+  "${build}/co_up" profile --graph=googlenet --units=branches --image-size="${gn_size}" --split="${gn_split}" \
+    --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/googlenet_split${gn_size}_bl.json" >/dev/null &&
+    "${build}/co_up" profile --graph=inception_v3 --units=branches --image-size="${iv3_size}" --split="${iv3_split}" \
+      --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/inception_v3_split${iv3_size}_bl.json" >/dev/null &&
+    "${build}/co_up_bench_para_pipe" --mappings=0 --frames="${frames}" --reps="${reps}" --pareto="${pareto}" \
+      "${work}/googlenet_split${gn_size}_bl.json" "${work}/inception_v3_split${iv3_size}_bl.json"
 }
 t_exits() {
   need co_up || return 1

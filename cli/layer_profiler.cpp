@@ -296,6 +296,26 @@ std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<st
   return medians;
 }
 
+std::vector<double> LayerProfiler::measure_switch_latencies(const std::vector<std::string>& orders) const {
+  std::vector<std::vector<double>> latencies(orders.size());
+  run_interleaved(
+      orders, 0,
+      [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
+        const size_t frames = std::min(run.frame_start_ns.size(), run.frame_end_ns.size());
+        for (size_t f = first; f < frames; ++f) {
+          const int64_t ns = run.frame_end_ns[f] - run.frame_start_ns[f];
+          if (ns > 0) latencies[i].push_back(static_cast<double>(ns) / 1e3);
+        }
+      },
+      Mode::kSwitch);
+  std::vector<double> medians;
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (latencies[i].empty()) throw RuntimeError("switch run of order '" + orders[i] + "' measured no frame");
+    medians.push_back(profiler::median(latencies[i]));
+  }
+  return medians;
+}
+
 std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure_transfers(
     char a, char b) const {
   const auto layers = static_cast<uint32_t>(graph_.layer_count());

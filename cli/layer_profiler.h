@@ -89,6 +89,8 @@ class LayerProfiler {
   // Median steady-state pipeline period (us) of each order, the orders interleaved; each turn
   // runs max(frames, 4) frames (a period needs a few completions after the pipeline fills).
   std::vector<double> measure_pipeline_periods(const std::vector<std::string>& orders) const;
+  // Median one-frame latency (us) of each order in switch mode, the orders interleaved.
+  std::vector<double> measure_switch_latencies(const std::vector<std::string>& orders) const;
 
   // Sets up one executor per order in `mode` at `profile_level` and runs them as described
   // above; `measured(i, run, first)` gets each turn's profile of order i, whose frames from

@@ -17,7 +17,10 @@
 #include "core/network.h"
 #include "core/placement.h"
 #include "planner/cost_model.h"
+#include "graph/parallel_regions.h"
+#include "planner/dag_cost_model.h"
 #include "planner/handoff_fit.h"
+#include "planner/switch_edge_fit.h"
 #include "power/dvfs_journal.h"
 
 namespace co_up::cli {
@@ -254,6 +257,24 @@ double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfil
   return planner::fit_handoff(model, a, b, orders, profiler.measure_pipeline_periods(orders)).us;
 }
 
+// The switch-mode wake-up per cross-processor edge between `a` and `b` (planner/switch_edge_fit.h)
+// from switch runs of every layer on `a` and of the two alternating orders, interleaved. 0 when
+// the network has one layer or an alternating order cannot run (a declined layer).
+double measure_switch_edge(const LayerProfiler& profiler, const planner::LayerProfile& profile,
+                           const graph::Graph& g, char a, char b) {
+  const planner::CostModel model(profile);
+  const uint32_t n = model.layer_count();
+  if (n < 2) return 0;
+  const std::vector<std::string> orders = {std::string(n, a), alternating_order(a, b, n), alternating_order(b, a, n)};
+  for (const std::string& order : orders) {
+    if (!model.runs(order)) return 0;
+  }
+  const std::vector<double> measured = profiler.measure_switch_latencies(orders);
+  const planner::DagCostModel dag_model(model, graph::unit_dag(g));
+  return planner::fit_switch_edge(dag_model, orders[0], measured[0], {orders[1], orders[2]},
+                                  {measured[1], measured[2]});
+}
+
 }  // namespace
 
 std::string ProfileStep::id() const {
@@ -440,6 +461,9 @@ ProfileOutcome profile_network(const ProfileJob& job) {
       } else if (step.kind == ProfileStep::Kind::kHandoff) {
         profile.set_handoff(step.processors[0], step.processors[1],
                             measure_handoff(profiler, profile, step.processors[0], step.processors[1]));
+        profile.set_switch_edge(step.processors[0], step.processors[1],
+                                measure_switch_edge(profiler, profile, *job.graph, step.processors[0],
+                                                    step.processors[1]));
       } else {
         if (step.level > 0) {  // a DVFS step measures one processor
           const std::string error = job.dvfs->set_level(step.processors[0], step.level - 1);
@@ -515,6 +539,10 @@ void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& f
   for (const planner::HandoffTime& h : p.handoffs) {
     out << "  " << h.a << "<->" << h.b << "  hand-off " << h.us / 1000.0
         << " ms per sub-graph boundary, on each side (fitted from pipeline runs)\n";
+  }
+  for (const planner::HandoffTime& h : p.switch_edges) {
+    out << "  " << h.a << "<->" << h.b << "  switch wake-up " << h.us / 1000.0
+        << " ms per cross-processor edge (fitted from switch runs)\n";
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/message_text.h"
+#include "graph/split_units.h"
 
 namespace co_up {
 
@@ -71,12 +72,17 @@ Partition Partition::create(const graph::Graph& graph, const std::string& order,
       if (graph.node(t.producer).op != OpType::kInput) exit_ends_unit[graph.node(t.producer).layer] = true;
     }
   }
+  // A split layer's parts on several processors run at once only in sub-graphs of their own
+  // (graph/split_units.h).
+  std::vector<std::string> unit_names;
+  for (const graph::LayerUnit& unit : graph.layers()) unit_names.push_back(unit.name);
+  const std::vector<bool> split_starts = graph::split_subgraph_starts(graph::find_split_units(unit_names), order);
   Partition p;
   p.order_ = order;
   p.layer_to_subgraph_.resize(layers);
   for (uint32_t layer = 0; layer < layers; ++layer) {
     if (layer == 0 || order[layer] != order[layer - 1] || cuts == SubGraphCuts::kEveryLayer ||
-        exit_ends_unit[layer - 1]) {
+        exit_ends_unit[layer - 1] || split_starts[layer]) {
       SubGraph sg;
       sg.index = static_cast<uint32_t>(p.subgraphs_.size());
       sg.processor = order[layer];

@@ -57,6 +57,22 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
   }
   if (options_.pipeline_frames < 2) options_.pipeline_frames = 2;
   if (options_.receiver_buffers < 1) options_.receiver_buffers = 1;
+  std::vector<std::string> names;
+  for (const ProfileLayer& l : model.profile().network.layers) names.push_back(l.name);
+  if (names.size() == n) split_units_ = graph::find_split_units(names);
+  const std::string& letters = model.letters();
+  profile_edge_us_.assign(letters.size(), std::vector<double>(letters.size(), 0.0));
+  for (size_t a = 0; a < letters.size(); ++a) {
+    for (size_t b = 0; b < letters.size(); ++b) {
+      const HandoffTime* h = a == b ? nullptr : model.profile().find_switch_edge(letters[a], letters[b]);
+      if (h != nullptr) profile_edge_us_[a][b] = h->us;
+    }
+  }
+}
+
+double DagCostModel::switch_edge_us(size_t a, size_t b) const {
+  if (a == b) return 0;
+  return options_.switch_edge_us >= 0 ? options_.switch_edge_us : profile_edge_us_[a][b];
 }
 
 DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
@@ -65,8 +81,9 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
   const uint32_t n = model.layer_count();
   Plan plan;
   std::vector<uint32_t> sg_of(n);
+  const std::vector<bool> split_starts = graph::split_subgraph_starts(split_units_, m.order);
   for (uint32_t u = 0; u < n; ++u) {
-    if (u == 0 || m.order[u] != m.order[u - 1]) {
+    if (u == 0 || m.order[u] != m.order[u - 1] || split_starts[u]) {
       plan.processor.push_back(model.index_of(m.order[u]));
       plan.first.push_back(u);
       plan.last.push_back(u);
@@ -103,7 +120,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
       const size_t ps = plan.processor[s];
       plan.cost_us[s] += model.send_us(q, ps, pd, m.mode);
       plan.cost_us[d] += model.receive_us(q, ps, pd, m.mode);
-      if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += options_.switch_edge_us;
+      if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
       adjacent[s][d] = true;
     }
   }

@@ -1,12 +1,14 @@
 // DAG cost model: latency of a mapping whose sub-graphs form a DAG (independent branches of one
 // frame on different processors), as the executor (core/executor.h) runs it.
 //
-// Sub-graphs are the runs of one letter of the order (core/partition.h); sub-graph s feeds d when
+// Sub-graphs are the runs of one letter of the order, cut also around a split layer whose parts
+// are on several processors (core/partition.h, graph/split_units.h); sub-graph s feeds d when
 // a unit of d reads a unit of s (graph::UnitDag). A sub-graph's time on its processor is the sum
 // of its units' times (CostModel::layer_us) plus, per edge it sends (receives), the profile's
 // transfer of the producing unit's outputs (CostModel::send_us / receive_us: with the pair's
-// hand-off in pipeline mode) plus, in switch mode, `switch_edge_us` per cross-processor edge it
-// receives (the wake-up of a waiting processor thread; 0 unless fitted, see the bench), plus the
+// hand-off in pipeline mode) plus, in switch mode, a wake-up per cross-processor edge it receives
+// (a waiting processor thread coming back: `switch_edge_us` when set, else the pair's
+// LayerProfile::switch_edges as `co_up profile` measured it, else 0), plus the
 // input transfer for the sub-graph that reads the network input.
 //
 // Latency: the executor is simulated, event by event. One thread per processor; an idle
@@ -29,12 +31,14 @@
 #include <vector>
 
 #include "graph/parallel_regions.h"
+#include "graph/split_units.h"
 #include "planner/cost_model.h"
 
 namespace co_up::planner {
 
 struct DagCostOptions {
-  double switch_edge_us = 0;     // per cross-processor edge, switch mode
+  // Per cross-processor edge, switch mode; negative: the profile's per-pair value (0 if absent).
+  double switch_edge_us = -1;
   uint32_t pipeline_frames = 32; // simulated frames for pipeline latency
   uint32_t receiver_buffers = 3; // ExecutorOptions::receiver_buffers
 };
@@ -67,7 +71,9 @@ class DagCostModel {
   const CostModel& model() const { return *model_; }
   const graph::UnitDag& dag() const { return dag_; }
   const DagCostOptions& options() const { return options_; }
-  void set_switch_edge_us(double us) { options_.switch_edge_us = us; }
+  void set_switch_edge_us(double us) { options_.switch_edge_us = us; }  // negative: the profile's
+  // The wake-up charged per switch-mode edge from processor index `a` to `b` (CostModel order).
+  double switch_edge_us(size_t a, size_t b) const;
 
   // Throws InputError as CostModel::check does.
   Prediction predict(const Mapping& mapping) const;
@@ -93,6 +99,8 @@ class DagCostModel {
   const CostModel* model_;
   graph::UnitDag dag_;
   DagCostOptions options_;
+  std::vector<graph::SplitUnitGroup> split_units_;  // from the profile's unit names
+  std::vector<std::vector<double>> profile_edge_us_;  // [from][to], LayerProfile::switch_edges
   std::vector<double> fastest_us_;  // per unit: min over processors at fastest levels (bounds)
 };
 

@@ -9,6 +9,7 @@
 #include "core/message_text.h"
 #include "planner/hybrid_search.h"
 #include "planner/search/search_support.h"
+#include "planner/split_plan.h"
 
 namespace co_up::planner {
 namespace {
@@ -21,6 +22,12 @@ std::string para_pipe_kind(const DagCostModel& model, const Mapping& m) {
     if (used.find(c) == std::string::npos) used += c;
   }
   if (used.size() <= 1) return "single";
+  bool split = false;
+  for (const SplitGroup& g : split_groups(model.model())) {
+    const std::string parts = m.order.substr(g.first, g.parts);
+    split = split || parts.find_first_not_of(parts[0]) != std::string::npos;
+  }
+  if (split) return m.mode == Mode::kSwitch ? "split" : "split-pipe";
   bool spread = false;
   for (const graph::DagRegion& r : graph::find_unit_regions(model.dag())) {
     std::string letters;
@@ -50,6 +57,21 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
   std::vector<Mode> modes;
   if (objective == Objective::kLatency || objective == Objective::kPareto) modes.push_back(Mode::kSwitch);
   if (objective == Objective::kThroughput || objective == Objective::kPareto) modes.push_back(Mode::kPipeline);
+  // Split layers (a profile taken with --split): which to spread, from one processor and from the
+  // chain planner's best, before the searches (whose descent starts from them: spreading branches
+  // on top of splits is the hybrid) and again from each search's best.
+  const bool has_splits = !split_groups(cost).empty();
+  auto add_splits = [&](const std::string& base, Mode mode) {
+    SplitPlanOptions split;
+    split.mode = mode;
+    pool.push_back(plan_splits(model, base, split).best);
+  };
+  if (has_splits) {
+    for (Mode mode : modes) {
+      add_splits(cost.normalized(chain.single_processor.mapping).order, mode);
+      if (!chain.ranked.empty()) add_splits(cost.normalized(chain.ranked.front().mapping).order, mode);
+    }
+  }
   std::vector<Mapping> visited;
   std::vector<Mapping> bests;  // per mode searched
   for (Mode mode : modes) {
@@ -60,6 +82,7 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
     for (const Candidate& c : pool) search.starts.push_back(c.mapping);
     HybridSearchResult r = hybrid_search(model, search);
     pool.push_back(r.best);
+    if (has_splits) add_splits(r.best.mapping.order, mode);
     bests.push_back(r.best.mapping);
     visited.insert(visited.end(), r.improvements.begin(), r.improvements.end());
   }

@@ -11,7 +11,10 @@
 // Every candidate's source says which search found it and its kind: "single" (one processor),
 // "pipe-only" (pipeline, every region on one processor), "para-only" (switch, some region's
 // branches on several processors), "switch" (switch, no region spread), "hybrid" (pipeline with
-// a region spread). Deterministic for a seed.
+// a region spread), "split" / "split-pipe" (switch / pipeline with the parts of a split layer on
+// several processors; planner/split_plan.h). A profile taken with --split adds the split search's
+// candidates (from one processor, the chain planner's best and each hybrid search's best).
+// Deterministic for a seed.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +38,7 @@ struct HybridPlanOptions {
 PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t top,
                        const HybridPlanOptions& options = {});
 
-// "single", "pipe-only", "para-only", "switch" or "hybrid", as above.
+// "single", "pipe-only", "para-only", "switch", "hybrid", "split" or "split-pipe", as above.
 std::string para_pipe_kind(const DagCostModel& model, const Mapping& mapping);
 
 }  // namespace co_up::planner

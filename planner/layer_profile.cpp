@@ -258,6 +258,23 @@ void LayerProfile::set_handoff(char a, char b, double us) {
   handoffs.push_back({a, b, us});
 }
 
+const HandoffTime* LayerProfile::find_switch_edge(char a, char b) const {
+  for (const HandoffTime& h : switch_edges) {
+    if ((h.a == a && h.b == b) || (h.a == b && h.b == a)) return &h;
+  }
+  return nullptr;
+}
+
+void LayerProfile::set_switch_edge(char a, char b, double us) {
+  for (HandoffTime& h : switch_edges) {
+    if ((h.a == a && h.b == b) || (h.a == b && h.b == a)) {
+      h.us = us;
+      return;
+    }
+  }
+  switch_edges.push_back({a, b, us});
+}
+
 bool LayerProfile::is_completed(const std::string& step) const {
   return std::find(completed.begin(), completed.end(), step) != completed.end();
 }
@@ -394,6 +411,18 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
       profile.handoffs.push_back({a, b, r.number(it.value(), key, 0)});
     }
   }
+  if (const Json* edges = r.optional(root, "switch_edge_us")) {
+    r.object(*edges, "switch_edge_us");
+    for (auto it = edges->begin(); it != edges->end(); ++it) {
+      const std::string key = "switch_edge_us." + it.key();
+      if (it.key().size() != 2) r.fail(key, "must name two processors, e.g. \"BL\"");
+      const char a = known(Json(it.key().substr(0, 1)), key).letter;
+      const char b = known(Json(it.key().substr(1, 1)), key).letter;
+      if (a == b) r.fail(key, "names one processor twice");
+      if (profile.find_switch_edge(a, b) != nullptr) r.fail(key, "repeats the pair " + it.key());
+      profile.switch_edges.push_back({a, b, r.number(it.value(), key, 0)});
+    }
+  }
   if (const Json* power = r.optional(root, "power_w")) {
     r.array(*power, "power_w");
     for (size_t i = 0; i < power->size(); ++i) {
@@ -485,6 +514,11 @@ std::string layer_profile_json(const LayerProfile& profile) {
     Ordered handoff = Ordered::object();
     for (const HandoffTime& h : profile.handoffs) handoff[letter(h.a) + letter(h.b)] = h.us;
     root["handoff_us"] = std::move(handoff);
+  }
+  if (!profile.switch_edges.empty()) {
+    Ordered edges = Ordered::object();
+    for (const HandoffTime& h : profile.switch_edges) edges[letter(h.a) + letter(h.b)] = h.us;
+    root["switch_edge_us"] = std::move(edges);
   }
   if (!profile.power_w.empty()) {
     root["power_w"] = Ordered::array();

@@ -114,6 +114,15 @@ struct LayerProfile {
   std::vector<TransferTimes> transfers;
   std::map<char, double> input_transfer_us;  // optional: receive side of the network input
   std::vector<HandoffTime> handoffs;         // optional (v2): one per unordered pair
+  // Optional ("switch_edge_us"): in switch mode, the wake-up a processor thread pays per
+  // cross-processor edge it receives from the other processor of the pair (one frame at a time,
+  // so the receiver sleeps or spins between parts); measured by `co_up profile` in the hand-off
+  // step from switch runs of one processor against alternating orders. Used by the DAG cost
+  // model (planner/dag_cost_model.h); absent = 0 us.
+  std::vector<HandoffTime> switch_edges;
+
+  const HandoffTime* find_switch_edge(char a, char b) const;  // either order; nullptr when absent
+  void set_switch_edge(char a, char b, double us);            // replaces the pair's entry
   std::vector<PowerPoint> power_w;           // optional
   std::vector<ThreadLayerTimes> thread_times;  // optional, see ThreadLayerTimes
   std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...

@@ -15,6 +15,7 @@ std::unique_ptr<SearchAlgorithm> create_nsga2_search();
 std::unique_ptr<SearchAlgorithm> create_single_processor_search();
 std::unique_ptr<SearchAlgorithm> create_heft_search();
 std::unique_ptr<SearchAlgorithm> create_hybrid_search();
+std::unique_ptr<SearchAlgorithm> create_split_search();
 
 const std::vector<SearchRegistration>& search_registry() {
   static const std::vector<SearchRegistration> kRegistry = {
@@ -31,6 +32,8 @@ const std::vector<SearchRegistration>& search_registry() {
       {"heft", "baseline: HEFT list scheduling of one frame", &create_heft_search},
       {"hybrid", "stages on one processor or a parallel region's branches over several, branch-and-bound",
        &create_hybrid_search},
+      {"split", "which --split layers' parts run on several processors at once, exact or descent",
+       &create_split_search},
   };
   return kRegistry;
 }

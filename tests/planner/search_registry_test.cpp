@@ -43,7 +43,7 @@ TEST(SearchRegistry, NamesAreUniqueAndEachRunsToMappingsOfEveryLayer) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"dp", "dp-per-subset", "shortest-path", "refine", "nsga2",
-                                          "single-processor", "heft", "hybrid"}));
+                                          "single-processor", "heft", "hybrid", "split"}));
 }
 
 TEST(SearchRegistry, ARegisteredSearchGivesWhatItsFunctionGives) {

@@ -1,0 +1,25 @@
+// The switch-mode wake-up per cross-processor edge (LayerProfile::switch_edges), fitted from
+// measured one-frame latencies. In switch mode a processor waiting for the other's part of the
+// frame sleeps or spins; what it loses per edge on top of the measured transfers depends on the
+// machine and its load, and a plan that splits layers over two processors has one or two such
+// edges per split layer, so the planner needs it measured, not assumed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/dag_cost_model.h"
+
+namespace co_up::planner {
+
+// `alone`: an order on one processor, measured `alone_us`; `spread`: orders over the pair,
+// measured `spread_us` (same length). The DAG model with no wake-up predicts each; the
+// measured/predicted ratio of `alone` rescales the model (the load that slows one run slows
+// all), and each spread order's per-edge cost is the value that makes the model's prediction
+// equal its rescaled measurement (bisection: the prediction grows with the per-edge cost, 0.1 us
+// resolution, at most 100 ms). Returns the median over the spread orders, 0 when the model
+// already predicts them slower. Throws InputError for empty or mismatched inputs.
+double fit_switch_edge(const DagCostModel& model, const std::string& alone, double alone_us,
+                       const std::vector<std::string>& spread, const std::vector<double>& spread_us);
+
+}  // namespace co_up::planner

@@ -1,0 +1,210 @@
+// Layer splits as planning choices (planner/split_plan.h, graph/split_units.h): the groups found
+// by name, the sub-graph cuts around a spread split, the DAG model's latency of a spread split
+// against a hand-computed schedule, the exact split search against brute force over every order
+// of the split units, and the switch-mode wake-up fit.
+#include "planner/split_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "graph/split_units.h"
+#include "planner/search/search_support.h"
+#include "planner/switch_edge_fit.h"
+#include "planner/synthetic_profile.h"
+
+namespace co_up::planner {
+namespace {
+
+// B and L on separate cores, one name and time per unit (the same on both unless `l` is given),
+// transfers `send`/`receive` on every boundary, switch-mode wake-up `edge` per cross edge.
+LayerProfile profile(const std::vector<std::string>& names, const std::vector<double>& b, std::vector<double> l = {},
+                     double send = 0, double receive = 0, double edge = 0) {
+  if (l.empty()) l = b;
+  SyntheticSpec spec;
+  spec.layers = static_cast<uint32_t>(b.size());
+  spec.processors = 2;
+  spec.shared_hosts = false;
+  spec.transfers = true;
+  LayerProfile p = make_synthetic_profile(spec);
+  for (size_t i = 0; i < names.size(); ++i) p.network.layers[i].name = names[i];
+  for (LayerTimes& t : p.layer_times) t.median_us = t.processor == 'B' ? b : l;
+  for (TransferTimes& t : p.transfers) {
+    t.send_us.assign(b.size() - 1, send);
+    t.receive_us.assign(b.size() - 1, receive);
+  }
+  for (auto& [letter, us] : p.input_transfer_us) us = 0;
+  p.handoffs.clear();
+  if (edge > 0) p.set_switch_edge('B', 'L', edge);
+  return p;
+}
+
+graph::UnitDag dag(std::vector<std::vector<uint32_t>> predecessors) {
+  graph::UnitDag d;
+  d.outputs.assign(predecessors.size(), false);
+  d.outputs.back() = true;
+  d.inputs.assign(predecessors.size(), false);
+  d.inputs.front() = true;
+  d.predecessors = std::move(predecessors);
+  return d;
+}
+
+// x -> {c#1, c#2} -> c#concat -> y: one layer split in two, --units=branches.
+const std::vector<std::string> kOneSplit = {"x", "c#1", "c#2", "c#concat", "y"};
+const std::vector<std::vector<uint32_t>> kOneSplitDag = {{}, {0}, {0}, {1, 2}, {3}};
+
+TEST(SplitUnits, GroupsAreRunsOfNumberedPartsWithTheirConcat) {
+  const std::vector<graph::SplitUnitGroup> groups =
+      graph::find_split_units({"a", "c#1", "c#2", "c#concat", "d", "e#1", "e#2", "e#3", "f#1", "g#2", "h#x"});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].layer, "c");
+  EXPECT_EQ(groups[0].first, 1u);
+  EXPECT_EQ(groups[0].parts, 2u);
+  EXPECT_TRUE(groups[0].concat_unit);
+  EXPECT_EQ(groups[1].layer, "e");
+  EXPECT_EQ(groups[1].first, 5u);
+  EXPECT_EQ(groups[1].parts, 3u);
+  EXPECT_FALSE(groups[1].concat_unit);  // --units=ops: the Concat is in e#3
+}
+
+TEST(SplitUnits, ASpreadSplitCutsSubGraphsAroundItsPartsAndConcat) {
+  const std::vector<graph::SplitUnitGroup> groups = graph::find_split_units(kOneSplit);
+  EXPECT_EQ(graph::split_subgraph_starts(groups, "BBBBB"), std::vector<bool>(5, false));
+  EXPECT_EQ(graph::split_subgraph_starts(groups, "BBLBB"), (std::vector<bool>{false, true, true, true, false}));
+  // The Concat's letter alone does not spread the layer.
+  EXPECT_EQ(graph::split_subgraph_starts(groups, "BBBLB"), std::vector<bool>(5, false));
+}
+
+TEST(SplitPlan, TheModelRunsSpreadPartsAtOnceAsHandComputed) {
+  // x 10, parts 20 each, Concat 2, y 5; send 1, receive 2 per cross edge; wake-up 3 (profile).
+  const CostModel model(profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 3));
+  const DagCostModel dm(model, dag(kOneSplitDag));
+  // Unsplit: 10 + 20 + 20 + 2 + 5.
+  EXPECT_DOUBLE_EQ(dm.switch_latency_us({"BBBBB", Mode::kSwitch, {}}), 57);
+  // BBLBB: sub-graphs {x} {c#1} on B, {c#2} on L, {c#concat, y} on B (a spread split cuts around
+  // its parts and Concat). B x [0, 11] (sends x to L: 1); B c#1 [11, 31]; L c#2 receives x (2) + wake-up (3) + 20 and
+  // sends (1): [11, 37]; B c#concat receives (2) + wake-up (3) + 2, then y: [37, 49].
+  EXPECT_DOUBLE_EQ(dm.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 49);
+  // Without the profile's wake-up, 6 less (two cross edges); with an explicit one of 10, 14 more.
+  DagCostModel no_wakeup = dm;
+  no_wakeup.set_switch_edge_us(0);
+  EXPECT_DOUBLE_EQ(no_wakeup.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 43);
+  no_wakeup.set_switch_edge_us(10);
+  EXPECT_DOUBLE_EQ(no_wakeup.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 63);
+  // The split search picks the spread plan here, and keeps the layer whole when the wake-up eats
+  // the gain (a wake-up of 10 per edge: 63 > 57).
+  const SplitPlanResult spread = plan_splits(dm, "BBBBB");
+  EXPECT_TRUE(spread.exact);
+  EXPECT_DOUBLE_EQ(dm.switch_latency_us(spread.best.mapping), 49);
+  EXPECT_EQ(spread.spread_groups, 1u);
+  EXPECT_EQ(spread.best.source, "split-exact");
+  const CostModel slow_wakeup(profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 10));
+  const SplitPlanResult whole = plan_splits(DagCostModel(slow_wakeup, dag(kOneSplitDag)), "BBBBB");
+  EXPECT_EQ(whole.best.mapping.order, "BBBBB");
+  EXPECT_EQ(whole.spread_groups, 0u);
+}
+
+// Brute force: every order that differs from `base` only in the groups' units.
+double brute_force(const DagCostModel& dm, const std::string& base, const std::vector<SplitGroup>& groups, Mode mode) {
+  std::vector<uint32_t> free_units;
+  for (const SplitGroup& g : groups) {
+    for (uint32_t i = 0; i < g.parts + (g.concat_unit ? 1u : 0u); ++i) free_units.push_back(g.first + i);
+  }
+  double best = kInf;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << free_units.size()); ++bits) {
+    std::string order = base;
+    for (size_t k = 0; k < free_units.size(); ++k) order[free_units[k]] = (bits >> k) & 1 ? 'L' : 'B';
+    const Mapping m{order, mode, {}};
+    best = std::min(best, mode == Mode::kSwitch ? dm.switch_latency_us(m) : dm.pipeline_period_us(m));
+  }
+  return best;
+}
+
+TEST(SplitPlan, ExactSearchEqualsBruteForceOverTheSplitUnits) {
+  // a -> s#1,s#2 -> s#concat -> t -> u#1,u#2,u#3 -> u#concat -> v -> w#1,w#2 (Concat in w#2).
+  const std::vector<std::string> names = {"a", "s#1", "s#2", "s#concat", "t", "u#1", "u#2", "u#3", "u#concat", "v",
+                                          "w#1", "w#2"};
+  const std::vector<std::vector<uint32_t>> preds = {{}, {0}, {0}, {1, 2}, {3}, {4}, {4}, {4}, {5, 6, 7}, {8},
+                                                    {9}, {9, 10}};
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SyntheticSpec spec;
+    spec.layers = static_cast<uint32_t>(names.size());
+    spec.processors = 2;
+    spec.shared_hosts = false;
+    spec.seed = seed;
+    spec.handoff_us = 30;
+    LayerProfile p = make_synthetic_profile(spec);
+    for (size_t i = 0; i < names.size(); ++i) p.network.layers[i].name = names[i];
+    p.set_switch_edge('B', 'L', static_cast<double>(seed) * 7);
+    const CostModel model(p);
+    const DagCostModel dm(model, dag(preds));
+    const std::vector<SplitGroup> groups = split_groups(model);
+    ASSERT_EQ(groups.size(), 3u);
+    for (Mode mode : {Mode::kSwitch, Mode::kPipeline}) {
+      for (const std::string base : {"BBBBBBBBBBBB", "LLLLBLLLLLLB"}) {
+        SplitPlanOptions options;
+        options.mode = mode;
+        const SplitPlanResult r = plan_splits(dm, base, options);
+        ASSERT_TRUE(r.exact);
+        const double got = mode == Mode::kSwitch ? dm.switch_latency_us(r.best.mapping)
+                                                 : dm.pipeline_period_us(r.best.mapping);
+        EXPECT_DOUBLE_EQ(got, brute_force(dm, base, groups, mode)) << "seed " << seed << " " << base;
+        for (uint32_t u : {0u, 4u, 9u}) EXPECT_EQ(r.best.mapping.order[u], base[u]) << "unit outside the groups";
+        // The descent (no exhaustive space) never does worse than its start.
+        options.exhaustive_limit = 0;
+        const SplitPlanResult d = plan_splits(dm, base, options);
+        EXPECT_FALSE(d.exact);
+        const double start = mode == Mode::kSwitch ? dm.switch_latency_us({base, mode, {}})
+                                                   : dm.pipeline_period_us({base, mode, {}});
+        const double descent = mode == Mode::kSwitch ? dm.switch_latency_us(d.best.mapping)
+                                                     : dm.pipeline_period_us(d.best.mapping);
+        EXPECT_LE(descent, start);
+        EXPECT_GE(descent, got);
+      }
+    }
+  }
+}
+
+TEST(SplitPlan, ABadStartOrderIsAnInputError) {
+  const CostModel model(profile(kOneSplit, {10, 20, 20, 2, 5}));
+  const DagCostModel dm(model, dag(kOneSplitDag));
+  EXPECT_THROW(plan_splits(dm, "BBB"), InputError);
+  EXPECT_THROW(plan_splits(dm, "BBXBB"), InputError);
+}
+
+TEST(SwitchEdgeFit, RecoversTheWakeUpThatMadeTheMeasurements) {
+  const CostModel model(profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2));
+  const DagCostModel dm(model, dag(kOneSplitDag));
+  // "Measured" with a wake-up of 12 us per edge, everything 1.5x slower (a loaded host).
+  DagCostModel truth = dm;
+  truth.set_switch_edge_us(12);
+  const std::vector<std::string> spread = {"BBLBB", "BLBLB"};
+  std::vector<double> measured;
+  for (const std::string& o : spread) measured.push_back(1.5 * truth.switch_latency_us({o, Mode::kSwitch, {}}));
+  EXPECT_NEAR(fit_switch_edge(dm, "BBBBB", 1.5 * 57, spread, measured), 12, 0.2);
+  // Faster than the model says: no negative wake-up.
+  EXPECT_DOUBLE_EQ(fit_switch_edge(dm, "BBBBB", 57, {"BBLBB"}, {30}), 0);
+  EXPECT_THROW(fit_switch_edge(dm, "BBBBB", 57, {"BBLBB"}, {}), InputError);
+}
+
+TEST(SwitchEdgeFit, TheProfileKeepsTheWakeUpPerPairAndTheModelUsesIt) {
+  LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 3);
+  const LayerProfile back = parse_layer_profile(layer_profile_json(p), "round trip");
+  ASSERT_NE(back.find_switch_edge('L', 'B'), nullptr);
+  EXPECT_DOUBLE_EQ(back.find_switch_edge('L', 'B')->us, 3);
+  std::string json = layer_profile_json(p);
+  EXPECT_NE(json.find("\"switch_edge_us\""), std::string::npos);
+  // Absent (older profiles): no wake-up.
+  p.switch_edges.clear();
+  EXPECT_EQ(layer_profile_json(p).find("switch_edge_us"), std::string::npos);
+  const CostModel model(p);
+  EXPECT_DOUBLE_EQ(DagCostModel(model, dag(kOneSplitDag)).switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 43);
+  // A pair naming one processor twice is refused, naming the key.
+  json.replace(json.find("\"BL\": 3"), 7, "\"BB\": 3");
+  EXPECT_THROW(parse_layer_profile(json, "bad"), InputError);
+}
+
+}  // namespace
+}  // namespace co_up::planner
