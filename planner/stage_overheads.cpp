@@ -199,10 +199,10 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
   const size_t n = names.size();
   std::vector<double> g(n * n, 0.0), h(n, 0.0);
   for (size_t r = 0; r < rows.size(); ++r) {
-    // With the compute per processor known, its scale is an unknown: only transfers stay on the left.
-    double y = samples[r].measured_ms - samples[r].compute_ms;
-    for (const auto& entry : samples[r].compute_by_processor) y += entry.second;
-    const double w = samples[r].weight;
+    // The compute scale's unknown is its excess over 1 (>= 0 like the others): the profiled compute
+    // is a floor. Below it the fit could trade a processor's compute for its dispatch cost, and on
+    // noisy runs it did (a scale of 0, the stages' compute dropped).
+    const double y = samples[r].measured_ms - samples[r].compute_ms, w = samples[r].weight;
     for (const auto& [p, a] : rows[r]) {
       h[p] += w * a * y;
       for (const auto& [q, b] : rows[r]) g[p * n + q] += w * a * b;
@@ -220,7 +220,7 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
                   : names[p].first == 'b' ? out.boundary_ms
                   : names[p].first == 'c' ? out.compute_scale
                                           : out.next_stage_ms;
-    costs[names[p].second] = std::max(0.0, x[p]);
+    costs[names[p].second] = std::max(0.0, x[p]) + (names[p].first == 'c' ? 1.0 : 0.0);
   }
   return out;
 }

@@ -29,7 +29,8 @@
 // each operator as a unit of its own (--units=ops), which is not what the same operators cost run
 // back to back in one stage's sub-graph (one dispatch instead of one per operator, warm caches).
 // On a network whose stages are compute-bound that ratio, not the fixed costs, decides the
-// error; it is fitted with the fixed costs when the samples carry their compute per processor.
+// error; it is fitted with the fixed costs when the samples carry their compute per processor,
+// never below 1 (a scale below 1 lets noisy samples trade compute for dispatch cost).
 #pragma once
 
 #include <map>
@@ -76,8 +77,8 @@ struct OverheadSample {
 };
 
 // Weighted least squares of (measured - compute) = the sample's run, boundary and next-stage costs
-// (with compute_by_processor: measured - transfers = those plus compute_scale(p) x the compute on
-// p, for every letter with compute), every unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
+// (with compute_by_processor also (compute_scale(p) - 1) x the compute on p, for every letter with
+// compute: the scale is at least 1, the profile a floor), every unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
 // Letters whose cost the samples do not determine (e.g. two letters only ever seen together)
 // are absent from the result: the model cannot predict orders that use them.
 // Throws InputError for an empty order or a non-positive weight.

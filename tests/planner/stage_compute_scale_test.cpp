@@ -29,17 +29,18 @@ StageOverheads truth() {
   StageOverheads o;
   o.run_ms = {{'B', 0.1}, {'L', 0.2}, {'G', 0.3}};
   o.boundary_ms = {{'B', 1.0}, {'L', 2.0}, {'G', 4.0}};
-  o.compute_scale = {{'B', 0.6}, {'L', 1.5}, {'G', 2.5}};
+  o.compute_scale = {{'B', 1.2}, {'L', 1.5}, {'G', 2.5}};
   return o;
 }
 
 // Samples as the planner makes them: measured from the truth, compute from the profile (scale 1),
 // and, with `per_processor`, that compute's own sub-layer times per letter up to each exit.
-std::vector<OverheadSample> samples_of(const std::vector<std::string>& orders, bool per_processor) {
+std::vector<OverheadSample> samples_of(const std::vector<std::string>& orders, bool per_processor,
+                                      const StageOverheads& real = truth()) {
   const StageCosts costs = three_stages();
   std::vector<OverheadSample> out;
   for (const std::string& order : orders) {
-    const std::vector<double> measured = runtime_exit_latency(costs, order, truth());
+    const std::vector<double> measured = runtime_exit_latency(costs, order, real);
     const std::vector<double> compute = runtime_exit_latency(costs, order, StageOverheads{});
     std::map<char, double> own;
     for (size_t k = 0; k < 3; ++k) {
@@ -76,6 +77,16 @@ TEST(StageComputeScale, TheFitRecoversScalesAndFixedCostsAndPredictsHeldOutOrder
     const std::vector<double> got = runtime_exit_latency(three_stages(), held_out, fit);
     for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(got[k], want[k], 1e-6) << held_out << " exit " << k;
   }
+}
+
+TEST(StageComputeScale, TheProfileIsAFloor) {
+  // Stages on B measured faster than profiled: the scale stays 1 and never goes below (a scale
+  // near 0 would drop B's compute from every prediction); the others are still recovered.
+  StageOverheads real = truth();
+  real.compute_scale['B'] = 0.5;
+  const StageOverheads fit = fit_stage_overheads(samples_of({"BLG", "LGB", "GBL", "BBB"}, true, real));
+  EXPECT_EQ(fit.scale('B'), 1.0);
+  for (const auto& [p, x] : fit.compute_scale) EXPECT_GE(x, 1.0) << p;
 }
 
 TEST(StageComputeScale, WithoutComputePerProcessorNoScaleIsFittedAndHeldOutOrdersAreMissed) {
