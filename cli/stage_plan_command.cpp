@@ -292,7 +292,9 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
     const VerifiedStageCandidate v = measure_stage_candidate(o, c, 1000 + r, stop);
     if (!v.failure.empty()) throw RuntimeError("fitting the runtime stage model: order " + c.order + " failed: " + v.failure);
     const std::vector<double> compute = planner::candidate_exit_latency(compute_only, c);
-    const std::vector<std::map<char, double>> by_processor = compute_by_processor(compute_only, c);
+    // Without --fit-compute-scale the samples carry no compute per processor: no scale is fitted.
+    const std::vector<std::map<char, double>> by_processor =
+        o.fit_compute_scale ? compute_by_processor(compute_only, c) : std::vector<std::map<char, double>>(m);
     for (size_t k = 0; k < m && k < v.exit_frames.size(); ++k) {
       out << "  " << c.order << format_number("  %4.0f", static_cast<double>(k))
           << format_number("  %6.0f", static_cast<double>(v.exit_frames[k])) << format_number("  %10.3f", compute[k])
