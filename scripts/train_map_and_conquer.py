@@ -6,7 +6,7 @@ Debian packages: python3-torch python3-onnx dataset-fashion-mnist (the data land
 /usr/share/datasets/fashion-mnist). CPU only, seeded (--seed, 1 thread by default: the same
 seed and thread count give the same fixtures). About 80 s per epoch and network on one idle
 core (batch 256), so the default 3 epochs each take about 8 minutes; on this project's shared,
-loaded 2-core host (load 9-11) the committed fixtures took about 30 minutes.
+loaded 2-core host (load 9-11) the committed fixtures took about 20 minutes.
 
   scripts/train_map_and_conquer.py                      # -> tests/fixtures/map_and_conquer/
   scripts/train_map_and_conquer.py --out DIR --epochs 3 --seed 1
