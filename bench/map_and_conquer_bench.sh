@@ -21,8 +21,9 @@
 # comparisons, the median [min-max] of the per-repetition ratios. The one-processor rows map every
 # stage to B (BBB: each stage a sub-graph on B's one thread, no hand-off between threads; a frame
 # that stops at an exit runs no later stage) against the static CNN on B alone (BBBB); their
-# thresholds are the same validation-chosen policy. Part 1 fits on a one-letter order too (BBB,
-# for the next-stage cost of stages sharing a processor). Ratios are taken within this
+# thresholds are the same validation-chosen policy. Part 1 fits on an order with repeated letters too (BBB,
+# then LBB, for the next-stage cost of stages sharing a processor; with LBB the planner's BBB
+# points are held out). Ratios are taken within this
 # one invocation. Works from any directory (paths are the tree's that holds this script).
 set -euo pipefail
 
@@ -45,16 +46,21 @@ echo "# Map-and-Conquer bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $FRAMES test frames per run, switch mode; part 2: $REPS repetitions"
 echo
 
-echo "## 1. Runtime latency model: fitted on three rotations and BBB, predicted for the others (co_up plan --stage-timing=runtime --verify)"
+echo "## 1. Runtime latency model: fitted on three rotations and BBB (then LBB), without and with the compute scale, predicted for the others (co_up plan --stage-timing=runtime --verify)"
 "$CO_UP" profile "${COMMON[@]}" --model="$F/multi_exit.onnx" --units=ops --processors=BLG \
   --profile-out="$OUT/ops.json" > /dev/null
-for fit in BLG,LGB,GBL,BBB BGL,GLB,LBG,BBB; do
-  echo
-  echo "### fit orders $fit"
-  "$CO_UP" plan "${COMMON[@]}" --model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" \
-    --profile="$OUT/ops.json" --exit-logits="$F/val_exit_logits.npy" --exit-labels="$F/val_labels.npy" \
-    --objective=latency --top=3 --stage-timing=runtime --fit-orders="$fit" --verify "${LABELLED[@]}" |
-    sed -n -e '/^runtime model/,/^  fitted/p' -e '/^verify:/,$p'
+# The second fit set has LBB instead of BBB: B's next-stage cost comes from LBB, so the planner's
+# one-processor points (BBB) are held out there. Each fit set twice: the fixed costs alone, then
+# with each processor's compute scale (--fit-compute-scale).
+for fit in BLG,LGB,GBL,BBB BGL,GLB,LBG,LBB; do
+  for scale in "" --fit-compute-scale; do
+    echo
+    echo "### fit orders $fit ${scale:-(fixed costs only)}"
+    "$CO_UP" plan "${COMMON[@]}" --model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" \
+      --profile="$OUT/ops.json" --exit-logits="$F/val_exit_logits.npy" --exit-labels="$F/val_labels.npy" \
+      --objective=latency --top=3 --stage-timing=runtime --fit-orders="$fit" ${scale} --verify "${LABELLED[@]}" |
+      sed -n -e '/^runtime model/,/^  fitted/p' -e '/^verify:/,$p'
+  done
 done
 echo
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <filesystem>
 #include <fstream>
@@ -243,6 +245,24 @@ std::vector<std::string> fit_orders(const Options& o, const std::string& letters
 // The fit runs leave every exit open at this softmax maximum, so that each exit takes frames.
 constexpr double kFitThreshold = 0.9;
 
+// Per exit of candidate c: the stages' own profiled compute up to it, per processor letter (the
+// runtime model with every other letter's compute scaled to 0, less the model's transfers).
+std::vector<std::map<char, double>> compute_by_processor(const planner::StageSearchInput& compute_only,
+                                                         const planner::StageCandidate& c) {
+  planner::StageSearchInput none = compute_only;
+  none.runtime = planner::StageOverheads{};
+  for (char p : c.order) none.runtime->compute_scale[p] = 0.0;
+  const std::vector<double> transfers = planner::candidate_exit_latency(none, c);
+  std::vector<std::map<char, double>> out(transfers.size());
+  for (char p : std::set<char>(c.order.begin(), c.order.end())) {
+    planner::StageSearchInput one = none;
+    one.runtime->compute_scale[p] = 1.0;
+    const std::vector<double> with_p = planner::candidate_exit_latency(one, c);
+    for (size_t k = 0; k < out.size(); ++k) out[k][p] = std::max(0.0, with_p[k] - transfers[k]);
+  }
+  return out;
+}
+
 // Runs the fit orders through the runtime, one frame at a time (switch mode), each processor at
 // its first profiled level, and fits the runtime model's dispatch and hand-off costs to the
 // measured per-exit latencies.
@@ -272,13 +292,17 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
     const VerifiedStageCandidate v = measure_stage_candidate(o, c, 1000 + r, stop);
     if (!v.failure.empty()) throw RuntimeError("fitting the runtime stage model: order " + c.order + " failed: " + v.failure);
     const std::vector<double> compute = planner::candidate_exit_latency(compute_only, c);
+    // Without --fit-compute-scale the samples carry no compute per processor: no scale is fitted.
+    const std::vector<std::map<char, double>> by_processor =
+        o.fit_compute_scale ? compute_by_processor(compute_only, c) : std::vector<std::map<char, double>>(m);
     for (size_t k = 0; k < m && k < v.exit_frames.size(); ++k) {
       out << "  " << c.order << format_number("  %4.0f", static_cast<double>(k))
           << format_number("  %6.0f", static_cast<double>(v.exit_frames[k])) << format_number("  %10.3f", compute[k])
           << (v.exit_frames[k] > 0 ? format_number("  %11.3f", v.exit_latency_ms[k]) : std::string("            -"))
           << "\n";
       if (v.exit_frames[k] == 0) continue;
-      samples.push_back({c.order, k, v.exit_latency_ms[k], compute[k], static_cast<double>(v.exit_frames[k])});
+      samples.push_back({c.order, k, v.exit_latency_ms[k], compute[k], static_cast<double>(v.exit_frames[k]),
+                         by_processor[k]});
     }
     if (stop.stopped()) break;
   }
@@ -289,6 +313,8 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
   for (const auto& [p, ms] : fit.boundary_ms) out << " " << p << format_number(" %.3f", ms);
   if (!fit.next_stage_ms.empty()) out << "; the next stage on the same";
   for (const auto& [p, ms] : fit.next_stage_ms) out << " " << p << format_number(" %.3f", ms);
+  if (!fit.compute_scale.empty()) out << "; profiled compute x";
+  for (const auto& [p, x] : fit.compute_scale) out << " " << p << format_number(" %.3f", x);
   out << "\n\n";
   out.flush();
   return fit;

@@ -8,16 +8,19 @@
 namespace co_up::planner {
 namespace {
 
-// The unknowns of one sample ('r' run, 'b' boundary, 's' next stage on the same letter; with the
-// letter), repeats count again.
+// The unknowns of one sample ('r' run, 'b' boundary, 's' next stage on the same letter, 'c' compute
+// scale; with the letter) and their coefficients; repeats count again.
 using Term = std::pair<char, char>;
 
-std::vector<Term> sample_terms(const std::string& order, size_t exit) {
-  std::vector<Term> terms;
+std::vector<std::pair<Term, double>> sample_terms(const OverheadSample& s) {
+  std::vector<std::pair<Term, double>> terms;
   // A frame that stops at `exit` runs (and crosses into) only the stages up to it.
-  for (size_t i = 0; i < order.size() && i <= exit; ++i) {
-    terms.emplace_back('r', order[i]);
-    if (i > 0) terms.emplace_back(order[i] != order[i - 1] ? 'b' : 's', order[i]);
+  for (size_t i = 0; i < s.order.size() && i <= s.exit; ++i) {
+    terms.push_back({{'r', s.order[i]}, 1.0});
+    if (i > 0) terms.push_back({{s.order[i] != s.order[i - 1] ? 'b' : 's', s.order[i]}, 1.0});
+  }
+  for (const auto& [p, ms] : s.compute_by_processor) {
+    if (ms > 0) terms.push_back({{'c', p}, ms});
   }
   return terms;
 }
@@ -146,6 +149,11 @@ double StageOverheads::next_stage(char p) const {
   return it == next_stage_ms.end() ? 0.0 : it->second;
 }
 
+double StageOverheads::scale(char p) const {
+  const auto it = compute_scale.find(p);
+  return it == compute_scale.end() ? 1.0 : it->second;
+}
+
 std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::string& order,
                                          const StageOverheads& overheads) {
   const size_t m = costs.tau.size();
@@ -161,7 +169,7 @@ std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::str
   for (size_t i = 0; i < m; ++i) {
     if (i > 0) t += order[i] != order[i - 1] ? overheads.boundary(order[i]) : overheads.next_stage(order[i]);
     t += overheads.run(order[i]);
-    for (double tau : costs.tau[i]) t += tau;
+    for (double tau : costs.tau[i]) t += overheads.scale(order[i]) * tau;
     for (size_t k = 0; k < i && !costs.transfer.empty(); ++k) {
       if (order[k] == order[i]) continue;  // one processor: no transfer
       for (size_t j = 0; j < costs.reuse[k].size() && j < costs.transfer[k][i].size(); ++j) {
@@ -175,15 +183,15 @@ std::vector<double> runtime_exit_latency(const StageCosts& costs, const std::str
 
 StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
   std::vector<Term> names;
-  std::vector<std::vector<size_t>> rows;
+  std::vector<std::vector<std::pair<size_t, double>>> rows;
   for (const OverheadSample& s : samples) {
     if (s.order.empty()) throw InputError("stage overhead fit: a sample has no order");
     if (!(s.weight > 0)) throw InputError("stage overhead fit: sample weights must be positive");
-    std::vector<size_t> row;
-    for (const Term& t : sample_terms(s.order, s.exit)) {
+    std::vector<std::pair<size_t, double>> row;
+    for (const auto& [t, coefficient] : sample_terms(s)) {
       auto it = std::find(names.begin(), names.end(), t);
       if (it == names.end()) it = names.insert(names.end(), t);
-      row.push_back(static_cast<size_t>(it - names.begin()));
+      row.emplace_back(static_cast<size_t>(it - names.begin()), coefficient);
     }
     rows.push_back(row);
   }
@@ -191,10 +199,13 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
   const size_t n = names.size();
   std::vector<double> g(n * n, 0.0), h(n, 0.0);
   for (size_t r = 0; r < rows.size(); ++r) {
+    // The compute scale's unknown is its excess over 1 (>= 0 like the others): the profiled compute
+    // is a floor. Below it the fit could trade a processor's compute for its dispatch cost, and on
+    // noisy runs it did (a scale of 0, the stages' compute dropped).
     const double y = samples[r].measured_ms - samples[r].compute_ms, w = samples[r].weight;
-    for (size_t p : rows[r]) {
-      h[p] += w * y;
-      for (size_t q : rows[r]) g[p * n + q] += w;
+    for (const auto& [p, a] : rows[r]) {
+      h[p] += w * a * y;
+      for (const auto& [q, b] : rows[r]) g[p * n + q] += w * a * b;
     }
   }
   // Which unknowns the samples determine at all (the constraint does not change that; for
@@ -205,8 +216,11 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
   StageOverheads out;
   for (size_t p = 0; p < n; ++p) {
     if (!determined[p]) continue;
-    auto& costs = names[p].first == 'r' ? out.run_ms : names[p].first == 'b' ? out.boundary_ms : out.next_stage_ms;
-    costs[names[p].second] = std::max(0.0, x[p]);
+    auto& costs = names[p].first == 'r'   ? out.run_ms
+                  : names[p].first == 'b' ? out.boundary_ms
+                  : names[p].first == 'c' ? out.compute_scale
+                                          : out.next_stage_ms;
+    costs[names[p].second] = std::max(0.0, x[p]) + (names[p].first == 'c' ? 1.0 : 0.0);
   }
   return out;
 }

@@ -24,6 +24,13 @@
 // Both are fitted from frames measured through the runtime one at a time (switch mode), per exit:
 // the exits of one order differ by the run and boundary costs of the stages they add, the orders
 // by which letters those are (fit_stage_overheads).
+//
+// compute_scale(p) multiplies the profiled sub-layer times of the stages on p: the profile times
+// each operator as a unit of its own (--units=ops), which is not what the same operators cost run
+// back to back in one stage's sub-graph (one dispatch instead of one per operator, warm caches).
+// On a network whose stages are compute-bound that ratio, not the fixed costs, decides the
+// error; it is fitted with the fixed costs when the samples carry their compute per processor,
+// never below 1 (a scale below 1 lets noisy samples trade compute for dispatch cost).
 #pragma once
 
 #include <map>
@@ -40,10 +47,13 @@ struct StageOverheads {
   // Per processor letter: the next stage on the same processor (its thread commits the decided
   // exit, picks the next sub-graph and copies the features it reads); absent: 0.
   std::map<char, double> next_stage_ms;
+  // Per processor letter: measured / profiled time of its stages' sub-layers; absent: 1.
+  std::map<char, double> compute_scale;
 
   double run(char p) const;
   double boundary(char p) const;
   double next_stage(char p) const;
+  double scale(char p) const;
 };
 
 // The runtime model above for each exit m: the latency of a frame that stops there (ms).
@@ -61,10 +71,14 @@ struct OverheadSample {
   double measured_ms = 0;
   double compute_ms = 0;
   double weight = 1;  // e.g. the number of frames behind the mean
+  // The part of compute_ms that is the stages' own sub-layer times, per processor letter (the
+  // rest is transfers). Empty: compute_ms is taken as it is (no compute scale is fitted).
+  std::map<char, double> compute_by_processor;
 };
 
-// Weighted least squares of (measured - compute) = the sample's run, boundary and next-stage costs, every
-// unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
+// Weighted least squares of (measured - compute) = the sample's run, boundary and next-stage costs
+// (with compute_by_processor also (compute_scale(p) - 1) x the compute on p, for every letter with
+// compute: the scale is at least 1, the profile a floor), every unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
 // Letters whose cost the samples do not determine (e.g. two letters only ever seen together)
 // are absent from the result: the model cannot predict orders that use them.
 // Throws InputError for an empty order or a non-positive weight.

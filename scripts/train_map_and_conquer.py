@@ -4,24 +4,25 @@ multi-exit version, and exports them as ONNX with PyTorch's reference outputs.
 
 Debian packages: python3-torch python3-onnx dataset-fashion-mnist (the data lands in
 /usr/share/datasets/fashion-mnist). CPU only, seeded (--seed, 1 thread by default: the same
-seed and thread count give the same fixtures). About 40 s per epoch and network on one idle
-core; the committed fixtures (12 epochs each) took about an hour on this project's shared,
-heavily loaded 2-core host (run it with nice -n 10).
+seed and thread count give the same fixtures). About 80 s per epoch and network on one idle
+core (batch 256), so the default 3 epochs each take about 8 minutes; on this project's shared,
+loaded 2-core host (load 9-11) the committed fixtures took about 20 minutes.
 
   scripts/train_map_and_conquer.py                      # -> tests/fixtures/map_and_conquer/
-  scripts/train_map_and_conquer.py --out DIR --epochs 12 --seed 1
+  scripts/train_map_and_conquer.py --out DIR --epochs 3 --seed 1
 
 Training: Adam with a cosine schedule, batch normalisation after every convolution (folded into
 the convolution before export, so the ONNX graphs are plain Conv/Relu/MaxPool/GlobalAveragePool/
 Gemm), random horizontal flips. The multi-exit network trains all exits jointly: each exit's
 loss is half cross-entropy with the labels and half distillation from the trained static CNN's
-softened outputs (temperature 3), the final exit weighted twice. The exit thresholds are chosen
+softened outputs (temperature 3) on the same, possibly flipped, image, the final exit weighted
+twice. The exit thresholds are chosen
 on the validation split (never the test set): the softmax-max thresholds on a 0.01 grid with the
 fewest mean multiply-accumulates per frame whose validation accuracy is at least the static
 CNN's minus 0.5 points (half a point of slack for the 1-point target on the test set).
 
-The static CNN has n = 3 convolution layers (16, 32, 64 channels; 3x3, ReLU, 2x2 max-pool after
-the first two) and a classifier over the global average of the last layer. The multi-exit
+The static CNN has n = 3 convolution layers (32, 64, 128 channels; 3x3, ReLU, 2x2 max-pool after
+the first two; 7.4 MMAC) and a classifier over the global average of the last layer. The multi-exit
 version splits every layer along its width into M = 3 stages by the partitioning matrix P
 (fraction of the layer's channels per stage) and the indicator matrix I (I[k][j] = 1: stage k's
 layer-j features feed layer j+1 of every later stage; for the last layer j = n, they feed the
@@ -34,6 +35,7 @@ Files written (every one reproducible from this script and --seed):
   static.onnx, static_ref.npy        the static CNN, its logits for the first 16 test images
   multi_exit.onnx, multi_exit_ref.npy  the multi-exit CNN, its logits [16, exits, 10]
   stage_plan.json                    the P and I the multi-exit model was trained with
+  partial_reuse.onnx                 an untrained twin with I[2][1] = 0 (for the stage-plan check)
   test_images.npy, test_labels.npy   1000 test-set images (uint8 [N,28,28]) and labels (int64 [N])
   val_exit_logits.npy, val_labels.npy  every exit's logits [N, exits, 10] on the 2000 held-out
                                      training images (the validation set), and their labels
@@ -55,11 +57,11 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
-WIDTHS = [16, 32, 64]
+WIDTHS = [32, 64, 128]
 # Stage plan: P[i][j] fraction of layer j's channels in stage i (columns sum to 1);
 # I[i][j]: stage i's layer-j features are reused by the later stages (the last row is all 0).
 PLAN_P = [[0.25, 0.25, 0.25], [0.25, 0.25, 0.25], [0.5, 0.5, 0.5]]
-PLAN_I = [[1, 1, 1], [0, 1, 1], [0, 0, 0]]
+PLAN_I = [[1, 1, 1], [1, 1, 1], [0, 0, 0]]
 N_REF = 16
 # Joint exit training: per-exit loss weights, distillation temperature and weight.
 EXIT_WEIGHTS = [1.0, 1.0, 2.0]
@@ -174,7 +176,14 @@ def to_input(images):
     return torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
 
 
-def train(model, x, y, epochs, seed, multi, teacher=None, batch=128):
+def teacher_targets(teacher, idx, flip):
+    """The teacher's logits for a batch: teacher is (logits of the images, logits of the same images
+    mirrored); a frame trained flipped is distilled from the teacher's view of the flipped image."""
+    plain, mirrored = teacher
+    return torch.where(flip.view(-1, 1), mirrored[idx], plain[idx])
+
+
+def train(model, x, y, epochs, seed, multi, teacher=None, batch=256):
     """Adam with a cosine schedule. A multi-exit model trains every exit jointly: each exit's loss
     is cross-entropy with the labels plus (with teacher logits) distillation from the static
     network's softened outputs, which lifts the narrow early exits; later exits weigh more."""
@@ -192,6 +201,9 @@ def train(model, x, y, epochs, seed, multi, teacher=None, batch=128):
             flip = torch.rand(len(idx), generator=gen) < 0.5
             xb = torch.where(flip.view(-1, 1, 1, 1), xb.flip(3), xb)
             out = model(xb)
+            if teacher is not None:
+                # The teacher's logits of the image as trained on: flipped for a flipped one.
+                t_idx = teacher_targets(teacher, idx, flip)
             if not multi:
                 loss = F.cross_entropy(out, y[idx])
             else:
@@ -199,7 +211,7 @@ def train(model, x, y, epochs, seed, multi, teacher=None, batch=128):
                 for k, o in enumerate(out):
                     part = F.cross_entropy(o, y[idx])
                     if teacher is not None:
-                        soft = F.kl_div(F.log_softmax(o / KD_T, 1), F.softmax(teacher[idx] / KD_T, 1),
+                        soft = F.kl_div(F.log_softmax(o / KD_T, 1), F.softmax(t_idx / KD_T, 1),
                                         reduction="batchmean") * KD_T * KD_T
                         part = (1.0 - KD_ALPHA) * part + KD_ALPHA * soft
                     loss = loss + EXIT_WEIGHTS[k] * part
@@ -267,10 +279,25 @@ def logits(model, x, multi):
     return torch.cat(outs)
 
 
+# An untrained model with the trained one's P but a reuse matrix with a 0 where the trained one has
+# a 1 (stage 2's layer-1 features are not reused): the stage-plan check's fixture for an I entry
+# of 1 that the model does not have (the trained model reuses everything, so it cannot show it).
+PARTIAL_I = [[1, 1, 1], [0, 1, 1], [0, 0, 0]]
+
+
+def export_partial_reuse(out, seed):
+    torch.manual_seed(seed)
+    model = MultiExitCnn(PLAN_P, PARTIAL_I).eval()
+    model.fold_batch_norm()
+    names = [f"exit{k}" for k in range(len(PLAN_P))]
+    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), os.path.join(out, "partial_reuse.onnx"), opset_version=13,
+                      input_names=["input"], output_names=names)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(HERE, "..", "tests", "fixtures", "map_and_conquer"))
-    ap.add_argument("--epochs", type=int, default=12)
+    ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="train on the first N images only (smoke test)")
@@ -296,7 +323,7 @@ def main():
     train(static, x_train, y_train, args.epochs, args.seed, multi=False)
     print(f"multi-exit CNN (P {PLAN_P}, I {PLAN_I}), {args.epochs} epochs", flush=True)
     static.fold_batch_norm()
-    teacher = logits(static, x_train, False)
+    teacher = (logits(static, x_train, False), logits(static, x_train.flip(3), False))
     torch.manual_seed(args.seed)
     multi = MultiExitCnn(PLAN_P, PLAN_I)
     train(multi, x_train, y_train, args.epochs, args.seed, multi=True, teacher=teacher)
@@ -344,6 +371,7 @@ def main():
     np.save(os.path.join(args.out, "test_labels.npy"), y_test[:N_SUBSET].copy())
     np.save(os.path.join(args.out, "val_exit_logits.npy"), val_logits)
     np.save(os.path.join(args.out, "val_labels.npy"), y_val.copy())
+    export_partial_reuse(args.out, args.seed)
     with open(os.path.join(args.out, "stage_plan.json"), "w") as f:
         json.dump({"P": PLAN_P, "I": PLAN_I}, f)
         f.write("\n")

@@ -15,8 +15,10 @@ namespace co_up::graph {
 namespace {
 
 const std::filesystem::path kDir = CO_UP_MNC_FIXTURES;
-// The plan the fixture was trained with.
-const std::string kTrained = "P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,1,1/0,1,1/0,0,0";
+// The plan the fixture was trained with (every earlier stage's features reused).
+const std::string kTrained = "P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,1,1/1,1,1/0,0,0";
+// The same P with stage 2's layer-1 features not reused (partial_reuse.onnx, untrained).
+const std::string kPartial = "P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,1,1/0,1,1/0,0,0";
 
 std::string parse_error(const std::string& text) {
   try {
@@ -27,9 +29,9 @@ std::string parse_error(const std::string& text) {
   return "(no error)";
 }
 
-std::string model_error(const std::string& stages) {
+std::string model_error(const std::string& stages, const std::string& model = "multi_exit.onnx") {
   NetworkSpec spec;
-  spec.model = (kDir / "multi_exit.onnx").string();
+  spec.model = (kDir / model).string();
   spec.stages = stages;
   try {
     build_network(spec);
@@ -44,7 +46,7 @@ TEST(StagePlan, ParsesRowsAsStagesAndEntriesAsLayers) {
   ASSERT_EQ(plan.stage_count(), 3u);
   ASSERT_EQ(plan.layer_count(), 3u);
   EXPECT_DOUBLE_EQ(plan.p[2][1], 0.5);
-  EXPECT_EQ(plan.reuse[1], (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(plan.reuse[1], (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(stage_channels(plan, 0, 16), (std::vector<int64_t>{4, 4, 8}));
 }
 
@@ -76,11 +78,16 @@ TEST(StagePlan, PlansThatDoNotDescribeTheModelAreOneLineErrors) {
             "--stages has 2 stages but the model has 3 exit outputs; a stage plan needs a multi-exit model with one "
             "exit per stage (outputs exit0, exit1, ...)");
   EXPECT_EQ(model_error("P:0.5,0.25,0.25/0.25,0.25,0.25/0.25,0.5,0.5;I:1,1,1/0,1,1/0,0,0"),
-            "--stages: P[1][1] = 0.5 gives stage 1 8 of layer 1's 16 channels, but the model's stage has 4");
-  EXPECT_EQ(model_error("P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,1,1/1,1,1/0,0,0"),
-            "--stages: I[2][1] = 1 but the model's stage 3 layer 2 does not read stage 2's layer 1 features");
-  EXPECT_EQ(model_error("P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,0,1/0,1,1/0,0,0"),
+            "--stages: P[1][1] = 0.5 gives stage 1 16 of layer 1's 32 channels, but the model's stage has 8");
+  EXPECT_EQ(model_error(kPartial),
+            "--stages: I[2][1] = 0 but the model's stage 3 layer 2 reads stage 2's layer 1 features");
+  EXPECT_EQ(model_error("P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,0,1/1,1,1/0,0,0"),
             "--stages: I[1][2] = 0 but the model's stage 2 layer 3 reads stage 1's layer 2 features");
+  // An I entry of 1 the model does not have: the trained model reuses everything, so its
+  // partial-reuse twin shows it.
+  EXPECT_EQ(model_error(kPartial, "partial_reuse.onnx"), "(no error)");
+  EXPECT_EQ(model_error(kTrained, "partial_reuse.onnx"),
+            "--stages: I[2][1] = 1 but the model's stage 3 layer 2 does not read stage 2's layer 1 features");
 }
 
 TEST(StagePlan, JsonFilePlansAreCheckedTheSameWay) {

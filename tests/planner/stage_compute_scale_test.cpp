@@ -1,0 +1,107 @@
+// The runtime stage model's compute scale (planner/stage_overheads.h): a processor's stages take
+// compute_scale x their profiled sub-layer times, and the fit recovers that ratio together with
+// the fixed run and boundary costs when the samples carry their compute per processor.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "planner/stage_overheads.h"
+
+namespace co_up::planner {
+namespace {
+
+// Three stages of one layer and an exit; stage 2 and 3 read stage 1's layer (I[0][0] = 1).
+StageCosts three_stages() {
+  StageCosts c;
+  c.tau = {{0.010, 0.001}, {0.020, 0.002}, {0.040, 0.004}};
+  c.reuse = {{1}, {0}, {0}};
+  c.transfer.assign(3, std::vector<std::vector<double>>(3, std::vector<double>(1, 0.0)));
+  c.transfer[0][1][0] = 0.005;
+  c.transfer[0][2][0] = 0.007;
+  return c;
+}
+
+StageOverheads truth() {
+  StageOverheads o;
+  o.run_ms = {{'B', 0.1}, {'L', 0.2}, {'G', 0.3}};
+  o.boundary_ms = {{'B', 1.0}, {'L', 2.0}, {'G', 4.0}};
+  o.compute_scale = {{'B', 1.2}, {'L', 1.5}, {'G', 2.5}};
+  return o;
+}
+
+// Samples as the planner makes them: measured from the truth, compute from the profile (scale 1),
+// and, with `per_processor`, that compute's own sub-layer times per letter up to each exit.
+std::vector<OverheadSample> samples_of(const std::vector<std::string>& orders, bool per_processor,
+                                      const StageOverheads& real = truth()) {
+  const StageCosts costs = three_stages();
+  std::vector<OverheadSample> out;
+  for (const std::string& order : orders) {
+    const std::vector<double> measured = runtime_exit_latency(costs, order, real);
+    const std::vector<double> compute = runtime_exit_latency(costs, order, StageOverheads{});
+    std::map<char, double> own;
+    for (size_t k = 0; k < 3; ++k) {
+      own[order[k]] += costs.tau[k][0] + costs.tau[k][1];
+      OverheadSample s{order, k, measured[k], compute[k], 10.0 + static_cast<double>(k)};
+      if (per_processor) s.compute_by_processor = own;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+TEST(StageComputeScale, EachStagesComputeIsScaledByItsProcessor) {
+  StageOverheads o;
+  o.compute_scale = {{'B', 2.0}, {'L', 0.5}};  // G absent: 1
+  const std::vector<double> t = runtime_exit_latency(three_stages(), "BLG", o);
+  ASSERT_EQ(t.size(), 3u);
+  // Transfers (0.005 to stage 2, 0.007 to stage 3) are not compute: never scaled.
+  EXPECT_NEAR(t[0], 2.0 * 0.011, 1e-12);
+  EXPECT_NEAR(t[1], 2.0 * 0.011 + 0.5 * 0.022 + 0.005, 1e-12);
+  EXPECT_NEAR(t[2], 2.0 * 0.011 + 0.5 * 0.022 + 0.005 + 0.044 + 0.007, 1e-12);
+  EXPECT_EQ(o.scale('G'), 1.0);
+}
+
+TEST(StageComputeScale, TheFitRecoversScalesAndFixedCostsAndPredictsHeldOutOrders) {
+  const StageOverheads fit = fit_stage_overheads(samples_of({"BLG", "LGB", "GBL", "BBB"}, true));
+  for (char p : std::string("BLG")) {
+    EXPECT_NEAR(fit.scale(p), truth().scale(p), 1e-6) << p;
+    EXPECT_NEAR(fit.run(p), truth().run(p), 1e-6) << p;
+    EXPECT_NEAR(fit.boundary(p), truth().boundary(p), 1e-6) << p;
+  }
+  for (const std::string held_out : {"BGL", "GLB", "LBG"}) {
+    const std::vector<double> want = runtime_exit_latency(three_stages(), held_out, truth());
+    const std::vector<double> got = runtime_exit_latency(three_stages(), held_out, fit);
+    for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(got[k], want[k], 1e-6) << held_out << " exit " << k;
+  }
+}
+
+TEST(StageComputeScale, TheProfileIsAFloor) {
+  // Stages on B measured faster than profiled: the scale stays 1 and never goes below (a scale
+  // near 0 would drop B's compute from every prediction); the others are still recovered.
+  StageOverheads real = truth();
+  real.compute_scale['B'] = 0.5;
+  const StageOverheads fit = fit_stage_overheads(samples_of({"BLG", "LGB", "GBL", "BBB"}, true, real));
+  EXPECT_EQ(fit.scale('B'), 1.0);
+  for (const auto& [p, x] : fit.compute_scale) EXPECT_GE(x, 1.0) << p;
+}
+
+TEST(StageComputeScale, WithoutComputePerProcessorNoScaleIsFittedAndHeldOutOrdersAreMissed) {
+  // The model before the scale: fixed costs only. It cannot tell a slow stage from a slow
+  // dispatch, so an order that puts the big stage elsewhere is mispredicted.
+  const StageOverheads fit = fit_stage_overheads(samples_of({"BLG", "LGB", "GBL", "BBB"}, false));
+  EXPECT_TRUE(fit.compute_scale.empty());
+  double worst = 0;
+  for (const std::string held_out : {"BGL", "GLB", "LBG"}) {
+    const std::vector<double> want = runtime_exit_latency(three_stages(), held_out, truth());
+    const std::vector<double> got = runtime_exit_latency(three_stages(), held_out, fit);
+    for (size_t k = 0; k < 3; ++k) worst = std::max(worst, std::abs(got[k] - want[k]));
+  }
+  EXPECT_GT(worst, 1e-3);
+}
+
+}  // namespace
+}  // namespace co_up::planner

@@ -1,0 +1,60 @@
+// `co_up plan --stage-timing=runtime --fit-compute-scale`: the runtime stage model also fits each
+// processor's measured / profiled compute (printed with the fitted costs, never below 1); without
+// the flag no scale is fitted.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/cli/scratch_dir.h"
+#include "tests/exits/three_on_one.h"
+#include "tests/planner/stage_profile.h"
+#include "tests/plugins/run_command.h"
+
+namespace co_up {
+namespace {
+
+const std::filesystem::path kDir = test::kMncDir;
+
+class StageTimingComputeScaleCliTest : public ::testing::Test {
+ protected:
+  test::CommandResult plan(const std::string& extra) {
+    std::vector<std::string> args = {
+        "plan", "--platform=" + platform_.string(), "--model=" + (kDir / "multi_exit.onnx").string(),
+        "--stage-plan=" + (kDir / "stage_plan.json").string(), "--profile=" + profile_.string(),
+        "--exit-logits=" + (kDir / "val_exit_logits.npy").string(),
+        "--exit-labels=" + (kDir / "val_labels.npy").string(), "--objective=latency", "--top=1",
+        "--stage-timing=runtime", "--input=" + (kDir / "test_images.npy").string(), "--input-scale=1/255",
+        "--labels=" + (kDir / "test_labels.npy").string(), "--n=40"};
+    if (!extra.empty()) args.push_back(extra);
+    return test::run_program(CO_UP_BINARY, args, scratch_.path());
+  }
+  test::ScratchDir scratch_;
+  std::filesystem::path platform_ = scratch_.write("platform.json", test::three_on_one_platform('L', 'G'));
+  std::filesystem::path profile_ = test::write_stage_profile(scratch_.path());
+};
+
+TEST_F(StageTimingComputeScaleCliTest, TheFlagFitsAScalePerProcessorOfAtLeastOne) {
+  const test::CommandResult r = plan("--fit-compute-scale");
+  ASSERT_EQ(r.exit_code, 0) << r;
+  std::smatch m;
+  const std::string out = r.out;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(; profiled compute x((?: [BLG] [0-9.]+)+)\n)"))) << r.out;
+  const std::string scales = m[1];
+  const std::regex entry(R"( ([BLG]) ([0-9.]+))");
+  for (auto it = std::sregex_iterator(scales.begin(), scales.end(), entry); it != std::sregex_iterator(); ++it) {
+    EXPECT_GE(std::stod((*it)[2]), 1.0) << (*it)[1] << " in" << scales;
+  }
+}
+
+TEST_F(StageTimingComputeScaleCliTest, WithoutTheFlagNoScaleIsFitted) {
+  const test::CommandResult r = plan("");
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("fitted (ms): run a sub-graph on B "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("profiled compute x"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace co_up
