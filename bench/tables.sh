@@ -52,7 +52,7 @@ tables=(
   "pipeline|20|240|yes|README.md \"Performance\"; bench/README.md \"Latest: co_up_bench_pipeline\"|co_up_bench_pipeline: B-only vs best B/L split per zoo network, Sender/Receiver transfers vs memcpy"
   "run_example|20|60|yes|README.md \"The two commands\" (the scripts/run.sh output block)|co_up --graph=alexnet --order=BBLGGNNN --mode=pipeline --profile=2 (B, L, G on PoCL, N npu-int8)"
   "ort_compare|30|600|yes|bench/README.md \"co_up vs ONNX Runtime (CPU EP)\", Latest; README.md Status row \"XNNPACK CPU backend\"|bench/ort_compare.sh on the five torchvision CNNs"
-  "ort_intraop|10|180|yes|docs/intra_op_threads.md \"Numbers\" (bench/README.md \"Intra-op threads only\")|bench/ort_intraop.sh on the five torchvision CNNs"
+  "ort_intraop|10|360|yes|docs/intra_op_threads.md \"Numbers\" (bench/README.md \"Intra-op threads only\")|bench/ort_intraop.sh on the five torchvision CNNs and the four modern ones"
   "planner_accuracy|60|300|yes|bench/README.md \"Planner accuracy\": held out vs fit, and per network|co_up_bench_planner with B, L, G (PoCL), N (npu-int8)"
   "power|12|15|yes|bench/README.md \"Power manager overheads\" (the paced DVFS table)|co_up_bench_power"
   "meter_mismatch|5|5|yes|bench/README.md \"Per-layer energy ... breaks the estimator's assumptions\"|power_meter_mismatch_test (deterministic seeds)"
@@ -213,9 +213,9 @@ t_ort_intraop() {
     NETS=squeezenet1_0 REPS=1 FRAMES=10 WARMUP=2 OUT_DIR=${work}/ort_intraop \
       "${root}/bench/ort_intraop.sh" "${build}" "${fixtures}"
   else
-    method="REPS=3 FRAMES=50 WARMUP=3 on the five CNNs (3 reps, not 5, to keep the whole run near 30 min; the one-thread and two-thread latencies are also in ort_compare's 5-rep tables)"
-    NETS=alexnet,googlenet,mobilenet_v2,resnet50,squeezenet1_0 REPS=3 FRAMES=50 WARMUP=3 \
-      OUT_DIR=${work}/ort_intraop "${root}/bench/ort_intraop.sh" "${build}" "${fixtures}"
+    method="REPS=3 FRAMES=50 WARMUP=3 on the five CNNs and MobileNetV3-L, EfficientNet-B0, YOLO-320, ConvNeXt-T (3 reps, not 5, to keep the whole run near 30 min; the one-thread and two-thread latencies are also in ort_compare's 5-rep tables)"
+    NETS=alexnet,googlenet,mobilenet_v2,resnet50,squeezenet1_0,mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny \
+      REPS=3 FRAMES=50 WARMUP=3 OUT_DIR=${work}/ort_intraop "${root}/bench/ort_intraop.sh" "${build}" "${fixtures}"
   fi
 }
 t_planner_accuracy() {
