@@ -15,15 +15,17 @@ std::vector<SplitGroup> split_groups(const CostModel& model) {
   return graph::find_split_units(names);
 }
 
-size_t split_choice_count(const SplitGroup& g, size_t letters) {
-  size_t count = 1;
-  for (uint32_t i = 0; i < g.parts + (g.concat_unit ? 1u : 0u); ++i) count *= letters;
-  return count;
+namespace {
+uint32_t group_units(const SplitGroup& g) { return g.parts + (g.concat_unit ? 1u : 0u); }
+}  // namespace
+
+double split_choice_count(const SplitGroup& g, size_t letters) {
+  return std::pow(static_cast<double>(letters), static_cast<double>(group_units(g)));
 }
 
 std::string apply_split_choice(std::string order, const SplitGroup& g, size_t choice, const std::string& letters) {
   const size_t n = letters.size();
-  for (uint32_t i = 0; i < g.parts + (g.concat_unit ? 1u : 0u); ++i) {
+  for (uint32_t i = 0; i < group_units(g); ++i) {
     order.at(g.first + i) = letters[choice % n];
     choice /= n;
   }
@@ -51,9 +53,12 @@ SplitPlanResult plan_splits(const DagCostModel& model, const std::string& base, 
   double best_score = score(base);
 
   double space = 1;
-  for (const SplitGroup& g : groups) space *= static_cast<double>(split_choice_count(g, letters.size()));
+  for (const SplitGroup& g : groups) space *= split_choice_count(g, letters.size());
   if (!groups.empty() && space <= options.exhaustive_limit) {
     result.exact = true;
+    // Every count is at most exhaustive_limit here, so it fits a size_t.
+    std::vector<size_t> counts;
+    for (const SplitGroup& g : groups) counts.push_back(static_cast<size_t>(split_choice_count(g, letters.size())));
     std::vector<size_t> digit(groups.size(), 0);
     while (true) {
       std::string order = base;
@@ -64,7 +69,7 @@ SplitPlanResult plan_splits(const DagCostModel& model, const std::string& base, 
         best = order;
       }
       size_t g = groups.size();
-      while (g > 0 && ++digit[g - 1] == split_choice_count(groups[g - 1], letters.size())) digit[--g] = 0;
+      while (g > 0 && ++digit[g - 1] == counts[g - 1]) digit[--g] = 0;
       if (g == 0) break;
     }
   } else if (!groups.empty()) {
@@ -82,15 +87,27 @@ SplitPlanResult plan_splits(const DagCostModel& model, const std::string& base, 
     std::stable_sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) { return fastest[a] > fastest[b]; });
     for (int pass = 0; pass < options.max_passes; ++pass) {
       bool changed = false;
+      auto consider = [&](const std::string& order) {
+        if (order == best) return;
+        const double s = score(order);
+        if (s < best_score) {
+          best_score = s;
+          best = order;
+          changed = true;
+        }
+      };
       for (size_t g : by_time) {
-        for (size_t c = 0; c < split_choice_count(groups[g], letters.size()); ++c) {
-          const std::string order = apply_split_choice(best, groups[g], c, letters);
-          if (order == best) continue;
-          const double s = score(order);
-          if (s < best_score) {
-            best_score = s;
-            best = order;
-            changed = true;
+        const double choices = split_choice_count(groups[g], letters.size());
+        if (choices <= options.group_choice_limit) {
+          for (size_t c = 0; c < static_cast<size_t>(choices); ++c) consider(apply_split_choice(best, groups[g], c, letters));
+        } else {
+          // Too many assignments to list (a layer cut into many parts): one unit at a time.
+          for (uint32_t i = 0; i < group_units(groups[g]); ++i) {
+            for (char letter : letters) {
+              std::string order = best;
+              order[groups[g].first + i] = letter;
+              consider(order);
+            }
           }
         }
       }

@@ -23,7 +23,8 @@
 // units; ties keep `base`, then the first in mixed-radix order (the last group the fastest digit). Otherwise
 // coordinate descent: groups by their fastest time, largest first; each group's best choice with
 // the others fixed, kept when strictly better; repeated until a pass changes nothing (at most
-// `max_passes`). Deterministic.
+// `max_passes`); a group with more than `group_choice_limit` choices (a layer cut into many parts)
+// is searched one unit at a time instead. Deterministic.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,8 @@ using SplitGroup = graph::SplitUnitGroup;
 // graph::find_split_units over the profile's unit names; empty for a profile without --split.
 std::vector<SplitGroup> split_groups(const CostModel& model);
 
-size_t split_choice_count(const SplitGroup& g, size_t letters);  // n^(units of the group)
+// n^(units of the group), as a double: a layer cut into many parts has more choices than a size_t holds.
+double split_choice_count(const SplitGroup& g, size_t letters);
 // `order` with group `g`'s units set as choice `choice` says.
 std::string apply_split_choice(std::string order, const SplitGroup& g, size_t choice, const std::string& letters);
 
@@ -50,6 +52,7 @@ struct SplitPlanOptions {
   std::vector<int> levels;  // empty: the fastest
   double exhaustive_limit = 65'536;
   int max_passes = 8;
+  double group_choice_limit = 4096;
 };
 
 struct SplitPlanResult {

@@ -167,6 +167,35 @@ TEST(SplitPlan, ExactSearchEqualsBruteForceOverTheSplitUnits) {
   }
 }
 
+// A layer cut into 70 parts has 2^71 assignments: more than a size_t counts. The search still
+// ends, by descent one unit at a time, and spreads the parts over both processors.
+TEST(SplitPlan, ALayerCutIntoManyPartsIsSearchedUnitByUnit) {
+  std::vector<std::string> names = {"x"};
+  std::vector<double> times = {1};
+  std::vector<std::vector<uint32_t>> preds = {{}};
+  std::vector<uint32_t> parts;
+  for (int i = 1; i <= 70; ++i) {
+    names.push_back("c#" + std::to_string(i));
+    times.push_back(10);
+    preds.push_back({0});
+    parts.push_back(static_cast<uint32_t>(i));
+  }
+  names.push_back("c#concat");
+  times.push_back(1);
+  preds.push_back(parts);
+  const CostModel model(profile(names, times));
+  const DagCostModel dm(model, dag(preds));
+  const std::vector<SplitGroup> groups = split_groups(model);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_GT(split_choice_count(groups[0], 2), 1e21);
+  const std::string base(names.size(), 'B');
+  const SplitPlanResult r = plan_splits(dm, base, {});
+  EXPECT_FALSE(r.exact);
+  EXPECT_EQ(r.spread_groups, 1u);
+  EXPECT_LT(dm.switch_latency_us(r.best.mapping), dm.switch_latency_us({base, Mode::kSwitch, {}}));
+  EXPECT_LT(r.evaluated, 10'000u);
+}
+
 TEST(SplitPlan, ABadStartOrderIsAnInputError) {
   const CostModel model(profile(kOneSplit, {10, 20, 20, 2, 5}));
   const DagCostModel dm(model, dag(kOneSplitDag));
