@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "core/calibration.h"
@@ -258,16 +259,17 @@ double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfil
 }
 
 // The switch-mode wake-up per cross-processor edge between `a` and `b` (planner/switch_edge_fit.h)
-// from switch runs of every layer on `a` and of the two alternating orders, interleaved. 0 when
-// the network has one layer or an alternating order cannot run (a declined layer).
-double measure_switch_edge(const LayerProfiler& profiler, const planner::LayerProfile& profile,
+// from switch runs of every layer on `a` and of the two alternating orders, interleaved. Nothing
+// when the network has one layer or an alternating order cannot run (a declined layer): the
+// profile then has no wake-up for the pair, rather than a measured-looking 0.
+std::optional<double> measure_switch_edge(const LayerProfiler& profiler, const planner::LayerProfile& profile,
                            const graph::Graph& g, char a, char b) {
   const planner::CostModel model(profile);
   const uint32_t n = model.layer_count();
-  if (n < 2) return 0;
+  if (n < 2) return std::nullopt;
   const std::vector<std::string> orders = {std::string(n, a), alternating_order(a, b, n), alternating_order(b, a, n)};
   for (const std::string& order : orders) {
-    if (!model.runs(order)) return 0;
+    if (!model.runs(order)) return std::nullopt;
   }
   const std::vector<double> measured = profiler.measure_switch_latencies(orders);
   const planner::DagCostModel dag_model(model, graph::unit_dag(g));
@@ -461,9 +463,9 @@ ProfileOutcome profile_network(const ProfileJob& job) {
       } else if (step.kind == ProfileStep::Kind::kHandoff) {
         profile.set_handoff(step.processors[0], step.processors[1],
                             measure_handoff(profiler, profile, step.processors[0], step.processors[1]));
-        profile.set_switch_edge(step.processors[0], step.processors[1],
-                                measure_switch_edge(profiler, profile, *job.graph, step.processors[0],
-                                                    step.processors[1]));
+        const std::optional<double> edge_us =
+            measure_switch_edge(profiler, profile, *job.graph, step.processors[0], step.processors[1]);
+        if (edge_us) profile.set_switch_edge(step.processors[0], step.processors[1], *edge_us);
       } else {
         if (step.level > 0) {  // a DVFS step measures one processor
           const std::string error = job.dvfs->set_level(step.processors[0], step.level - 1);
@@ -542,7 +544,9 @@ void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& f
   }
   for (const planner::HandoffTime& h : p.switch_edges) {
     out << "  " << h.a << "<->" << h.b << "  switch wake-up " << h.us / 1000.0
-        << " ms per cross-processor edge (fitted from switch runs)\n";
+        << " ms per cross-processor edge (fitted from switch runs"
+        << (h.us >= planner::kSwitchEdgeFitLimitUs ? "; at the fit's upper limit: the runs were slower still" : "")
+        << ")\n";
   }
 }
 

@@ -24,7 +24,7 @@ double fit_switch_edge(const DagCostModel& model, const std::string& alone, doub
       m.set_switch_edge_us(edge_us);
       return m.switch_latency_us(mapping);
     };
-    double lo = 0, hi = 100'000;
+    double lo = 0, hi = kSwitchEdgeFitLimitUs;
     if (predicted(lo) >= target) {
       fits.push_back(0);
       continue;
