@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "cli/verify_mappings.h"
 #include "core/network.h"
 #include "core/platform.h"
@@ -107,7 +108,7 @@ planner::LayerProfile scaled_profile(planner::LayerProfile p, double k) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_para_pipe(int argc, char** argv) {
   size_t mappings = 60;
   int frames = 20, reps = 3;
   size_t pareto_points = 12;
@@ -315,4 +316,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // Option values that do not parse (std::stoul and friends throw) are one line too.
+  return co_up::bench::bench_main("co_up_bench_para_pipe", [&] { return run_para_pipe(argc, argv); });
 }

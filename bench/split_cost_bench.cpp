@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "xnn_common.h"
 #include "xnn_sliced_ops.h"
 #include "xnn_thread_pool.h"
@@ -58,7 +59,7 @@ std::vector<float> random_floats(size_t count) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_split_cost(int argc, char** argv) {
   int reps = 400;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--reps=", 7) == 0) {
@@ -135,4 +136,9 @@ int main(int argc, char** argv) {
     std::printf("  %8lld  %7.2f  %7.2f  %7.2f  %6.0f\n", (long long)n, t[0], t[1], t[2], double(n) / t[0]);
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // A machine without two cores to pin, or XNNPACK failing to start, is one line, not a terminate.
+  return co_up::bench::bench_main("co_up_bench_split_cost", [&] { return run_split_cost(argc, argv); });
 }

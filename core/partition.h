@@ -2,7 +2,9 @@
 //
 // Consecutive layer units with the same letter form one sub-graph (ARM-CO-UP §4.1), except that
 // in a multi-exit network a sub-graph also ends with the unit computing an exit (not the final
-// one), so a frame that stops there runs no later layer on that processor either. Every tensor
+// one), so a frame that stops there runs no later layer on that processor either, and except that
+// a split layer (`--split`) whose parts are on several processors runs each part and its Concat
+// unit as sub-graphs of their own, so the parts run at once (graph/split_units.h). Every tensor
 // that one sub-graph produces and another reads becomes an Edge with one source and one or more
 // destinations: at run time, the source's Sender copies it into one Receiver per destination. The
 // network input is an edge from kGraphInput. A partition is immutable once created.
@@ -35,7 +37,8 @@ struct Edge {
   bool is_graph_output = false;        // the user reads it too (--output, top-5)
 };
 
-// Where sub-graphs start: where the order's letter changes (what a run does), or at every layer
+// Where sub-graphs start: where the order's letter changes, after an exit and around a spread
+// split (what a run does, as above), or at every layer
 // (what `co_up profile` uses to time an accelerator, which runs a sub-graph as one node, per layer).
 enum class SubGraphCuts { kWhereLetterChanges, kEveryLayer };
 

@@ -34,10 +34,6 @@ void F32Step::run(const CpuPool& pool) const {
 
 namespace {
 
-// The slice count to ask SlicedOperator for: 1 (the layer whole, as one operator) on a pool of
-// one thread, where slices would only add their fixed cost; 0 (its choice by work) otherwise.
-// Either way the same bits (xnn_sliced_ops.h).
-
 // Where a convolution step writes: NHWC rows from `y`, `stride` floats apart (more than its
 // channel count when it writes its slice of a Concat output directly), plus an optional fused
 // residual Add and the activation that then applies.

@@ -1,11 +1,15 @@
 // Shared helpers for runtime tests: the plugins of this build and this host's platform.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "core/platform.h"
 #include "core/plugin_registry.h"
+#include "graph/graph.h"
 
 namespace co_up::testing {
 
@@ -19,5 +23,24 @@ inline const PluginRegistry& build_plugins() {
 
 // B = first half of the cores, L = second half (core 0 / core 1 on a 2-core machine).
 inline Platform host_platform() { return detect_host_platform("/nonexistent-sysfs"); }
+
+// `count` input sets for `g` (one vector per graph input), uniform in [-1, 1) from `seed`: frames
+// whose outputs differ, so that a lost, repeated or reordered frame shows.
+inline std::vector<std::vector<std::vector<float>>> distinct_inputs(const graph::Graph& g, size_t count,
+                                                                    uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<std::vector<std::vector<float>>> sets;
+  for (size_t s = 0; s < count; ++s) {
+    std::vector<std::vector<float>> set;
+    for (graph::TensorId t : g.inputs()) {
+      std::vector<float> v(static_cast<size_t>(g.tensor(t).desc.element_count()));
+      for (float& x : v) x = dist(rng);
+      set.push_back(std::move(v));
+    }
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
 
 }  // namespace co_up::testing

@@ -27,22 +27,6 @@ using testing::host_platform;
 
 using InputSets = std::vector<std::vector<std::vector<float>>>;
 
-InputSets seeded_inputs(const graph::Graph& g, size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  InputSets sets;
-  for (size_t s = 0; s < count; ++s) {
-    std::vector<std::vector<float>> set;
-    for (graph::TensorId t : g.inputs()) {
-      std::vector<float> v(static_cast<size_t>(g.tensor(t).desc.element_count()));
-      for (float& x : v) x = dist(rng);
-      set.push_back(std::move(v));
-    }
-    sets.push_back(std::move(set));
-  }
-  return sets;
-}
-
 struct Net {
   graph::Graph graph;
   std::string order;
@@ -80,7 +64,7 @@ std::map<char, std::vector<size_t>> run(const std::vector<Net>& nets, uint64_t f
     }
     s.frames = frames;
     s.rate = nets[i].rate;
-    s.input_sets = seeded_inputs(nets[i].graph, 2, static_cast<uint32_t>(i + 1));
+    s.input_sets = testing::distinct_inputs(nets[i].graph, 2, static_cast<uint32_t>(i + 1));
     if (ranks) s.plan_rank = [&ranks, i](uint64_t f) { return ranks->rank(i, f); };
     specs.push_back(std::move(s));
   }

@@ -31,22 +31,7 @@ using testing::host_platform;
 constexpr int64_t kSmallImage = 32;
 
 using InputSets = std::vector<std::vector<std::vector<float>>>;
-
-InputSets distinct_inputs(const graph::Graph& g, size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  InputSets sets;
-  for (size_t s = 0; s < count; ++s) {
-    std::vector<std::vector<float>> set;
-    for (graph::TensorId t : g.inputs()) {
-      std::vector<float> v(static_cast<size_t>(g.tensor(t).desc.element_count()));
-      for (float& x : v) x = dist(rng);
-      set.push_back(std::move(v));
-    }
-    sets.push_back(std::move(set));
-  }
-  return sets;
-}
+using testing::distinct_inputs;
 
 // Frame outputs (output 0) in delivery order.
 struct Delivered {
