@@ -113,28 +113,23 @@ TEST_F(SplitRule, MobileNetLayersThatRanOnOneThreadAreSplitEvenly) {
                     .slices() % 2,
             0);
   // A pass over 47 K elements (MobileNetV3's HardSwish at 240 x 14 x 14): two ranges.
-  const int64_t count = 240 * 14 * 14;
-  const auto hardswish = SlicedOperator::per_range(
-      count, 1,
-      [&](SliceRange r, xnn_operator_t* op) {
-        const size_t n = size_t(r.end - r.begin);
-        xnn_status st = xnn_create_hardswish_nc_f32(n, n, n, 0u, op);
-        if (st == xnn_status_success) st = xnn_setup_hardswish_nc_f32(*op, 1, x.data() + r.begin, y.data() + r.begin, nullptr);
-        return st;
-      },
-      "t", 0, 2);
+  // A HardSwish pass over `count` elements, as cpu-xnnpack cuts it for a pool of two threads.
+  auto hardswish_pass = [&](int64_t count) {
+    return SlicedOperator::per_range(
+        count, 1,
+        [&](SliceRange r, xnn_operator_t* op) {
+          const size_t n = size_t(r.end - r.begin);
+          xnn_status st = xnn_create_hardswish_nc_f32(n, n, n, 0u, op);
+          if (st == xnn_status_success) st = xnn_setup_hardswish_nc_f32(*op, 1, x.data() + r.begin, y.data() + r.begin, nullptr);
+          return st;
+        },
+        "t", 0, 2);
+  };
+  const auto hardswish = hardswish_pass(240 * 14 * 14);
   EXPECT_EQ(hardswish.slices(), 2);
   // Too short to pay: a 4 K-element pass stays whole.
   ASSERT_LT(pass_work_us(4096), 2.0 * split_cost_us());
-  const auto tiny = SlicedOperator::per_range(
-      4096, 1,
-      [&](SliceRange r, xnn_operator_t* op) {
-        const size_t n = size_t(r.end - r.begin);
-        xnn_status st = xnn_create_hardswish_nc_f32(n, n, n, 0u, op);
-        if (st == xnn_status_success) st = xnn_setup_hardswish_nc_f32(*op, 1, x.data() + r.begin, y.data() + r.begin, nullptr);
-        return st;
-      },
-      "t", 0, 2);
+  const auto tiny = hardswish_pass(4096);
   EXPECT_EQ(tiny.slices(), 1);
   EXPECT_GT(conv_work_us(small.out_channels * 49 * 9), 2.0 * split_cost_us());
 }
