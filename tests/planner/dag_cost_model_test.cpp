@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "planner/synthetic_profile.h"
+#include "tests/planner/two_processor_dag.h"
 
 namespace co_up::planner {
 namespace {
@@ -19,31 +20,13 @@ namespace {
 // boundary (0: none), hand-off `handoff`, no input transfer.
 LayerProfile profile(const std::vector<double>& b, const std::vector<double>& l, double send = 0,
                      double receive = 0, double handoff = 0) {
-  SyntheticSpec spec;
-  spec.layers = static_cast<uint32_t>(b.size());
-  spec.processors = 2;
-  spec.shared_hosts = false;
-  spec.transfers = true;
-  LayerProfile p = make_synthetic_profile(spec);
-  for (LayerTimes& t : p.layer_times) t.median_us = t.processor == 'B' ? b : l;
-  for (TransferTimes& t : p.transfers) {
-    t.send_us.assign(b.size() - 1, send);
-    t.receive_us.assign(b.size() - 1, receive);
-  }
-  for (auto& [letter, us] : p.input_transfer_us) us = 0;
-  p.handoffs.clear();
+  LayerProfile p = test::two_processor_profile(b, l, send, receive);
   if (handoff > 0) p.set_handoff('B', 'L', handoff);
   return p;
 }
 
 graph::UnitDag dag(std::vector<std::vector<uint32_t>> predecessors) {
-  graph::UnitDag d;
-  d.outputs.assign(predecessors.size(), false);
-  d.outputs.back() = true;
-  d.inputs.assign(predecessors.size(), false);
-  d.inputs.front() = true;
-  d.predecessors = std::move(predecessors);
-  return d;
+  return test::unit_dag_of(std::move(predecessors));
 }
 
 // 0 -> {1, 2} -> 3

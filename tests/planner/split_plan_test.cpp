@@ -14,6 +14,7 @@
 #include "planner/search/search_support.h"
 #include "planner/switch_edge_fit.h"
 #include "planner/synthetic_profile.h"
+#include "tests/planner/two_processor_dag.h"
 
 namespace co_up::planner {
 namespace {
@@ -22,33 +23,14 @@ namespace {
 // transfers `send`/`receive` on every boundary, switch-mode wake-up `edge` per cross edge.
 LayerProfile profile(const std::vector<std::string>& names, const std::vector<double>& b, std::vector<double> l = {},
                      double send = 0, double receive = 0, double edge = 0) {
-  if (l.empty()) l = b;
-  SyntheticSpec spec;
-  spec.layers = static_cast<uint32_t>(b.size());
-  spec.processors = 2;
-  spec.shared_hosts = false;
-  spec.transfers = true;
-  LayerProfile p = make_synthetic_profile(spec);
+  LayerProfile p = test::two_processor_profile(b, std::move(l), send, receive);
   for (size_t i = 0; i < names.size(); ++i) p.network.layers[i].name = names[i];
-  for (LayerTimes& t : p.layer_times) t.median_us = t.processor == 'B' ? b : l;
-  for (TransferTimes& t : p.transfers) {
-    t.send_us.assign(b.size() - 1, send);
-    t.receive_us.assign(b.size() - 1, receive);
-  }
-  for (auto& [letter, us] : p.input_transfer_us) us = 0;
-  p.handoffs.clear();
   if (edge > 0) p.set_switch_edge('B', 'L', edge);
   return p;
 }
 
 graph::UnitDag dag(std::vector<std::vector<uint32_t>> predecessors) {
-  graph::UnitDag d;
-  d.outputs.assign(predecessors.size(), false);
-  d.outputs.back() = true;
-  d.inputs.assign(predecessors.size(), false);
-  d.inputs.front() = true;
-  d.predecessors = std::move(predecessors);
-  return d;
+  return test::unit_dag_of(std::move(predecessors));
 }
 
 // x -> {c#1, c#2} -> c#concat -> y: one layer split in two, --units=branches.
