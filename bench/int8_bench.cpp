@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "bench/bench_text.h"
 #include "core/executor.h"
 #include "core/network.h"
@@ -187,43 +189,38 @@ void bench_node_overhead(const co_up::PluginRegistry& plugins, int frames) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_int8(int argc, char** argv) {
   std::vector<std::string> networks = {"resnet50", "mobilenet"};
   int frames = 5;
   int reps = 3;
   int64_t image_size = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--networks=", 0) == 0) {
-      networks.clear();
-      std::stringstream list(arg.substr(11));
-      for (std::string n; std::getline(list, n, ',');) networks.push_back(n);
-    } else if (arg.rfind("--frames=", 0) == 0) {
-      frames = std::max(1, std::stoi(arg.substr(9)));
-    } else if (arg.rfind("--reps=", 0) == 0) {
-      reps = std::max(1, std::stoi(arg.substr(7)));
-    } else if (arg.rfind("--image-size=", 0) == 0) {
-      image_size = std::stoll(arg.substr(13));
+  for (const co_up::bench::BenchOption& a : co_up::bench::read_options(argc, argv)) {
+    if (a.is("networks")) {
+      networks = a.list();
+    } else if (a.is("frames")) {
+      frames = static_cast<int>(a.integer(1, 1000000));
+    } else if (a.is("reps")) {
+      reps = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("image-size")) {
+      image_size = a.integer(1, 100000);
+    } else if (a.is("help")) {
+      std::printf("usage: co_up_bench_int8 [--networks=a,b] [--frames=N] [--reps=R] [--image-size=N]\n");
+      return 0;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--networks=a,b] [--frames=N] [--reps=R] [--image-size=N]\n", argv[0]);
-      return 2;
+      a.unknown();
     }
   }
-  try {
-    const auto plugins = co_up::PluginRegistry::load_directory(CO_UP_PLUGIN_DIR);
-    if (!plugins.find("npu-int8") || !plugins.find("cpu-xnnpack")) {
-      std::fprintf(stderr, "co_up_bench_int8: needs the npu-int8 and cpu-xnnpack plugins in %s\n",
-                   CO_UP_PLUGIN_DIR);
-      return 1;
-    }
-    if (!networks.empty()) bench_networks(networks, frames, reps, image_size, plugins);
-    bench_node_overhead(plugins, frames * reps * 10);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "co_up_bench_int8: %s\n", e.what());
-    return 1;
+  const auto plugins = co_up::PluginRegistry::load_directory(CO_UP_PLUGIN_DIR);
+  if (!plugins.find("npu-int8") || !plugins.find("cpu-xnnpack")) {
+    throw co_up::RuntimeError(std::string("needs the npu-int8 and cpu-xnnpack plugins in ") + CO_UP_PLUGIN_DIR);
   }
+  bench_networks(networks, frames, reps, image_size, plugins);
+  bench_node_overhead(plugins, frames * reps * 10);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return co_up::bench::bench_main("co_up_bench_int8", [&] { return run_int8(argc, argv); });
 }

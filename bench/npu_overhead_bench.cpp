@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "core/error.h"
 #include "core/partition.h"
 #include "core/plugin.h"
@@ -141,66 +143,66 @@ Row measure(const Case& c, const std::shared_ptr<const Plugin>& plugin,
 }  // namespace
 }  // namespace co_up::bench
 
-int main(int argc, char** argv) {
+static int run_npu_overhead(int argc, char** argv) {
   using namespace co_up;
   int frames = 3000;
   std::string plugins = CO_UP_PLUGIN_DIR;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") {
+  for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
+    if (a.is("quick")) {
       frames = 300;
-    } else if (arg.rfind("--frames=", 0) == 0) {
-      frames = std::max(1, std::atoi(arg.c_str() + 9));
-    } else if (arg.rfind("--plugins=", 0) == 0) {
-      plugins = arg.substr(10);
+    } else if (a.is("frames")) {
+      frames = static_cast<int>(a.integer(1, 100000000));
+    } else if (a.is("plugins")) {
+      plugins = a.string();
+    } else if (a.is("help")) {
+      std::cout << "usage: co_up_bench_npu_overhead [--frames=N] [--quick] [--plugins=DIR]\n";
+      return 0;
     } else {
-      std::cerr << "usage: co_up_bench_npu_overhead [--frames=N] [--quick] [--plugins=DIR]\n";
-      return arg == "--help" ? 0 : 2;
+      a.unknown();
     }
   }
-  try {
-    // The fake stands in for librknnrt.so; the shim's factory opens it when the plugins load.
-    setenv("CO_UP_RKNN_LIBRARY", CO_UP_FAKE_RKNNRT, 1);
-    unsetenv("FAKE_RKNNRT_LOG");
-    const PluginRegistry registry = PluginRegistry::load_directory(plugins);
-    const auto plugin = registry.find("rknn");
-    if (!plugin) throw RuntimeError("the rknn plugin did not load: " + registry.summary());
-    void* fake = dlopen(CO_UP_FAKE_RKNNRT, RTLD_NOW | RTLD_NOLOAD);
-    auto compute_ns = fake ? reinterpret_cast<bench::Counter>(dlsym(fake, "fake_rknnrt_compute_ns")) : nullptr;
-    auto io_ns = fake ? reinterpret_cast<bench::Counter>(dlsym(fake, "fake_rknnrt_io_ns")) : nullptr;
-    if (!compute_ns || !io_ns) throw RuntimeError("the fake's counters are not in " + std::string(CO_UP_FAKE_RKNNRT));
-    const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("co_up_npu_overhead_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
+  // The fake stands in for librknnrt.so; the shim's factory opens it when the plugins load.
+  setenv("CO_UP_RKNN_LIBRARY", CO_UP_FAKE_RKNNRT, 1);
+  unsetenv("FAKE_RKNNRT_LOG");
+  const PluginRegistry registry = PluginRegistry::load_directory(plugins);
+  const auto plugin = registry.find("rknn");
+  if (!plugin) throw RuntimeError("the rknn plugin did not load: " + registry.summary());
+  void* fake = dlopen(CO_UP_FAKE_RKNNRT, RTLD_NOW | RTLD_NOLOAD);
+  auto compute_ns = fake ? reinterpret_cast<bench::Counter>(dlsym(fake, "fake_rknnrt_compute_ns")) : nullptr;
+  auto io_ns = fake ? reinterpret_cast<bench::Counter>(dlsym(fake, "fake_rknnrt_io_ns")) : nullptr;
+  if (!compute_ns || !io_ns) throw RuntimeError("the fake's counters are not in " + std::string(CO_UP_FAKE_RKNNRT));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("co_up_npu_overhead_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
 
-    const std::vector<bench::Case> cases = {
-        {"f32 NCHW in/out (no conversion)", {1, 16, 8, 8}, "f32,nchw", "nchw", rknn::RKNN_TENSOR_FLOAT32, false},
-        {"f32 NCHW in/out (no conversion)", {1, 64, 28, 28}, "f32,nchw", "nchw", rknn::RKNN_TENSOR_FLOAT32, false},
-        {"int8 NHWC in, f32 NHWC out", {1, 16, 8, 8}, "int8,nhwc,0.0625,0", "nhwc", rknn::RKNN_TENSOR_INT8, true},
-        {"int8 NHWC in, f32 NHWC out", {1, 64, 28, 28}, "int8,nhwc,0.0625,0", "nhwc", rknn::RKNN_TENSOR_INT8, true},
-        {"f16 NHWC in, f32 NCHW out", {1, 64, 28, 28}, "f16,nhwc", "nchw", rknn::RKNN_TENSOR_FLOAT16, true},
-    };
-    std::printf("NPU node overhead: one-ReLU partition through the rknn shim + fake librknnrt.so, "
-                "%d frames, medians in microseconds\n\n", frames);
-    std::printf("| layout                          | tensor      |    run | fake compute | fake copies | conversion | overhead |\n");
-    std::printf("|---------------------------------|-------------|-------:|-------------:|------------:|-----------:|---------:|\n");
-    double worst = 0;
-    for (const bench::Case& c : cases) {
-      const bench::Row r = bench::measure(c, plugin, dir, compute_ns, io_ns, frames);
-      std::string shape;
-      for (int64_t d : c.shape) {
-        if (!shape.empty()) shape += 'x';
-        shape += std::to_string(d);
-      }
-      std::printf("| %-31s | %-11s | %6.1f | %12.1f | %11.1f | %10.1f | %8.1f |\n", c.label, shape.c_str(),
-                  r.run_us, r.compute_us, r.copies_us, r.conversion_us, r.overhead_us);
-      worst = std::max(worst, r.overhead_us);
+  const std::vector<bench::Case> cases = {
+      {"f32 NCHW in/out (no conversion)", {1, 16, 8, 8}, "f32,nchw", "nchw", rknn::RKNN_TENSOR_FLOAT32, false},
+      {"f32 NCHW in/out (no conversion)", {1, 64, 28, 28}, "f32,nchw", "nchw", rknn::RKNN_TENSOR_FLOAT32, false},
+      {"int8 NHWC in, f32 NHWC out", {1, 16, 8, 8}, "int8,nhwc,0.0625,0", "nhwc", rknn::RKNN_TENSOR_INT8, true},
+      {"int8 NHWC in, f32 NHWC out", {1, 64, 28, 28}, "int8,nhwc,0.0625,0", "nhwc", rknn::RKNN_TENSOR_INT8, true},
+      {"f16 NHWC in, f32 NCHW out", {1, 64, 28, 28}, "f16,nhwc", "nchw", rknn::RKNN_TENSOR_FLOAT16, true},
+  };
+  std::printf("NPU node overhead: one-ReLU partition through the rknn shim + fake librknnrt.so, "
+              "%d frames, medians in microseconds\n\n", frames);
+  std::printf("| layout                          | tensor      |    run | fake compute | fake copies | conversion | overhead |\n");
+  std::printf("|---------------------------------|-------------|-------:|-------------:|------------:|-----------:|---------:|\n");
+  double worst = 0;
+  for (const bench::Case& c : cases) {
+    const bench::Row r = bench::measure(c, plugin, dir, compute_ns, io_ns, frames);
+    std::string shape;
+    for (int64_t d : c.shape) {
+      if (!shape.empty()) shape += 'x';
+      shape += std::to_string(d);
     }
-    std::filesystem::remove_all(dir);
-    std::printf("\nworst median overhead %.1f us (target < 50 us)\n", worst);
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "co_up_bench_npu_overhead: " << e.what() << "\n";
-    return 1;
+    std::printf("| %-31s | %-11s | %6.1f | %12.1f | %11.1f | %10.1f | %8.1f |\n", c.label, shape.c_str(),
+                r.run_us, r.compute_us, r.copies_us, r.conversion_us, r.overhead_us);
+    worst = std::max(worst, r.overhead_us);
   }
+  std::filesystem::remove_all(dir);
+  std::printf("\nworst median overhead %.1f us (target < 50 us)\n", worst);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  return co_up::bench::bench_main("co_up_bench_npu_overhead", [&] { return run_npu_overhead(argc, argv); });
 }

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "bench/bench_text.h"
 #include "core/error.h"
 #include "core/executor.h"
@@ -98,48 +99,35 @@ const char* kUsage =
     "  --image-size         input height/width of every network (default: its own; quick 96)\n"
     "  --plugins            plugin directory (default: the build's plugins/)\n";
 
-int parse_positive(const std::string& name, const std::string& value) {
-  char* end = nullptr;
-  const long v = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v <= 0 || v > 100000) {
-    throw InputError("--" + name + "='" + value + "' must be a positive integer");
-  }
-  return static_cast<int>(v);
-}
-
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    const std::string key = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "--help" || key == "-h") {
+  for (const BenchOption& a : read_options(argc, argv)) {
+    if (a.is("help")) {
       std::cout << kUsage;
       std::exit(0);
-    } else if (key == "--quick") {
+    } else if (a.is("quick")) {
       o.quick = true;
-    } else if (key == "--parts") {
-      if (value.empty() || value.find_first_not_of("abcd") != std::string::npos) {
-        throw InputError("--parts='" + value + "' must be letters among a, b, c, d");
+    } else if (a.is("parts")) {
+      if (a.string().find_first_not_of("abcd") != std::string::npos) {
+        throw InputError("--parts='" + a.value + "' must be letters among a, b, c, d");
       }
-      o.parts = value;
-    } else if (key == "--networks") {
-      o.networks = split_list(value);
-    } else if (key == "--pipeline-networks") {
-      o.pipeline_networks = split_list(value);
-    } else if (key == "--reps") {
-      o.reps = parse_positive("reps", value);
-    } else if (key == "--image-size") {
-      o.image_size = parse_positive("image-size", value);
-    } else if (key == "--plugins") {
-      o.plugins = value;
-    } else if (key == "--child") {
-      o.child = value;
-    } else if (key == "--result-file") {
-      o.result_file = value;
+      o.parts = a.value;
+    } else if (a.is("networks")) {
+      o.networks = a.list();
+    } else if (a.is("pipeline-networks")) {
+      o.pipeline_networks = a.list();
+    } else if (a.is("reps")) {
+      o.reps = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("image-size")) {
+      o.image_size = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("plugins")) {
+      o.plugins = a.string();
+    } else if (a.is("child")) {
+      o.child = a.string();
+    } else if (a.is("result-file")) {
+      o.result_file = a.string();
     } else {
-      throw InputError("unknown option '" + arg + "'\n" + kUsage);
+      a.unknown();
     }
   }
   if (o.reps == 0) o.reps = o.quick ? 1 : 5;

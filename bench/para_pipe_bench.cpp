@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "cli/verify_mappings.h"
 #include "core/network.h"
 #include "core/platform.h"
@@ -115,23 +116,23 @@ static int run_para_pipe(int argc, char** argv) {
   uint64_t seed = 1;
   std::string plugin_dir = CO_UP_PLUGIN_DIR;
   std::vector<std::string> profiles;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.rfind("--mappings=", 0) == 0) mappings = std::stoul(a.substr(11));
-    else if (a.rfind("--frames=", 0) == 0) frames = std::stoi(a.substr(9));
-    else if (a.rfind("--reps=", 0) == 0) reps = std::stoi(a.substr(7));
-    else if (a.rfind("--seed=", 0) == 0) seed = std::stoull(a.substr(7));
-    else if (a.rfind("--pareto=", 0) == 0) pareto_points = std::stoul(a.substr(9));
-    else if (a.rfind("--plugins=", 0) == 0) plugin_dir = a.substr(10);
-    else if (a.rfind("--", 0) == 0) {
-      std::cerr << "co_up_bench_para_pipe: unknown option " << a << "\n";
-      return 2;
-    } else profiles.push_back(a);
+  constexpr const char* kUsage =
+      "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--seed=S] [--pareto=K] "
+      "[--plugins=DIR] PROFILE.json...";
+  for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
+    if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
+    else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
+    else if (a.is("reps")) reps = static_cast<int>(a.integer(1, 100000));
+    else if (a.is("seed")) seed = static_cast<uint64_t>(a.integer(0, INT64_MAX));
+    else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
+    else if (a.is("plugins")) plugin_dir = a.string();
+    else if (a.is("help")) {
+      std::cout << kUsage << "\n";
+      return 0;
+    } else if (a.name.empty()) profiles.push_back(a.text);
+    else a.unknown();
   }
-  if (profiles.empty()) {
-    std::cerr << "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--pareto=K] PROFILE.json...\n";
-    return 2;
-  }
+  if (profiles.empty()) throw InputError(std::string("no layer profile given; ") + kUsage);
   try {
     const Platform platform = detect_host_platform("");
     const PluginRegistry plugins = PluginRegistry::load_directory(plugin_dir);
@@ -319,6 +320,5 @@ static int run_para_pipe(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  // Option values that do not parse (std::stoul and friends throw) are one line too.
   return co_up::bench::bench_main("co_up_bench_para_pipe", [&] { return run_para_pipe(argc, argv); });
 }

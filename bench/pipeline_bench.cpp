@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "bench/bench_text.h"
 #include "core/affinity.h"
 #include "core/error.h"
@@ -92,48 +93,34 @@ const char* kUsage =
     "  --json          write every number as JSON\n"
     "  --plugins       plugin directory (default: the build's plugins/)\n";
 
-uint64_t parse_positive(const std::string& name, const std::string& value) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v == 0) {
-    throw InputError("--" + name + "='" + value + "' must be a positive integer");
-  }
-  return v;
-}
-
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    const std::string key = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "--help" || key == "-h") {
+  for (const BenchOption& a : read_options(argc, argv)) {
+    if (a.is("help")) {
       std::cout << kUsage;
       std::exit(0);
-    } else if (key == "--quick") {
+    } else if (a.is("quick")) {
       o.quick = true;
-    } else if (key == "--skip-transfer") {
+    } else if (a.is("skip-transfer")) {
       o.skip_transfer = true;
-    } else if (key == "--skip-networks") {
+    } else if (a.is("skip-networks")) {
       o.skip_networks = true;
-    } else if (key == "--networks") {
-      o.networks = split_list(value);
-    } else if (key == "--frames") {
-      o.frames = parse_positive("frames", value);
-    } else if (key == "--reps") {
-      o.reps = static_cast<int>(parse_positive("reps", value));
-    } else if (key == "--candidates") {
-      o.candidates = static_cast<int>(parse_positive("candidates", value));
-    } else if (key == "--json") {
-      o.json_path = value;
-    } else if (key == "--plugins") {
-      o.plugins = value;
+    } else if (a.is("networks")) {
+      o.networks = a.list();
+    } else if (a.is("frames")) {
+      o.frames = static_cast<uint64_t>(a.integer(3, 10000000));  // the first frame fills the pipeline
+    } else if (a.is("reps")) {
+      o.reps = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("candidates")) {
+      o.candidates = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("json")) {
+      o.json_path = a.string();
+    } else if (a.is("plugins")) {
+      o.plugins = a.string();
     } else {
-      throw InputError("unknown option '" + arg + "'\n" + kUsage);
+      a.unknown();
     }
   }
-  if (o.frames != 0 && o.frames < 3) throw InputError("--frames must be at least 3 (the first fills the pipeline)");
   if (o.reps == 0) o.reps = o.quick ? 1 : 3;
   if (o.candidates == 0) o.candidates = o.quick ? 2 : 4;
   if (o.networks.empty()) {

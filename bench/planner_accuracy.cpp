@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "bench/bench_text.h"
 #include "core/bound_processor.h"
 #include "cli/profile_command.h"
@@ -88,53 +89,40 @@ struct Options {
   double max_heldout_error = 0.25;  // exit 1 when the held-out median |error| is larger
 };
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
-
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (name == "--networks") {
-      o.networks = split_list(value);
-    } else if (name == "--processors") {
-      o.processors = value;
+  for (const BenchOption& a : read_options(argc, argv)) {
+    if (a.is("networks")) {
+      o.networks = a.list();
+    } else if (a.is("processors")) {
+      o.processors = a.string();
       if (o.processors.size() < 2 || o.processors.substr(0, 2) != "BL" ||
           o.processors.find_first_not_of("BLGN") != std::string::npos) {
-        throw InputError("--processors=" + value + ": B and L first, then G and/or N (BL, BLG, BLN, BLGN)");
+        throw InputError("--processors=" + a.value + ": B and L first, then G and/or N (BL, BLG, BLN, BLGN)");
       }
-    } else if (name == "--random") {
-      o.random_orders = std::max(0, std::stoi(value));
-    } else if (name == "--max-heldout-error") {
-      o.max_heldout_error = std::stod(value);
-    } else if (name == "--frames") {
-      o.frames = std::max(2, std::stoi(value));
-    } else if (name == "--repetitions") {
-      o.repetitions = std::max(1, std::stoi(value));
-    } else if (name == "--min-seconds") {
-      o.min_seconds = std::stod(value);
-    } else if (name == "--max-foreign") {
-      o.max_foreign = std::stod(value);
-    } else if (name == "--attempts") {
-      o.attempts = std::max(1, std::stoi(value));
-    } else if (name == "--reps") {
-      o.reps = std::max(1, std::stoi(value));
-    } else if (name == "--image-size") {
-      o.image_size = std::stoll(value);
-    } else if (name == "--plugins") {
-      o.plugins = value;
-    } else if (name == "--json") {
-      o.json_out = value;
-    } else if (name == "--quick") {
+    } else if (a.is("random")) {
+      o.random_orders = static_cast<int>(a.integer(0, 100000));
+    } else if (a.is("max-heldout-error")) {
+      o.max_heldout_error = a.real(0, 1e6);
+    } else if (a.is("frames")) {
+      o.frames = static_cast<int>(a.integer(2, 10000000));
+    } else if (a.is("repetitions")) {
+      o.repetitions = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("min-seconds")) {
+      o.min_seconds = a.real(0, 1e6);
+    } else if (a.is("max-foreign")) {
+      o.max_foreign = a.real(0, 1e6);
+    } else if (a.is("attempts")) {
+      o.attempts = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("reps")) {
+      o.reps = static_cast<int>(a.integer(1, 100000));
+    } else if (a.is("image-size")) {
+      o.image_size = a.integer(1, 100000);
+    } else if (a.is("plugins")) {
+      o.plugins = a.string();
+    } else if (a.is("json")) {
+      o.json_out = a.string();
+    } else if (a.is("quick")) {
       o.networks = {"squeezenet"};
       o.image_size = 64;
       o.frames = 4;
@@ -145,14 +133,14 @@ Options parse_options(int argc, char** argv) {
       o.max_foreign = 1.0;  // a smoke run: no waiting for a quiet machine
       o.random_orders = 2;
       o.max_heldout_error = 10.0;  // 4 frames at 64x64, no quiet guard (a loaded host: 3x off): gross errors only
-    } else if (name == "--help" || name == "-h") {
+    } else if (a.is("help")) {
       std::cout << "co_up_bench_planner [--networks=a,b] [--processors=BL|BLGN] [--random=N]\n"
                    "                    [--max-heldout-error=F] [--frames=N] [--min-seconds=S] [--repetitions=N]\n"
                    "                    [--reps=R] [--image-size=S] [--max-foreign=F] [--attempts=N]\n"
                    "                    [--plugins=DIR] [--json=FILE] [--quick]\n";
       std::exit(0);
     } else {
-      throw InputError("unknown option '" + arg + "' (see --help)");
+      a.unknown();
     }
   }
   return o;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "planner/search.h"
 #include "planner/synthetic_profile.h"
 
@@ -31,28 +33,28 @@ double median_ms(int reps, const std::function<void()>& work) {
   return ms[ms.size() / 2];
 }
 
-long option(const std::vector<std::string>& args, const std::string& name, long fallback) {
-  for (const std::string& a : args) {
-    if (a.rfind("--" + name + "=", 0) == 0) return std::strtol(a.c_str() + name.size() + 3, nullptr, 10);
-  }
-  return fallback;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  const bool quick = std::find(args.begin(), args.end(), "--quick") != args.end();
+int run_planning(int argc, char** argv) {
+  bool quick = false;
+  for (const co_up::bench::BenchOption& a : co_up::bench::read_options(argc, argv)) quick = quick || a.is("quick");
   SyntheticSpec spec;
-  spec.layers = static_cast<uint32_t>(option(args, "layers", quick ? 20 : 50));
-  spec.processors = static_cast<uint32_t>(option(args, "processors", 4));
-  spec.levels = static_cast<uint32_t>(option(args, "levels", quick ? 4 : 8));
-  spec.seed = static_cast<uint64_t>(option(args, "seed", 1));
+  spec.layers = quick ? 20 : 50;
+  spec.processors = 4;
+  spec.levels = quick ? 4 : 8;
+  spec.seed = 1;
   spec.power = true;
-  const int reps = static_cast<int>(option(args, "reps", quick ? 1 : 5));
-  if (spec.layers < 2 || spec.processors < 1 || spec.processors > 4 || reps < 1) {
-    std::cerr << "usage: co_up_bench_planning [--layers>=2] [--processors=1..4] [--levels=N] [--reps>=1] [--quick]\n";
-    return 2;
+  int reps = quick ? 1 : 5;
+  for (const co_up::bench::BenchOption& a : co_up::bench::read_options(argc, argv)) {
+    if (a.is("layers")) spec.layers = static_cast<uint32_t>(a.integer(2, 100000));
+    else if (a.is("processors")) spec.processors = static_cast<uint32_t>(a.integer(1, 4));
+    else if (a.is("levels")) spec.levels = static_cast<uint32_t>(a.integer(1, 1000));
+    else if (a.is("seed")) spec.seed = static_cast<uint64_t>(a.integer(0, INT64_MAX));
+    else if (a.is("reps")) reps = static_cast<int>(a.integer(1, 100000));
+    else if (a.is("help")) {
+      std::cout << "usage: co_up_bench_planning [--layers>=2] [--processors=1..4] [--levels=N] [--seed=N] [--reps>=1] [--quick]\n";
+      return 0;
+    } else if (!a.is("quick")) {
+      a.unknown();
+    }
   }
   const CostModel model(make_synthetic_profile(spec));
 
@@ -100,4 +102,10 @@ int main(int argc, char** argv) {
   found("DP + refinement", refine_pipeline(model, dp));
   found("plan --objective=throughput", plan(model, Objective::kThroughput, 1, 1).ranked.front());
   return worst < 10000 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return co_up::bench::bench_main("co_up_bench_planning", [&] { return run_planning(argc, argv); });
 }

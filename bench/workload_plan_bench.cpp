@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
+#include "bench/bench_options.h"
+#include "core/workload.h"
 #include "planner/workload_planner.h"
 #include "planner/workload_profile.h"
-#include "core/workload.h"
 
 namespace {
 
@@ -182,31 +184,30 @@ int synthetic(int problems) {
   return 0;
 }
 
+int run_workload_plan(int argc, char** argv) {
+  constexpr const char* kUsage = "usage: co_up_bench_workload_plan --workload=W.json --profile=P.json | --synthetic[=N]";
+  std::string workload, profile;
+  int problems = 0;
+  for (const co_up::bench::BenchOption& a : co_up::bench::read_options(argc, argv)) {
+    if (a.is("workload")) workload = a.string();
+    else if (a.is("profile")) profile = a.string();
+    else if (a.is("synthetic")) problems = a.has_value ? static_cast<int>(a.integer(1, 100000)) : 20;
+    else if (a.is("help")) {
+      std::cout << kUsage << "\n";
+      return 0;
+    } else {
+      a.unknown();
+    }
+  }
+  if (problems > 0) return synthetic(problems);
+  if (workload.empty() || profile.empty()) {
+    throw co_up::InputError(std::string("give --workload and --profile, or --synthetic; ") + kUsage);
+  }
+  return measured_profile(workload, profile);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string workload, profile;
-  int problems = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.rfind("--workload=", 0) == 0) workload = a.substr(11);
-    else if (a.rfind("--profile=", 0) == 0) profile = a.substr(10);
-    else if (a == "--synthetic") problems = 20;
-    else if (a.rfind("--synthetic=", 0) == 0) problems = std::max(1, std::atoi(a.c_str() + 12));
-    else {
-      std::fprintf(stderr, "usage: %s --workload=W.json --profile=P.json | --synthetic[=N]\n", argv[0]);
-      return 2;
-    }
-  }
-  try {
-    if (problems > 0) return synthetic(problems);
-    if (workload.empty() || profile.empty()) {
-      std::fprintf(stderr, "usage: %s --workload=W.json --profile=P.json | --synthetic[=N]\n", argv[0]);
-      return 2;
-    }
-    return measured_profile(workload, profile);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
+  return co_up::bench::bench_main("co_up_bench_workload_plan", [&] { return run_workload_plan(argc, argv); });
 }

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "bench/bench_text.h"
 #include "avx512_conv.h"
 #include "core/executor.h"
@@ -206,130 +208,129 @@ double seconds_per_frame(const co_up::graph::Graph& g, const std::string& backen
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_xnnpack(int argc, char** argv) {
   std::vector<std::string> networks = {"alexnet", "googlenet", "mobilenet", "resnet50", "squeezenet"};
   int frames = 5;
   int64_t image_size = 0;
   bool convs = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--networks=", 0) == 0) {
-      networks.clear();
-      std::stringstream list(arg.substr(11));
-      for (std::string n; std::getline(list, n, ',');) networks.push_back(n);
-    } else if (arg.rfind("--frames=", 0) == 0) {
-      frames = std::max(1, std::stoi(arg.substr(9)));
-    } else if (arg.rfind("--image-size=", 0) == 0) {
-      image_size = std::stoll(arg.substr(13));
-    } else if (arg == "--convs") {
+  for (const co_up::bench::BenchOption& a : co_up::bench::read_options(argc, argv)) {
+    if (a.is("networks")) {
+      // Empty: only the peak lines (bench/ort_compare.sh reads them).
+      networks = a.value.empty() ? std::vector<std::string>{} : a.list();
+    } else if (a.is("frames")) {
+      frames = static_cast<int>(a.integer(1, 1000000));
+    } else if (a.is("image-size")) {
+      image_size = a.integer(1, 100000);
+    } else if (a.is("convs")) {
       convs = true;
+    } else if (a.is("help")) {
+      std::printf("usage: co_up_bench_xnnpack [--networks=a,b] [--frames=N] [--image-size=N] [--convs]\n");
+      return 0;
     } else {
-      std::fprintf(stderr, "usage: %s [--networks=a,b] [--frames=N] [--image-size=N] [--convs]\n", argv[0]);
-      return 2;
+      a.unknown();
     }
   }
-  try {
-    const auto plugins = co_up::PluginRegistry::load_directory(CO_UP_PLUGIN_DIR);
-    const double gemm = peak_gflops();
-    const double fma = fma_peak_gflops();
-    const double peak = std::max(gemm, fma);
-    std::printf("xnnpack gemm: XNNPACK f32 GEMM 1024^3, 1 thread: %.1f GFLOP/s\n", gemm);
-    if (fma > 0) {
-      std::printf("fma loop: AVX-512 FMA in registers, 1 thread: %.1f GFLOP/s\n", fma);
-      std::printf("peak: the larger of the two, 1 thread: %.1f GFLOP/s\n\n", peak);
-    } else {
-      std::printf("peak: XNNPACK f32 GEMM 1024^3, 1 thread: %.1f GFLOP/s\n\n", peak);
-    }
-    if (convs) {
-      if (!co_up::xnnpack::avx512_gemm_available()) {
-        std::printf("--convs: this CPU has no AVX-512 (or CO_UP_NO_AVX512_GEMM is set): "
-                    "cpu-xnnpack uses XNNPACK's convolutions only\n");
-        return 0;
-      }
-      if (xnn_initialize(nullptr) != xnn_status_success) throw std::runtime_error("xnn_initialize failed");
-      std::vector<ConvCase> cases;
-      for (const std::string& name : networks) {
-        co_up::NetworkSpec spec;
-        spec.name = name;
-        spec.image_size = image_size;
-        collect_convs(name, co_up::build_network(spec), cases);
-      }
-      std::printf("%-11s %-34s %-26s %9s %9s %8s %8s\n", "network", "first layer", "C>M HxW kxk/s g",
-                  "avx512", "xnnpack", "ratio", "picks");
-      std::string current;
-      double own_total = 0, xnn_total = 0, picked_total = 0, best_total = 0;
-      int shapes = 0, mispicked = 0;
-      // Whether avx512_conv_wins picks the faster path is measured here, not asserted in a unit
-      // test: "as picked" against "best of both" per shape (the path that measured faster), and
-      // the shapes where the rule picked the one that measured more than 5 % slower.
-      int all_shapes = 0, all_mispicked = 0;
-      double all_picked = 0, all_best = 0;
-      auto summary = [&] {
-        if (current.empty()) return;
-        std::printf("%-11s total conv ms: avx512 %.2f, xnnpack %.2f, as picked %.2f (%.2fx XNNPACK), "
-                    "best of both %.2f (picked / best %.3f; %d of %d shapes picked > 5 %% slower)\n\n",
-                    current.c_str(), own_total * 1e3, xnn_total * 1e3, picked_total * 1e3,
-                    xnn_total / picked_total, best_total * 1e3, picked_total / best_total, mispicked, shapes);
-        all_shapes += shapes;
-        all_mispicked += mispicked;
-        all_picked += picked_total;
-        all_best += best_total;
-      };
-      for (const ConvCase& c : cases) {
-        if (c.network != current) {
-          summary();
-          current = c.network;
-          own_total = xnn_total = picked_total = best_total = 0;
-          shapes = mispicked = 0;
-        }
-        const auto& s = c.shape;
-        const auto [own, xnn] = time_conv(s);
-        const bool picks = co_up::xnnpack::avx512_conv_wins(s);
-        own_total += own;
-        xnn_total += xnn;
-        picked_total += picks ? own : xnn;
-        best_total += std::min(own, xnn);
-        ++shapes;
-        if ((picks ? own : xnn) > 1.05 * std::min(own, xnn)) ++mispicked;
-        const double gflop = 2.0 * double(s.batch * s.out_height() * s.out_width() * s.out_channels *
-                                          s.kernel_h * s.kernel_w * (s.in_channels / s.group)) / 1e9;
-        char geometry[64];
-        std::snprintf(geometry, sizeof(geometry), "%lld>%lld %lldx%lld %lldx%lld/%lld g%lld",
-                      (long long)s.in_channels, (long long)s.out_channels, (long long)s.in_height,
-                      (long long)s.in_width, (long long)s.kernel_h, (long long)s.kernel_w,
-                      (long long)s.stride_h, (long long)s.group);
-        const bool slower = (picks ? own : xnn) > 1.05 * std::min(own, xnn);
-        std::printf("%-11s %-34.34s %-26s %8.1fG %8.1fG %7.2fx %8s%s\n", c.network.c_str(),
-                    c.layer.c_str(), geometry, gflop / own, gflop / xnn, xnn / own,
-                    picks ? "avx512" : "xnnpack", slower ? " (slower)" : "");
-        std::fflush(stdout);
-      }
-      summary();
-      std::printf("rule vs measurement: as picked / best of both %.3f over %d shapes, %d picked the path "
-                  "that measured > 5 %% slower\n", all_best > 0 ? all_picked / all_best : 0.0, all_shapes,
-                  all_mispicked);
+  const auto plugins = co_up::PluginRegistry::load_directory(CO_UP_PLUGIN_DIR);
+  const double gemm = peak_gflops();
+  const double fma = fma_peak_gflops();
+  const double peak = std::max(gemm, fma);
+  std::printf("xnnpack gemm: XNNPACK f32 GEMM 1024^3, 1 thread: %.1f GFLOP/s\n", gemm);
+  if (fma > 0) {
+    std::printf("fma loop: AVX-512 FMA in registers, 1 thread: %.1f GFLOP/s\n", fma);
+    std::printf("peak: the larger of the two, 1 thread: %.1f GFLOP/s\n\n", peak);
+  } else {
+    std::printf("peak: XNNPACK f32 GEMM 1024^3, 1 thread: %.1f GFLOP/s\n\n", peak);
+  }
+  if (convs) {
+    if (!co_up::xnnpack::avx512_gemm_available()) {
+      std::printf("--convs: this CPU has no AVX-512 (or CO_UP_NO_AVX512_GEMM is set): "
+                  "cpu-xnnpack uses XNNPACK's convolutions only\n");
       return 0;
     }
-    std::printf("%-11s %9s %12s %12s %8s %11s %11s\n", "network", "GMACs", "xnnpack ms",
-                "reference ms", "speedup", "xnn %peak", "ref %peak");
+    if (xnn_initialize(nullptr) != xnn_status_success) throw co_up::RuntimeError("xnn_initialize failed");
+    std::vector<ConvCase> cases;
     for (const std::string& name : networks) {
       co_up::NetworkSpec spec;
       spec.name = name;
       spec.image_size = image_size;
-      const co_up::graph::Graph g = co_up::build_network(spec);
-      int64_t macs = 0;
-      for (const auto& node : g.nodes()) macs += co_up::graph::node_macs(g, node);
-      const double x = seconds_per_frame(g, "cpu-xnnpack", frames, plugins);
-      const double r = seconds_per_frame(g, "cpu-reference", frames, plugins);
-      const double gflop = 2.0 * double(macs) / 1e9;
-      std::printf("%-11s %9.3f %12.2f %12.2f %7.2fx %10.1f%% %10.1f%%\n", name.c_str(),
-                  double(macs) / 1e9, x * 1e3, r * 1e3, r / x, 100.0 * gflop / x / peak,
-                  100.0 * gflop / r / peak);
+      collect_convs(name, co_up::build_network(spec), cases);
+    }
+    std::printf("%-11s %-34s %-26s %9s %9s %8s %8s\n", "network", "first layer", "C>M HxW kxk/s g",
+                "avx512", "xnnpack", "ratio", "picks");
+    std::string current;
+    double own_total = 0, xnn_total = 0, picked_total = 0, best_total = 0;
+    int shapes = 0, mispicked = 0;
+    // Whether avx512_conv_wins picks the faster path is measured here, not asserted in a unit
+    // test: "as picked" against "best of both" per shape (the path that measured faster), and
+    // the shapes where the rule picked the one that measured more than 5 % slower.
+    int all_shapes = 0, all_mispicked = 0;
+    double all_picked = 0, all_best = 0;
+    auto summary = [&] {
+      if (current.empty()) return;
+      std::printf("%-11s total conv ms: avx512 %.2f, xnnpack %.2f, as picked %.2f (%.2fx XNNPACK), "
+                  "best of both %.2f (picked / best %.3f; %d of %d shapes picked > 5 %% slower)\n\n",
+                  current.c_str(), own_total * 1e3, xnn_total * 1e3, picked_total * 1e3,
+                  xnn_total / picked_total, best_total * 1e3, picked_total / best_total, mispicked, shapes);
+      all_shapes += shapes;
+      all_mispicked += mispicked;
+      all_picked += picked_total;
+      all_best += best_total;
+    };
+    for (const ConvCase& c : cases) {
+      if (c.network != current) {
+        summary();
+        current = c.network;
+        own_total = xnn_total = picked_total = best_total = 0;
+        shapes = mispicked = 0;
+      }
+      const auto& s = c.shape;
+      const auto [own, xnn] = time_conv(s);
+      const bool picks = co_up::xnnpack::avx512_conv_wins(s);
+      own_total += own;
+      xnn_total += xnn;
+      picked_total += picks ? own : xnn;
+      best_total += std::min(own, xnn);
+      ++shapes;
+      if ((picks ? own : xnn) > 1.05 * std::min(own, xnn)) ++mispicked;
+      const double gflop = 2.0 * double(s.batch * s.out_height() * s.out_width() * s.out_channels *
+                                        s.kernel_h * s.kernel_w * (s.in_channels / s.group)) / 1e9;
+      char geometry[64];
+      std::snprintf(geometry, sizeof(geometry), "%lld>%lld %lldx%lld %lldx%lld/%lld g%lld",
+                    (long long)s.in_channels, (long long)s.out_channels, (long long)s.in_height,
+                    (long long)s.in_width, (long long)s.kernel_h, (long long)s.kernel_w,
+                    (long long)s.stride_h, (long long)s.group);
+      const bool slower = (picks ? own : xnn) > 1.05 * std::min(own, xnn);
+      std::printf("%-11s %-34.34s %-26s %8.1fG %8.1fG %7.2fx %8s%s\n", c.network.c_str(),
+                  c.layer.c_str(), geometry, gflop / own, gflop / xnn, xnn / own,
+                  picks ? "avx512" : "xnnpack", slower ? " (slower)" : "");
       std::fflush(stdout);
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "co_up_bench_xnnpack: %s\n", e.what());
-    return 1;
+    summary();
+    std::printf("rule vs measurement: as picked / best of both %.3f over %d shapes, %d picked the path "
+                "that measured > 5 %% slower\n", all_best > 0 ? all_picked / all_best : 0.0, all_shapes,
+                all_mispicked);
+    return 0;
+  }
+  std::printf("%-11s %9s %12s %12s %8s %11s %11s\n", "network", "GMACs", "xnnpack ms",
+              "reference ms", "speedup", "xnn %peak", "ref %peak");
+  for (const std::string& name : networks) {
+    co_up::NetworkSpec spec;
+    spec.name = name;
+    spec.image_size = image_size;
+    const co_up::graph::Graph g = co_up::build_network(spec);
+    int64_t macs = 0;
+    for (const auto& node : g.nodes()) macs += co_up::graph::node_macs(g, node);
+    const double x = seconds_per_frame(g, "cpu-xnnpack", frames, plugins);
+    const double r = seconds_per_frame(g, "cpu-reference", frames, plugins);
+    const double gflop = 2.0 * double(macs) / 1e9;
+    std::printf("%-11s %9.3f %12.2f %12.2f %7.2fx %10.1f%% %10.1f%%\n", name.c_str(),
+                double(macs) / 1e9, x * 1e3, r * 1e3, r / x, 100.0 * gflop / x / peak,
+                100.0 * gflop / r / peak);
+    std::fflush(stdout);
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return co_up::bench::bench_main("co_up_bench_xnnpack", [&] { return run_xnnpack(argc, argv); });
 }
