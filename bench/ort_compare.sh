@@ -64,24 +64,14 @@
 # new directory under /tmp). Everything measured goes to OUT_DIR/results.json.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-${root}/build}
-fixtures=${2:-${build}/onnx-fixtures}
-co_up=${build}/co_up
-python=/usr/bin/python3
-ort_dir=${root}/bench/ort
-reps=${REPS:-5}
+source "$(dirname "$0")/bench_env.sh"
 candidates=${CANDIDATES:-2}
 split_parts=${SPLIT_PARTS:-8}
-frames=${FRAMES:-50}
-warmup=${WARMUP:-3}
-nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base mobilenet_v3_large
-      efficientnet_b0 yolo_320 convnext_tiny)
+set_networks NETS alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base mobilenet_v3_large \
+  efficientnet_b0 yolo_320 convnext_tiny
 # exported by bench/export_networks.py; the others by make_fixtures.py --full
 modern=(vit_b_16 bert_base mobilenet_v3_large efficientnet_b0 yolo_320 convnext_tiny)
-if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
 
-die() { echo "ort_compare.sh: $*" >&2; exit 1; }
 source "${ort_dir}/ort_runner.sh"  # ort_check_prerequisites, measured, ort_run, rep_order
 ort_check_prerequisites
 

@@ -29,20 +29,9 @@
 # (transformers); ONNX Runtime: (cd bench/ort && npm install --ignore-scripts).
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-${root}/build}
-fixtures=${2:-${build}/onnx-fixtures}
-co_up=${build}/co_up
-python=/usr/bin/python3
-ort_dir=${root}/bench/ort
-cluster=${root}/platforms/host-2core-cluster.json
-reps=${REPS:-5}
-frames=${FRAMES:-50}
-warmup=${WARMUP:-3}
-nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base)
-if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
+source "$(dirname "$0")/bench_env.sh"
+set_networks NETS alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 vit_b_16 bert_base
 
-die() { echo "ort_intraop.sh: $*" >&2; exit 1; }
 source "${ort_dir}/ort_runner.sh"  # ort_check_prerequisites, measured, ort_run, rep_order
 ort_check_prerequisites
 for net in "${nets[@]}"; do

@@ -26,20 +26,9 @@
 # names the same commit (OUT_DIR/base/commit). The other plugins are this tree's, copied every run.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-${root}/build}
-fixtures=${2:-${build}/onnx-fixtures}
-co_up=${build}/co_up
-python=/usr/bin/python3
-ort_dir=${root}/bench/ort
-cluster=${root}/platforms/host-2core-cluster.json
-reps=${REPS:-5}
-frames=${FRAMES:-50}
-warmup=${WARMUP:-3}
-nets=(alexnet googlenet mobilenet resnet50 squeezenet)
-if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
+source "$(dirname "$0")/bench_env.sh"
+set_networks NETS alexnet googlenet mobilenet resnet50 squeezenet
 
-die() { echo "pool_ab.sh: $*" >&2; exit 1; }
 [[ -x ${co_up} ]] || die "${co_up} not found (build co_up and co_up_runtime first)"
 [[ -f ${build}/plugins/libco_up_cpu_xnnpack.so ]] || die "${build}/plugins/libco_up_cpu_xnnpack.so not found (build co_up_runtime)"
 command -v taskset >/dev/null || die "taskset not found (util-linux)"

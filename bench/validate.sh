@@ -15,15 +15,10 @@
 # CO_UP_FIXTURES=resnet50,alexnet limits the set (also passed on to make_fixtures.py).
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-${root}/build}
-fixtures=${2:-${build}/onnx-fixtures}
-co_up=${build}/co_up
-python=/usr/bin/python3
-[[ -x ${co_up} ]] || { echo "validate.sh: ${co_up} not found (build co_up first)" >&2; exit 1; }
-nets=(alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 inception_v3 resnet18 vgg16
-      mobilenet_v3_large efficientnet_b0 regnet_y_400mf densenet121)
-if [[ -n ${CO_UP_FIXTURES:-} ]]; then IFS=, read -r -a nets <<<"${CO_UP_FIXTURES}"; fi
+source "$(dirname "$0")/bench_env.sh"
+[[ -x ${co_up} ]] || die "${co_up} not found (build co_up first)"
+set_networks CO_UP_FIXTURES alexnet googlenet mobilenet_v2 resnet50 squeezenet1_0 inception_v3 resnet18 vgg16 \
+  mobilenet_v3_large efficientnet_b0 regnet_y_400mf densenet121
 
 missing=0
 for net in "${nets[@]}"; do [[ -f ${fixtures}/${net}.onnx ]] || missing=1; done

@@ -18,15 +18,10 @@
 # NETS=a,b limits the set; OPENCL=0 skips the opencl runs.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-${root}/build}
-fixtures=${2:-${build}/onnx-fixtures}
-co_up=${build}/co_up
-python=/usr/bin/python3
-[[ -x ${co_up} ]] || { echo "validate_modern.sh: ${co_up} not found (build co_up and its plugins first)" >&2; exit 1; }
-nets=(mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 regnet_y_400mf densenet121 convnext_tiny
-      vit_b_16 swin_t bert_base yolo_320 inception_v4)
-if [[ -n ${NETS:-} ]]; then IFS=, read -r -a nets <<<"${NETS}"; fi
+source "$(dirname "$0")/bench_env.sh"
+[[ -x ${co_up} ]] || die "${co_up} not found (build co_up and its plugins first)"
+set_networks NETS mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 regnet_y_400mf densenet121 \
+  convnext_tiny vit_b_16 swin_t bert_base yolo_320 inception_v4
 
 missing=()
 for net in "${nets[@]}"; do [[ -f ${fixtures}/${net}.onnx ]] || missing+=("${net}"); done
