@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,14 @@ class ClaimPool {
    private:
     const ClaimPool& pool_;
   };
+  // A Warm with a deadline, for a hand-off that usually but not surely leads to a job (a frame's
+  // input written before its run: a run that never comes must not keep the workers polling).
+  // Idle workers poll as under a Warm until `deadline` (or a later one already set) passes, then
+  // sleep again with no further call; sleeping ones are woken now. end_warm_until(deadline) ends
+  // the hold early when `deadline` is still the one in force (a later one stays).
+  void warm_until(std::chrono::steady_clock::time_point deadline) const;
+  void end_warm_until(std::chrono::steady_clock::time_point deadline) const;
+
   // For tests: how many workers are asleep (waiting on the futex) right now.
   int sleeping_workers() const;
 
