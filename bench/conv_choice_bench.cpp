@@ -82,7 +82,7 @@ static int run_conv_choice(int argc, char** argv) {
                                      {192, 64, 28}, {480, 192, 14}, {832, 384, 7}, {96, 384, 56},
                                      {384, 96, 56}, {384, 1536, 14}, {1536, 384, 14}};
   std::printf("MobileNetV2's 1x1 shapes, then other networks'.\n1x1 convolutions (ReLU6), fastest of %d alternating rounds: in -> out at HxW, MACs, own "
-              "1t us, own 2t us, xnnpack 1t us, xnnpack 2t us, own/xnnpack at 2t, own kernel chosen\n", reps);
+              "1t us, own 2t us, xnnpack 1t us, xnnpack 2t us, own/xnnpack at 2t, the kernel the plugin runs (nothing fused)\n", reps);
   for (const Shape& sh : shapes) {
     Conv2dShape s;
     s.in_channels = sh.in;
@@ -110,7 +110,49 @@ static int run_conv_choice(int argc, char** argv) {
     }
     std::printf("  %4lld -> %4lld at %3lldx%-3lld %9lld  %7.2f  %7.2f  %7.2f  %7.2f  %5.2f  %s\n", (long long)sh.in,
                 (long long)sh.out, (long long)sh.hw, (long long)sh.hw, (long long)(sh.hw * sh.hw * sh.in * sh.out),
-                best[0], best[1], best[2], best[3], best[1] / best[3], co_up::xnnpack::avx512_conv_wins(s) ? "own" : "xnnpack");
+                best[0], best[1], best[2], best[3], best[1] / best[3],
+                co_up::xnnpack::avx512_conv_wins(s) && !co_up::xnnpack::xnnpack_1x1_expansion_wins(s) ? "own" : "xnnpack");
+  }
+  // MobileNetV2's first layers as the plugin cuts them on two threads (the split rule's slices),
+  // one after another as in a frame: stem 3x3/2 3 -> 32, depthwise 32, 1x1 32 -> 16, 1x1
+  // 16 -> 96, depthwise 3x3/2 96 (memory-bound: 1.6-4.8 MB per tensor at 112x112).
+  {
+    struct Layer { int64_t in, out, hw, k, stride, group; };
+    const std::vector<Layer> layers = {{3, 32, 224, 3, 2, 1}, {32, 32, 112, 3, 1, 32}, {32, 16, 112, 1, 1, 1},
+                                       {16, 96, 112, 1, 1, 1}, {96, 96, 112, 3, 2, 96}};
+    std::vector<std::vector<float>> acts;
+    acts.push_back(random_floats(size_t(224 * 224 * 3)));
+    std::vector<std::vector<float>> weights;
+    std::vector<SlicedOperator> ops1, ops2;
+    for (const Layer& l : layers) {
+      Conv2dShape s;
+      s.in_channels = l.in;
+      s.out_channels = l.out;
+      s.group = l.group;
+      s.in_height = s.in_width = l.hw;
+      s.kernel_h = s.kernel_w = l.k;
+      s.stride_h = s.stride_w = l.stride;
+      s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = l.k / 2;
+      weights.push_back(random_floats(size_t(l.out * l.k * l.k * l.in / l.group)));
+      acts.push_back(std::vector<float>(size_t(s.out_height() * s.out_width() * l.out) + 64));
+      const float* x = acts[acts.size() - 2].data();
+      float* y = acts.back().data();
+      ops1.push_back(SlicedOperator::convolution(s, weights.back().data(), nullptr, 0.0f, 6.0f, 0, x, y, l.out,
+                                                 "bench", 1, 1));
+      ops2.push_back(SlicedOperator::convolution(s, weights.back().data(), nullptr, 0.0f, 6.0f, 0, x, y, l.out,
+                                                 "bench", 0, 2));
+    }
+    const std::function<void()> chain[2] = {[&] { for (const auto& op : ops1) op.run(pool1); },
+                                            [&] { for (const auto& op : ops2) op.run(pool2); }};
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < reps; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const int v = r % 2 == 0 ? k : 1 - k;
+        best[v] = std::min(best[v], time_us(chain[v]));
+      }
+    }
+    std::printf("MobileNetV2's 112x112 layers in a row, fastest of %d: 1 thread %.1f us, 2 threads %.1f us (%.2fx)\n",
+                reps, best[0], best[1], best[0] / best[1]);
   }
   return 0;
 }
