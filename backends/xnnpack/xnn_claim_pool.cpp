@@ -62,6 +62,7 @@ struct ClaimPool::State {
   // The current job's body: written under job_mutex before the claim word publishes the job, read
   // only by a participant that has claimed one of its chunks (so it is still alive).
   const std::function<void(int64_t)>* body = nullptr;
+  uint64_t total = 0;  // the current job's chunk count; written and read like body
   std::mutex error_mutex;
   std::exception_ptr error;  // the first exception a worker's chunk threw, guarded by error_mutex
 
@@ -122,19 +123,24 @@ void ClaimPool::claim_and_run(uint32_t generation, bool on_worker) const {
     const uint64_t limit = (word >> 16) & kFieldMask;
     const uint64_t next = word & kFieldMask;
     if (next >= limit) break;
-    if (!s.claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+    // The caller claims from the front, workers from the back: on two threads each runs one
+    // contiguous half of the chunks (as far as their speeds allow), the same half in every layer.
+    const uint64_t claimed = on_worker ? limit - 1 : next;
+    const uint64_t next_word = on_worker ? word - (uint64_t(1) << 16) : word + 1;
+    if (!s.claim.compare_exchange_weak(word, next_word, std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
       continue;
     }
+    const uint64_t total = s.total;  // before `done` moves: then the next job may overwrite it
     try {
-      (*s.body)(static_cast<int64_t>(next));
+      (*s.body)(static_cast<int64_t>(claimed));
     } catch (...) {
       const std::lock_guard lock(s.error_mutex);
       if (!s.error) s.error = std::current_exception();
     }
     if (on_worker) s.worker_chunks.fetch_add(1, std::memory_order_relaxed);
     // Nothing of the job may be touched after this: the caller may return and free the body.
-    if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == limit) s.done.notify_one();
+    if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == total) s.done.notify_one();
     word = s.claim.load(std::memory_order_acquire);
   }
 }
@@ -199,6 +205,7 @@ void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) c
   const std::lock_guard job_lock(s.job_mutex);
   const uint32_t generation = ++s.last_generation;
   s.body = &chunk;
+  s.total = uint64_t(chunks);
   s.done.store(0, std::memory_order_relaxed);
   s.claim.store(pack(generation, uint64_t(chunks), 0), std::memory_order_release);
   s.generation.store(generation, std::memory_order_seq_cst);

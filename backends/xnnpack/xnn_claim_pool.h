@@ -1,7 +1,8 @@
 // ClaimPool: the workers that run cpu-xnnpack's own kernels. A job is a number of chunks; every
-// participant (the caller and each worker) claims the next unclaimed chunk from one atomic word
-// until none is left, and the caller then waits only for chunks that were claimed and are still
-// running. A worker that the OS has not scheduled yet (another process holds its core) therefore
+// participant (the caller and each worker) claims an unclaimed chunk from one atomic word until
+// none is left (the caller from the front, workers from the back, so that on two threads each
+// runs a contiguous half: the same rows or weight blocks in every layer, kept in its own cache),
+// and the caller then waits only for chunks that were claimed and are still running. A worker that the OS has not scheduled yet (another process holds its core) therefore
 // costs nothing but its share of the parallelism: the caller takes its chunks, and when the worker
 // finally runs it finds the job closed and goes back to sleep. (pthreadpool's join waits for every
 // worker to check in, started or not, which on a shared core costs a scheduler time slice per
