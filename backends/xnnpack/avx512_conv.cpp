@@ -329,12 +329,6 @@ bool avx512_conv_wins(const Conv2dShape& s) {
          ((out >= 64 && depth >= 64) || (out >= 32 && depth >= 96 && (depth <= 448 || pixels >= 28 * 28)));
 }
 
-bool xnnpack_1x1_expansion_wins(const Conv2dShape& s) {
-  return s.kernel_h == 1 && s.kernel_w == 1 && s.group == 1 && s.stride_h == 1 && s.stride_w == 1 &&
-         s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 &&
-         s.in_channels <= 192 && s.out_channels > s.in_channels && s.out_height() * s.out_width() >= 7 * 7;
-}
-
 bool avx512_gemm_available() {
   static const bool available =
       __builtin_cpu_supports("avx512f") && std::getenv("CO_UP_NO_AVX512_GEMM") == nullptr;
@@ -345,9 +339,15 @@ bool avx512_gemm_available() {
 
 bool avx512_gemm_available() { return false; }
 bool avx512_conv_wins(const Conv2dShape&) { return false; }
-bool xnnpack_1x1_expansion_wins(const Conv2dShape&) { return true; }
 
 #endif  // __x86_64__
+
+// The shape alone, on every CPU (it matters only where avx512_conv_wins() is true).
+bool xnnpack_1x1_expansion_wins(const Conv2dShape& s) {
+  return s.kernel_h == 1 && s.kernel_w == 1 && s.group == 1 && s.stride_h == 1 && s.stride_w == 1 &&
+         s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 &&
+         s.in_channels <= 192 && s.out_channels > s.in_channels && s.out_height() * s.out_width() >= 7 * 7;
+}
 
 Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& params,
                                      const float* x, float* y)
