@@ -342,6 +342,13 @@ bool avx512_conv_wins(const Conv2dShape&) { return false; }
 
 #endif  // __x86_64__
 
+// The shape alone, on every CPU (it matters only where avx512_conv_wins() is true).
+bool xnnpack_1x1_expansion_wins(const Conv2dShape& s) {
+  return s.kernel_h == 1 && s.kernel_w == 1 && s.group == 1 && s.stride_h == 1 && s.stride_w == 1 &&
+         s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 &&
+         s.in_channels <= 192 && s.out_channels > s.in_channels && s.out_height() * s.out_width() >= 7 * 7;
+}
+
 Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& params,
                                      const float* x, float* y)
     : state_(std::make_unique<State>()) {

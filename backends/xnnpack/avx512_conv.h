@@ -45,6 +45,16 @@ bool avx512_gemm_available();
 // are memory-bound and stay on XNNPACK. False wherever avx512_gemm_available() is.
 bool avx512_conv_wins(const backends::Conv2dShape& shape);
 
+// Where XNNPACK's convolution beats these kernels although avx512_conv_wins() says otherwise,
+// when nothing is fused into the epilogue (a residual Add or SiLU needs the own kernel): 1x1
+// expansions (group 1, stride 1, no padding) from at most 192 input channels to more outputs,
+// over 7x7 pixels or more. `co_up_bench_conv_choice`, one thread, fastest of 300 alternating
+// rounds: MobileNetV2's 64 -> 384 and 96 -> 576 at 14x14 99 -> 83 us and 211 -> 186 us,
+// 160 -> 960 at 7x7 136 -> 128 us; MobileNetV3's 80 -> 480 and 112 -> 672 at 14x14 148 -> 128
+// and 280 -> 252 us; ResNet-50's 64 -> 256 at 56x56 1050 -> 878 us. (Deeper reductions and
+// projections to fewer channels measure within 1-5 % either way and stay on the own kernel.)
+bool xnnpack_1x1_expansion_wins(const backends::Conv2dShape& shape);
+
 struct F32ConvParams {
   const float* weights = nullptr;  // [M, C/group, kH, kW] (the ABI's OIHW)
   const float* bias = nullptr;     // [M], or NULL for none

@@ -36,6 +36,10 @@ uint64_t pack(uint32_t generation, uint64_t limit, uint64_t next) {
   return (uint64_t(generation) << 32) | (limit << 16) | next;
 }
 
+int64_t ticks(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 }  // namespace
 
 struct ClaimPool::State {
@@ -47,6 +51,7 @@ struct ClaimPool::State {
   // wait on it, so a Warm can wake them without publishing a job.
   std::atomic<uint32_t> bell{0};
   std::atomic<int> warm{0};      // live Warm objects: idle workers never sleep while > 0
+  std::atomic<int64_t> warm_deadline{0};  // warm_until(): steady-clock ns; polling until then
   std::atomic<int> sleeping{0};  // workers in (or entering) bell.wait: a job rings for them
   std::atomic<uint32_t> done{0};        // chunks of the current job that have returned
   std::atomic<bool> stop{false};
@@ -57,12 +62,17 @@ struct ClaimPool::State {
   // The current job's body: written under job_mutex before the claim word publishes the job, read
   // only by a participant that has claimed one of its chunks (so it is still alive).
   const std::function<void(int64_t)>* body = nullptr;
+  uint64_t total = 0;  // the current job's chunk count; written and read like body
   std::mutex error_mutex;
   std::exception_ptr error;  // the first exception a worker's chunk threw, guarded by error_mutex
 
   void ring_bell() {
     bell.fetch_add(1, std::memory_order_seq_cst);
     bell.notify_all();
+  }
+  // Whether idle workers must keep polling at `now` (a Warm lives, or a warm_until() runs).
+  bool warm_at(std::chrono::steady_clock::time_point now, std::memory_order order) const {
+    return warm.load(order) > 0 || ticks(now) < warm_deadline.load(order);
   }
 };
 
@@ -113,19 +123,24 @@ void ClaimPool::claim_and_run(uint32_t generation, bool on_worker) const {
     const uint64_t limit = (word >> 16) & kFieldMask;
     const uint64_t next = word & kFieldMask;
     if (next >= limit) break;
-    if (!s.claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+    // The caller claims from the front, workers from the back: on two threads each runs one
+    // contiguous half of the chunks (as far as their speeds allow), the same half in every layer.
+    const uint64_t claimed = on_worker ? limit - 1 : next;
+    const uint64_t next_word = on_worker ? word - (uint64_t(1) << 16) : word + 1;
+    if (!s.claim.compare_exchange_weak(word, next_word, std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
       continue;
     }
+    const uint64_t total = s.total;  // before `done` moves: then the next job may overwrite it
     try {
-      (*s.body)(static_cast<int64_t>(next));
+      (*s.body)(static_cast<int64_t>(claimed));
     } catch (...) {
       const std::lock_guard lock(s.error_mutex);
       if (!s.error) s.error = std::current_exception();
     }
     if (on_worker) s.worker_chunks.fetch_add(1, std::memory_order_relaxed);
     // Nothing of the job may be touched after this: the caller may return and free the body.
-    if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == limit) s.done.notify_one();
+    if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == total) s.done.notify_one();
     word = s.claim.load(std::memory_order_acquire);
   }
 }
@@ -145,18 +160,19 @@ void ClaimPool::worker_loop(int index) const {
         if (current != seen) break;
         const auto now = std::chrono::steady_clock::now();
         if (now <= until) continue;
-        if (s.warm.load(std::memory_order_relaxed) == 0) break;
+        if (!s.warm_at(now, std::memory_order_relaxed)) break;
         // A Warm keeps us polling past the spin, but yielding: on an idle core this is a spin,
         // and where other threads want the core they get it (a worker that burnt its share
         // spinning would be preempted in the middle of its next chunk instead).
         std::this_thread::yield();
       }
       if (current == seen) {
-        // The bell is read before the last look at the job and the Warm count, so a job or a
-        // Warm that comes after that look has rung it since: the wait then returns at once.
+        // The bell is read before the last look at the job, the Warm count and the warm deadline,
+        // so a job or a Warm that comes after that look has rung it since: the wait then returns
+        // at once.
         const uint32_t bell = s.bell.load(std::memory_order_seq_cst);
         if (s.generation.load(std::memory_order_seq_cst) == seen &&
-            s.warm.load(std::memory_order_seq_cst) == 0) {
+            !s.warm_at(std::chrono::steady_clock::now(), std::memory_order_seq_cst)) {
           s.sleeping.fetch_add(1, std::memory_order_seq_cst);
           s.bell.wait(bell, std::memory_order_seq_cst);
           s.sleeping.fetch_sub(1, std::memory_order_relaxed);
@@ -189,6 +205,7 @@ void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) c
   const std::lock_guard job_lock(s.job_mutex);
   const uint32_t generation = ++s.last_generation;
   s.body = &chunk;
+  s.total = uint64_t(chunks);
   s.done.store(0, std::memory_order_relaxed);
   s.claim.store(pack(generation, uint64_t(chunks), 0), std::memory_order_release);
   s.generation.store(generation, std::memory_order_seq_cst);
@@ -241,6 +258,21 @@ ClaimPool::Warm::Warm(const ClaimPool& pool) : pool_(pool) {
 }
 
 ClaimPool::Warm::~Warm() { pool_.state_->warm.fetch_sub(1, std::memory_order_seq_cst); }
+
+void ClaimPool::warm_until(std::chrono::steady_clock::time_point deadline) const {
+  State& s = *state_;
+  const int64_t until = ticks(deadline);
+  int64_t current = s.warm_deadline.load(std::memory_order_seq_cst);
+  while (current < until &&
+         !s.warm_deadline.compare_exchange_weak(current, until, std::memory_order_seq_cst)) {
+  }
+  s.ring_bell();
+}
+
+void ClaimPool::end_warm_until(std::chrono::steady_clock::time_point deadline) const {
+  int64_t expected = ticks(deadline);
+  state_->warm_deadline.compare_exchange_strong(expected, 0, std::memory_order_seq_cst);
+}
 
 int ClaimPool::sleeping_workers() const { return state_->sleeping.load(std::memory_order_relaxed); }
 

@@ -1,7 +1,8 @@
 // ClaimPool: the workers that run cpu-xnnpack's own kernels. A job is a number of chunks; every
-// participant (the caller and each worker) claims the next unclaimed chunk from one atomic word
-// until none is left, and the caller then waits only for chunks that were claimed and are still
-// running. A worker that the OS has not scheduled yet (another process holds its core) therefore
+// participant (the caller and each worker) claims an unclaimed chunk from one atomic word until
+// none is left (the caller from the front, workers from the back, so that on two threads each
+// runs a contiguous half: the same rows or weight blocks in every layer, kept in its own cache),
+// and the caller then waits only for chunks that were claimed and are still running. A worker that the OS has not scheduled yet (another process holds its core) therefore
 // costs nothing but its share of the parallelism: the caller takes its chunks, and when the worker
 // finally runs it finds the job closed and goes back to sleep. (pthreadpool's join waits for every
 // worker to check in, started or not, which on a shared core costs a scheduler time slice per
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +76,14 @@ class ClaimPool {
    private:
     const ClaimPool& pool_;
   };
+  // A Warm with a deadline, for a hand-off that usually but not surely leads to a job (a frame's
+  // input written before its run: a run that never comes must not keep the workers polling).
+  // Idle workers poll as under a Warm until `deadline` (or a later one already set) passes, then
+  // sleep again with no further call; sleeping ones are woken now. end_warm_until(deadline) ends
+  // the hold early when `deadline` is still the one in force (a later one stays).
+  void warm_until(std::chrono::steady_clock::time_point deadline) const;
+  void end_warm_until(std::chrono::steady_clock::time_point deadline) const;
+
   // For tests: how many workers are asleep (waiting on the futex) right now.
   int sleeping_workers() const;
 

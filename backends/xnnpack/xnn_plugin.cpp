@@ -14,6 +14,7 @@
 //
 // Statuses, option parsing and node decoding are backends/common's (see plugin_status.h), so all
 // backends accept the same graphs with the same messages.
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -150,9 +151,11 @@ struct co_up_compiled {
   std::vector<Port> inputs;
   std::vector<Port> outputs;
   std::vector<Step> steps;
-  // Held from the first input map or bind of a frame to the end of its run: the pool's workers,
-  // asleep since the last frame, wake while the runtime writes the input, not during layer 0.
-  std::optional<co_up::xnnpack::CpuPool::Warm> input_warm;
+  // Set at the first input map or bind of a frame, ended when its run starts: the pool's
+  // workers, asleep since the last frame, wake while the runtime writes the input, not during
+  // layer 0. A deadline, not a Warm: when no run follows (a failed frame, a caller that maps and
+  // stops) the workers go back to sleep once it passes.
+  std::optional<std::chrono::steady_clock::time_point> input_warm_until;
 };
 
 namespace co_up::xnnpack {
@@ -308,7 +311,10 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   // (longer than a worker's idle spin) would otherwise send them to sleep, and the next split
   // layer would wait for a wake-up.
   const CpuPool::Warm warm(*c.device->pool);
-  c.input_warm.reset();
+  if (c.input_warm_until) {
+    c.device->pool->end_warm_until(*c.input_warm_until);
+    c.input_warm_until.reset();
+  }
   // An input mapped and written but never unmapped is still converted.
   for (auto& in : c.inputs) convert_input(c, in);
   for (size_t s = 0; s < c.steps.size(); ++s) {
@@ -318,8 +324,16 @@ void run(co_up_compiled& c, const co_up_run_hooks* hooks) {
   }
 }
 
+// Long enough for the runtime to write a frame's inputs and start the run (well under a
+// millisecond for a 224x224 image); a bound, so that a run that never comes costs at most this
+// much polling.
+constexpr auto kInputWarmHold = std::chrono::milliseconds(20);
+
 void warm_for_input(co_up_compiled& c) {
-  if (!c.input_warm) c.input_warm.emplace(*c.device->pool);
+  const auto now = std::chrono::steady_clock::now();
+  if (c.input_warm_until && now < *c.input_warm_until) return;  // this frame's hold still runs
+  c.input_warm_until = now + kInputWarmHold;
+  c.device->pool->warm_until(*c.input_warm_until);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -61,7 +61,8 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
                         const std::string& where, int64_t chunk_bytes = 0) {
   const auto [lo, hi] = activation_range(out.activation);
   F32Step step;
-  if (avx512_conv_wins(s)) {
+  const bool fused = out.residual != nullptr || out.silu;
+  if (avx512_conv_wins(s) && (fused || !xnnpack_1x1_expansion_wins(s))) {
     auto conv = std::make_shared<Avx512Convolution>(
         s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes, out.silu}, x, out.y);
     const CpuPool* pool_ptr = &pool;

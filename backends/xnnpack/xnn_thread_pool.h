@@ -17,6 +17,7 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,14 @@ class CpuPool {
    private:
     std::optional<ClaimPool::Warm> warm_;
   };
+
+  // ClaimPool::warm_until / end_warm_until on the kernels' pool; nothing for one thread.
+  void warm_until(std::chrono::steady_clock::time_point deadline) const {
+    if (kernels_) kernels_->warm_until(deadline);
+  }
+  void end_warm_until(std::chrono::steady_clock::time_point deadline) const {
+    if (kernels_) kernels_->end_warm_until(deadline);
+  }
 
   // For tests: runs one task on every thread of the kernels' pool at once (each waits until all
   // have started, so no thread runs two) and returns, per thread, the CPUs sched_getaffinity

@@ -1,0 +1,57 @@
+// ClaimPool's claim order (backends/xnnpack/xnn_claim_pool.h): the caller claims chunks from the
+// front and workers from the back, so on two threads each runs one contiguous part of a job —
+// the caller a prefix, the worker the rest — whatever the timing; and the same chunks run exactly
+// once as before.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "xnn_claim_pool.h"
+
+namespace {
+
+using co_up::xnnpack::ClaimPool;
+using Clock = std::chrono::steady_clock;
+
+void busy_us(int us) {
+  const auto until = Clock::now() + std::chrono::microseconds(us);
+  while (Clock::now() < until) {
+  }
+}
+
+TEST(ClaimPoolOrder, CallerRunsAPrefixAndTheWorkerTheRest) {
+  const ClaimPool pool(1, {});
+  const ClaimPool::Warm warm(pool);  // the worker polls between jobs, so it joins them early
+  constexpr int kChunks = 16;
+  int64_t jobs_shared = 0;  // jobs where the caller and the worker each ran at least two chunks
+  int64_t jobs = 0;
+  // Until the two have shared 20 jobs (it may not be scheduled for a while on a loaded
+  // host; 20 s at most).
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (jobs_shared < 20 && Clock::now() < until) {
+    std::vector<std::atomic<int>> runner(kChunks);
+    for (auto& r : runner) r.store(-1);
+    pool.run(kChunks, [&](int64_t i) {
+      runner[static_cast<size_t>(i)].store(pool.thread_index());
+      busy_us(50);
+    });
+    ++jobs;
+    int first_worker_chunk = kChunks;
+    for (int i = 0; i < kChunks; ++i) {
+      const int who = runner[static_cast<size_t>(i)].load();
+      ASSERT_GE(who, 0) << "chunk " << i << " of job " << jobs << " never ran";
+      if (who != 0 && first_worker_chunk == kChunks) first_worker_chunk = i;
+      if (i > first_worker_chunk) {
+        ASSERT_NE(who, 0) << "job " << jobs << ": the caller ran chunk " << i << " after the worker ran chunk "
+                          << first_worker_chunk << " (the caller should run a prefix, the worker the rest)";
+      }
+    }
+    if (first_worker_chunk >= 2 && first_worker_chunk <= kChunks - 2) ++jobs_shared;
+  }
+  EXPECT_EQ(jobs_shared, 20) << "the caller and the worker shared only " << jobs_shared << " of " << jobs << " jobs";
+}
+
+}  // namespace
