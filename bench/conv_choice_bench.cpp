@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -21,6 +20,7 @@
 
 #include "avx512_conv.h"
 #include "bench/bench_main.h"
+#include "bench/bench_options.h"
 #include "xnn_common.h"
 #include "xnn_sliced_ops.h"
 #include "xnn_thread_pool.h"
@@ -51,12 +51,14 @@ std::vector<float> random_floats(size_t count) {
 
 static int run_conv_choice(int argc, char** argv) {
   int reps = 200;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--reps=", 7) == 0) {
-      reps = std::max(1, std::atoi(argv[i] + 7));
+  for (const co_up::bench::BenchOption& a : co_up::bench::read_options(argc, argv)) {
+    if (a.is("reps")) {
+      reps = static_cast<int>(a.integer(1, 10000000));
+    } else if (a.is("help")) {
+      std::printf("usage: co_up_bench_conv_choice [--reps=N]\n");
+      return 0;
     } else {
-      std::fprintf(stderr, "co_up_bench_conv_choice: error: unknown option '%s' (use --reps=N)\n", argv[i]);
-      return 2;
+      a.unknown();
     }
   }
   if (!co_up::xnnpack::avx512_gemm_available()) {
