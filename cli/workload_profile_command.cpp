@@ -69,7 +69,7 @@ std::unique_ptr<Executor> executor_for(const CoRunParty& party, const Platform& 
 }
 
 struct FrameTimes {
-  std::vector<double> wall_us, cost_us;  // cost: frame_us
+  std::vector<double> cost_us;  // frame_us of each frame
 };
 
 FrameTimes solo_frames(Executor& e, const CoRunParty& party, int frames) {
@@ -77,10 +77,7 @@ FrameTimes solo_frames(Executor& e, const CoRunParty& party, int frames) {
   request.input_sets.push_back(party.input);
   request.frames = static_cast<uint64_t>(frames);
   FrameTimes t;
-  for (const FrameSpan& s : spans_of(e.run(request).profile)) {
-    t.wall_us.push_back(frame_us(s, false));
-    t.cost_us.push_back(frame_us(s, party.cpu_time));
-  }
+  for (const FrameSpan& s : spans_of(e.run(request).profile)) t.cost_us.push_back(frame_us(s, party.cpu_time));
   return t;
 }
 
@@ -166,7 +163,7 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
     std::array<double, 2> solo_median{};
     for (int i = 0; i < 2; ++i) {
       const FrameTimes s = solo_frames(*exec[i], *party[i], per_round);
-      solo_all[i].insert(solo_all[i].end(), s.wall_us.begin(), s.wall_us.end());
+      solo_all[i].insert(solo_all[i].end(), s.cost_us.begin(), s.cost_us.end());
       solo_median[i] = median(s.cost_us);
     }
     const std::array<std::vector<double>, 2> co = run_together(party, exec, per_round);

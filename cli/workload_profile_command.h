@@ -7,7 +7,7 @@
 //      (a on P, b on Q; different networks first), each measured in kCoRunRounds rounds of: a
 //      alone on P, b alone on Q, both at once in two threads, about --repetitions/3 frames each
 //      (at least 2). Each network runs whole on its processor, switch mode (its own Executor, its
-//      own processor thread pinned to its cluster). Solo time = median frame time of all solo
+//      own processor thread pinned to its cluster). Solo time = median frame cost of all solo
 //      runs; co-run time = solo time x the median over rounds of (median frame cost while the
 //      other network ran / that round's solo median), where a frame's cost is its processor
 //      thread's CPU time on a one-thread CPU cluster (immune to other processes and to both
@@ -46,7 +46,7 @@ struct CoRunParty {
 };
 
 struct CoRunTimes {
-  double solo_us[2] = {0, 0};   // median frame time alone (every round's solo run pooled)
+  double solo_us[2] = {0, 0};   // median frame cost alone (every round's solo run pooled)
   double corun_us[2] = {0, 0};  // solo_us x the median over rounds of co-run / solo
   size_t corun_frames[2] = {0, 0};
 };
