@@ -430,6 +430,12 @@ def main():
                   f"predicted per round: " + ", ".join(f"r{i + 1} {v:.2f} ({100 * (v - 1):+.0f} %)"
                                                        for i, v in enumerate(per_round)) +
                   f"; median {spread(per_round)}")
+            # The profile predicts times on an idle host (its co-runs and solo runs are costed in
+            # processor-thread CPU time); on a busy one, the run's own on-CPU share takes out the
+            # time other processes took, as co_up plan --verify prints it.
+            if len(cpu_share[c]) == len(per_round) and all(v > 0 for v in cpu_share[c]):
+                corrected = [v / share for v, share in zip(per_round, cpu_share[c])]
+                print(f"  the same / on CPU (without the time other processes took): {spread(corrected)}")
 
     # Latency at LOAD % of the planned arrangement's capacity (its median measured throughput),
     # every network at an equal share of the rate; the same rates for ONNX Runtime.

@@ -35,6 +35,7 @@ double median(std::vector<double> v) {
 
 struct FrameSpan {
   int64_t start_ns, end_ns;
+  int64_t cpu_ns = 0;  // the processor thread's CPU time in the frame's sub-graph runs
 };
 
 std::vector<FrameSpan> spans_of(const profiler::RunProfile& p) {
@@ -42,23 +43,49 @@ std::vector<FrameSpan> spans_of(const profiler::RunProfile& p) {
   for (size_t f = 0; f < p.frame_end_ns.size() && f < p.frame_start_ns.size(); ++f) {
     out.push_back({p.frame_start_ns[f], p.frame_end_ns[f]});
   }
+  for (const profiler::Event& e : p.events) {
+    if (e.kind == profiler::EventKind::kSubGraph && e.thread_cpu_ns > 0 && e.frame < out.size()) {
+      out[e.frame].cpu_ns += e.thread_cpu_ns;
+    }
+  }
   return out;
+}
+
+// A frame's cost in a co-run comparison: its processor thread's CPU time where that thread does
+// all of the work itself, else its wall time. CPU time grows with what co-running costs (cache and
+// memory stalls count as CPU time) but not with time the thread waited for a core: on a shared host
+// another process's burst, or the scheduler putting both co-run threads on one core for a while,
+// doubled wall times (+50 to +180 % "slowdowns" in single co-runs, -60 % in others) and the
+// planner predicted plans 15-35 % slower than they ran.
+double frame_us(const FrameSpan& s, bool cpu_time) {
+  return static_cast<double>(cpu_time && s.cpu_ns > 0 ? s.cpu_ns : s.end_ns - s.start_ns) / 1e3;
 }
 
 std::unique_ptr<Executor> executor_for(const CoRunParty& party, const Platform& platform, const PluginRegistry& plugins) {
   ExecutorOptions options;
   options.mode = Mode::kSwitch;
-  options.profile_level = 0;
+  options.profile_level = 1;  // sub-graph events with the thread's CPU time
   return std::make_unique<Executor>(Placement::create(*party.graph, party.order, platform, plugins), options);
 }
 
-std::vector<double> solo_frames(Executor& e, const CoRunParty& party, int frames) {
+struct FrameTimes {
+  std::vector<double> cost_us;  // frame_us of each frame
+};
+
+FrameTimes solo_frames(Executor& e, const CoRunParty& party, int frames) {
   RunRequest request;
   request.input_sets.push_back(party.input);
   request.frames = static_cast<uint64_t>(frames);
-  std::vector<double> us;
-  for (const FrameSpan& s : spans_of(e.run(request).profile)) us.push_back(static_cast<double>(s.end_ns - s.start_ns) / 1e3);
-  return us;
+  FrameTimes t;
+  for (const FrameSpan& s : spans_of(e.run(request).profile)) t.cost_us.push_back(frame_us(s, party.cpu_time));
+  return t;
+}
+
+// A CPU cluster with one thread: its backend computes on the processor thread itself, so that
+// thread's CPU time is the whole of a frame's work.
+bool computes_on_its_thread(const ProcessorSpec& p) {
+  const size_t threads = p.threads > 0 ? static_cast<size_t>(p.threads) : p.cores.size();
+  return p.is_cpu() && threads == 1;
 }
 
 }  // namespace
@@ -69,7 +96,7 @@ namespace {
 // many frames started after the other's first; the one that gets there first keeps running, so
 // the other is measured under contention to its last frame. (Not one frame per call: each run()
 // starts its processor threads, and the gaps between calls would be time without contention.)
-// Returns each party's frame times (us) of the frames that ran while the other was running.
+// Returns each party's frame costs (frame_us) of the frames that ran while the other was running.
 std::array<std::vector<double>, 2> run_together(const std::array<const CoRunParty*, 2>& party,
                                                 const std::array<std::unique_ptr<Executor>, 2>& exec, int frames) {
   std::array<std::vector<FrameSpan>, 2> spans;
@@ -112,7 +139,7 @@ std::array<std::vector<double>, 2> run_together(const std::array<const CoRunPart
   std::array<std::vector<double>, 2> co;
   for (int i = 0; i < 2; ++i) {
     for (const FrameSpan& s : spans[i]) {
-      if (s.start_ns >= begin && s.end_ns <= end) co[i].push_back(static_cast<double>(s.end_ns - s.start_ns) / 1e3);
+      if (s.start_ns >= begin && s.end_ns <= end) co[i].push_back(frame_us(s, party[i]->cpu_time));
     }
     if (co[i].empty()) throw RuntimeError("co-run: order '" + party[i]->order + "' completed no frame while the other ran");
   }
@@ -135,9 +162,9 @@ CoRunTimes measure_corun(const CoRunParty& a, const CoRunParty& b, const Platfor
   for (int round = 0; round < kCoRunRounds; ++round) {
     std::array<double, 2> solo_median{};
     for (int i = 0; i < 2; ++i) {
-      const std::vector<double> s = solo_frames(*exec[i], *party[i], per_round);
-      solo_all[i].insert(solo_all[i].end(), s.begin(), s.end());
-      solo_median[i] = median(s);
+      const FrameTimes s = solo_frames(*exec[i], *party[i], per_round);
+      solo_all[i].insert(solo_all[i].end(), s.cost_us.begin(), s.cost_us.end());
+      solo_median[i] = median(s.cost_us);
     }
     const std::array<std::vector<double>, 2> co = run_together(party, exec, per_round);
     for (int i = 0; i < 2; ++i) {
@@ -270,6 +297,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
           const ProcessorSpec* ps = platform.find(letter);
           for (const auto& [layer, why] : profilers[i]->declined_layers(letter)) p.order[layer] = ps->host;
           if (p.order.find_first_of(calibrating) != std::string::npos) p.warmup_extra = static_cast<int>(o.calibration);
+          p.cpu_time = computes_on_its_thread(*ps);
           return p;
         };
         std::cerr << "co_up profile: co-run " << na.name << " on " << letters[x] << " with " << nb.name << " on "

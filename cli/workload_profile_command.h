@@ -7,9 +7,11 @@
 //      (a on P, b on Q; different networks first), each measured in kCoRunRounds rounds of: a
 //      alone on P, b alone on Q, both at once in two threads, about --repetitions/3 frames each
 //      (at least 2). Each network runs whole on its processor, switch mode (its own Executor, its
-//      own processor thread pinned to its cluster). Solo time = median frame time of all solo
-//      runs; co-run time = solo time x the median over rounds of (median frame time while the
-//      other network ran / that round's solo median);
+//      own processor thread pinned to its cluster). Solo time = median frame cost of all solo
+//      runs; co-run time = solo time x the median over rounds of (median frame cost while the
+//      other network ran / that round's solo median), where a frame's cost is its processor
+//      thread's CPU time on a one-thread CPU cluster (immune to other processes and to both
+//      threads sharing a core for a while) and its wall time elsewhere;
 //   3. the slowdown regression (planner/contention_model.h) fitted to two thirds of the co-runs
 //      of each processor pair; the other third held out and its error stored and printed.
 // The file is written once, at the end (or when stopped by a signal: what was measured so far).
@@ -38,10 +40,13 @@ struct CoRunParty {
   std::vector<std::vector<float>> input;
   std::string order;  // one letter per layer (declined layers of an accelerator on its host)
   int warmup_extra = 0;  // frames a calibrating backend (npu-int8) runs before it is measured
+  // Compare frames by the processor thread's CPU time instead of wall time (a one-thread CPU
+  // cluster, whose thread does all of the work): time spent waiting for a core is not a slowdown.
+  bool cpu_time = false;
 };
 
 struct CoRunTimes {
-  double solo_us[2] = {0, 0};   // median frame time alone (every round's solo run pooled)
+  double solo_us[2] = {0, 0};   // median frame cost alone (every round's solo run pooled)
   double corun_us[2] = {0, 0};  // solo_us x the median over rounds of co-run / solo
   size_t corun_frames[2] = {0, 0};
 };

@@ -138,6 +138,9 @@ struct GroupMember {
   std::function<int64_t(uint64_t frame)> arrival_ns;
   // The position of `frame` of this member in the plan's order of requests (kPlan); same rules.
   std::function<uint64_t(uint64_t frame)> plan_rank;
+  // Members with the same network >= 0 are orders of one network (replicas): with affinity, a
+  // processor thread changing network prefers one no other thread is on. -1: a network of its own.
+  int network = -1;
 };
 
 class Executor {
@@ -180,8 +183,11 @@ class Executor {
   // processor, so no other processor waits on the choice), have no arrival_ns (as fast as
   // possible: no arrival to honour) and, under kPriority, equal priorities. A frame run after
   // another network's was slower than one run after its own network's (0.15-0.3 ms for a small
-  // network on the 2-core development host: caches and TLBs, presumably); with replicas, each network's requests then run back to back on both
-  // processors, one network after the other in the policy's order.
+  // network on the 2-core development host: caches and TLBs, presumably). A thread changing
+  // network (its own has nothing ready) takes, among the members affinity may reorder, the
+  // policy's first whose network (GroupMember::network) no other thread ran last, when one is
+  // ready: with replicas, each processor then keeps to a network of its own, not all processors
+  // to the policy's first network at once.
   static std::vector<RunResult> run_group(const std::vector<GroupMember>& members, GroupPolicy policy,
                                           bool affinity = false);
 

@@ -326,6 +326,7 @@ void WorkloadRunner::add_replica_members(size_t i, std::vector<GroupMember>& mem
     g.executor = k == 0 ? spec.executor : spec.replicas[k - 1];
     g.stream = r;
     g.priority = spec.priority;
+    g.network = static_cast<int>(i);
     if (spec.rate) g.arrival_ns = [s, r](uint64_t frame) { return s->arrival(r->network_frame(frame)); };
     if (spec.plan_rank) {
       g.plan_rank = [rank = spec.plan_rank, batch = spec.batch, r](uint64_t frame) {
@@ -355,6 +356,7 @@ WorkloadRunResult WorkloadRunner::run() {
     g.executor = specs_[i].executor;
     g.stream = streams_[i].get();
     g.priority = specs_[i].priority;
+    g.network = static_cast<int>(i);
     if (specs_[i].rate) {
       Stream* s = streams_[i].get();
       g.arrival_ns = [s](uint64_t frame) { return s->arrival(frame); };

@@ -143,6 +143,32 @@ std::string workload_profile_json(const WorkloadProfile& p) {
   return root.dump(1) + "\n";
 }
 
+namespace {
+
+// The co-runs' solo frame times of `network` on `letter`: whole-network runs, one after another,
+// as the runtime runs them.
+std::vector<double> solo_runs_us(const std::vector<CoRunSample>& coruns, const std::string& network, char letter) {
+  std::vector<double> us;
+  for (const CoRunSample& s : coruns) {
+    if (s.victim == network && s.victim_processor == letter && s.solo_us > 0) us.push_back(s.solo_us);
+  }
+  return us;
+}
+
+}  // namespace
+
+void scale_to_whole_runs(std::vector<double>& layer_us, double input_us, std::vector<double> solo_us) {
+  if (solo_us.empty()) return;
+  std::sort(solo_us.begin(), solo_us.end());
+  const size_t m = solo_us.size() / 2;
+  const double whole = solo_us.size() % 2 == 1 ? solo_us[m] : 0.5 * (solo_us[m - 1] + solo_us[m]);
+  double sum = 0;
+  for (double t : layer_us) sum += t;
+  if (sum <= 0 || whole - input_us <= 0) return;
+  const double scale = (whole - input_us) / sum;
+  for (double& t : layer_us) t *= scale;
+}
+
 WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload& spec,
                                  std::vector<std::string>& notes) {
   WorkloadProblem problem;
@@ -194,6 +220,7 @@ WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload&
       const size_t p = model.index_of(letter);
       std::vector<double> times(layers);
       for (uint32_t l = 0; l < layers; ++l) times[l] = model.layer_us(l, p, {});
+      scale_to_whole_runs(times, model.input_us(p), solo_runs_us(profile.coruns, matched[i]->name, letter));
       std::vector<double> send(layers > 0 ? layers - 1 : 0, 0.0), receive(send.size(), 0.0);
       // Peer-independent cut costs (the paper's T^c): the mean over the other processors.
       int peers = 0;

@@ -80,7 +80,15 @@ TEST(WorkloadProfile, ProblemCarriesCostsAndTheRegressionsSlowdowns) {
   const WorkloadProblem p = workload_problem(wp, spec_of(wp), notes);
   EXPECT_EQ(p.letters, "BL");
   ASSERT_EQ(p.networks.size(), 2u);
-  EXPECT_EQ(p.networks[0].layer_us[1][2], wp.networks[0].profile.find_layer_times('L', 0)->median_us[2]);
+  // Layer times scaled so that a whole run (layers + input) takes the co-runs' solo time, 100 us.
+  const std::vector<double>& l = wp.networks[0].profile.find_layer_times('L', 0)->median_us;
+  double sum = 0;
+  for (double v : l) sum += v;
+  const double input = p.networks[0].input_us[1];
+  EXPECT_NEAR(p.networks[0].layer_us[1][2], l[2] * (100 - input) / sum, 1e-9);
+  double whole = input;
+  for (double v : p.networks[0].layer_us[1]) whole += v;
+  EXPECT_NEAR(whole, 100, 1e-9);
   const double expected = wp.contention->predict('B', 'L', features_of(wp.networks[0], 'B'), features_of(wp.networks[1], 'L'));
   EXPECT_NEAR(p.interference.at(0, 0, 1, 1), std::max(0.0, expected), 1e-12);
   EXPECT_TRUE(notes.empty());
@@ -91,6 +99,19 @@ TEST(WorkloadProfile, ProblemCarriesCostsAndTheRegressionsSlowdowns) {
   EXPECT_EQ(q.interference.networks(), 0u);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("no contention model"), std::string::npos);
+}
+
+TEST(WorkloadProfile, LayerTimesScaleToTheMedianWholeRun) {
+  std::vector<double> t = {1, 2, 3};  // 6 us timed layer by layer
+  scale_to_whole_runs(t, 1, {11, 13, 100});  // median whole run 13 us, 1 of it the input
+  EXPECT_NEAR(t[0], 2, 1e-12);
+  EXPECT_NEAR(t[1], 4, 1e-12);
+  EXPECT_NEAR(t[2], 6, 1e-12);
+  std::vector<double> u = {1, 2, 3};
+  scale_to_whole_runs(u, 1, {});  // no whole runs measured: unchanged
+  EXPECT_EQ(u, (std::vector<double>{1, 2, 3}));
+  scale_to_whole_runs(u, 5, {4});  // a whole run shorter than its input: unchanged
+  EXPECT_EQ(u, (std::vector<double>{1, 2, 3}));
 }
 
 TEST(WorkloadProfile, MismatchesNameTheNetworkAndTheField) {
