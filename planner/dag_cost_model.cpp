@@ -75,7 +75,7 @@ double DagCostModel::switch_edge_us(size_t a, size_t b) const {
   return options_.switch_edge_us >= 0 ? options_.switch_edge_us : profile_edge_us_[a][b];
 }
 
-DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
+DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const {
   const CostModel& model = *model_;
   model.check(m);
   const uint32_t n = model.layer_count();
@@ -97,7 +97,12 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
   plan.outs.resize(count);
   plan.reads_input.assign(count, false);
   plan.writes_output.assign(count, false);
-  std::vector<std::vector<bool>> adjacent(count, std::vector<bool>(count, false));
+  // Marks instead of searches keep this linear in the units and edges: the planner's searches
+  // build a plan per candidate, hundreds of thousands of times. A sub-graph's units are
+  // consecutive, so "already charged for destination d" is "the mark holds d".
+  std::vector<uint32_t> charged_for(n, UINT32_MAX);      // per producing unit: last destination
+  std::vector<uint32_t> linked_to(count, UINT32_MAX);    // per source sub-graph: last destination
+  std::vector<std::vector<uint32_t>> successors(count);  // ascending: destinations come in order
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
@@ -109,39 +114,44 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
     if (dag_.outputs[u]) plan.writes_output[d] = true;
     for (uint32_t q : dag_.predecessors[u]) {
       const uint32_t s = sg_of[q];
-      if (s == d) continue;
       // One edge per (producing unit, destination sub-graph), as Partition makes one per tensor.
-      bool seen = false;
-      for (uint32_t v = plan.first[d]; v < u && !seen; ++v) {
-        seen = std::find(dag_.predecessors[v].begin(), dag_.predecessors[v].end(), q) !=
-               dag_.predecessors[v].end();
-      }
-      if (seen) continue;
+      if (s == d || charged_for[q] == d) continue;
+      charged_for[q] = d;
       const size_t ps = plan.processor[s];
       plan.cost_us[s] += model.send_us(q, ps, pd, m.mode);
       plan.cost_us[d] += model.receive_us(q, ps, pd, m.mode);
       if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
-      adjacent[s][d] = true;
-    }
-  }
-  if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
-    plan.writes_output.back() = true;
-  }
-  // Receiver capacities as core/partition.cpp's receiver_capacities: base x longest hop count.
-  std::vector<std::vector<uint32_t>> hops(count, std::vector<uint32_t>(count, 0));
-  for (size_t a = count; a-- > 0;) {
-    for (size_t b = a + 1; b < count; ++b) {
-      if (adjacent[a][b]) hops[a][b] = std::max(hops[a][b], 1u);
-      for (size_t k = a + 1; k < b; ++k) {
-        if (adjacent[a][k] && hops[k][b] > 0) hops[a][b] = std::max(hops[a][b], 1 + hops[k][b]);
+      if (linked_to[s] != d) {
+        linked_to[s] = d;
+        successors[s].push_back(d);
+        plan.sources[d].push_back(s);
       }
     }
   }
+  for (std::vector<uint32_t>& s : plan.sources) std::sort(s.begin(), s.end());
+  if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
+    plan.writes_output.back() = true;
+  }
+  // Receiver capacities as core/partition.cpp's receiver_capacities: base x the most edges on a
+  // path between the two ends (longest path from each source, in index order: edges point to
+  // higher indices). One switch-mode frame never fills a receiver, so only pipelines need them.
+  std::vector<int64_t> hops(count);
   for (size_t s = 0; s < count; ++s) {
-    for (size_t d = s + 1; d < count; ++d) {
-      if (!adjacent[s][d]) continue;
-      plan.sources[d].push_back(static_cast<uint32_t>(s));
-      plan.outs[s].push_back({static_cast<uint32_t>(d), options_.receiver_buffers * std::max(1u, hops[s][d])});
+    uint32_t reach = static_cast<uint32_t>(s);  // highest index reached so far
+    if (capacities) {
+      std::fill(hops.begin() + static_cast<std::ptrdiff_t>(s), hops.end(), -1);
+      hops[s] = 0;
+      for (size_t k = s; k <= reach; ++k) {
+        if (hops[k] < 0) continue;
+        for (uint32_t d : successors[k]) {
+          hops[d] = std::max(hops[d], hops[k] + 1);
+          reach = std::max(reach, d);
+        }
+      }
+    }
+    for (uint32_t d : successors[s]) {
+      const auto longest = capacities ? static_cast<uint32_t>(hops[d]) : 1u;
+      plan.outs[s].push_back({d, options_.receiver_buffers * std::max(1u, longest)});
     }
   }
   plan.busy_us.assign(model.letters().size(), 0.0);
@@ -168,6 +178,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   std::vector<uint32_t> waited_for(count, UINT32_MAX);           // frame 0's critical predecessor
   uint64_t completed = 0;
   double now = 0;
+  std::vector<size_t> ending;  // processors whose run ends now (reused: no allocation per event)
 
   auto ready = [&](uint32_t s) {
     const uint64_t f = next[s];
@@ -217,7 +228,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     if (t == kNever) break;
     now = t;
     // Commits at the same instant in sub-graph order, as the lowest index would take the lock first.
-    std::vector<size_t> ending;
+    ending.clear();
     for (size_t p = 0; p < n_proc; ++p) {
       if (running_end[p] == t) ending.push_back(p);
     }
@@ -266,7 +277,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 }
 
 Prediction DagCostModel::predict(const Mapping& m) const {
-  const Plan plan = build(m);
+  const Plan plan = build(m, m.mode == Mode::kPipeline);
   Prediction out;
   const uint32_t frames = m.mode == Mode::kSwitch ? 1 : options_.pipeline_frames;
   const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr);
@@ -287,7 +298,7 @@ Prediction DagCostModel::predict(const Mapping& m) const {
 FrameSchedule DagCostModel::schedule(const Mapping& mapping) const {
   Mapping m = mapping;
   m.mode = Mode::kSwitch;
-  const Plan plan = build(m);
+  const Plan plan = build(m, false);
   FrameSchedule fs;
   simulate(plan, 1, Mode::kSwitch, &fs);
   return fs;
@@ -296,13 +307,13 @@ FrameSchedule DagCostModel::schedule(const Mapping& mapping) const {
 double DagCostModel::switch_latency_us(const Mapping& mapping) const {
   Mapping m = mapping;
   m.mode = Mode::kSwitch;
-  return simulate(build(m), 1, Mode::kSwitch, nullptr)[0];
+  return simulate(build(m, false), 1, Mode::kSwitch, nullptr)[0];
 }
 
 double DagCostModel::pipeline_period_us(const Mapping& mapping) const {
   Mapping m = mapping;
   m.mode = Mode::kPipeline;
-  const Plan plan = build(m);
+  const Plan plan = build(m, false);
   std::vector<double> busy(model_->resource_count(), 0.0);
   for (size_t p = 0; p < plan.busy_us.size(); ++p) busy[model_->resource_of(p)] += plan.busy_us[p];
   return busy.empty() ? 0.0 : *std::max_element(busy.begin(), busy.end());

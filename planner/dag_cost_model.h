@@ -93,7 +93,9 @@ class DagCostModel {
 
  private:
   struct Plan;
-  Plan build(const Mapping& mapping) const;
+  // `capacities`: receiver capacities as the runtime's (a pipeline simulation needs them); else
+  // every edge gets the base (one switch frame, or no simulation at all).
+  Plan build(const Mapping& mapping, bool capacities) const;
   std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first) const;
 
   const CostModel* model_;
