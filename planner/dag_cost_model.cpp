@@ -68,6 +68,31 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       if (h != nullptr) profile_edge_us_[a][b] = h->us;
     }
   }
+  feeds_output_ = dag_.outputs;
+  // No output marked: the last sub-graph's end is the frame's (as build() decides).
+  if (n > 0 && std::none_of(feeds_output_.begin(), feeds_output_.end(), [](bool b) { return b; })) {
+    feeds_output_.back() = true;
+  }
+  for (uint32_t u = n; u-- > 0;) {
+    if (!feeds_output_[u]) continue;
+    for (uint32_t q : dag_.predecessors[u]) feeds_output_[q] = true;
+  }
+  // Copies on a same-processor cut: the profile times transfers only between processors, and a
+  // send is the same copy whoever receives it (a receive the same bind whoever sent it).
+  same_send_us_.assign(letters.size(), std::vector<double>(n, 0.0));
+  same_receive_us_.assign(letters.size(), std::vector<double>(n, 0.0));
+  for (size_t p = 0; p < letters.size(); ++p) {
+    for (uint32_t q = 0; q + 1 < n; ++q) {
+      double send = kNever, receive = kNever;
+      for (size_t x = 0; x < letters.size(); ++x) {
+        if (x == p) continue;
+        send = std::min(send, model.send_us(q, p, x, Mode::kSwitch));
+        receive = std::min(receive, model.receive_us(q, x, p, Mode::kSwitch));
+      }
+      if (send < kNever) same_send_us_[p][q] = send;
+      if (receive < kNever) same_receive_us_[p][q] = receive;
+    }
+  }
 }
 
 double DagCostModel::switch_edge_us(size_t a, size_t b) const {
@@ -118,8 +143,8 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       if (s == d || charged_for[q] == d) continue;
       charged_for[q] = d;
       const size_t ps = plan.processor[s];
-      plan.cost_us[s] += model.send_us(q, ps, pd, m.mode);
-      plan.cost_us[d] += model.receive_us(q, ps, pd, m.mode);
+      plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
+      plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
       if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
       if (linked_to[s] != d) {
         linked_to[s] = d;
@@ -328,13 +353,13 @@ double DagCostModel::latency_lower_bound_us(const std::string& order, const std:
     double w;
     const size_t placed = u < order.size() ? model.index_of(order[u]) : model.letters().size();
     if (placed < model.letters().size()) {
-      const size_t p = placed;
-      w = model.layer_us(u, p, levels);
-      per_processor[p] += w;
+      w = model.layer_us(u, placed, levels);
     } else {
       w = kNever;
       for (size_t p = 0; p < model.letters().size(); ++p) w = std::min(w, model.layer_us(u, p, levels));
     }
+    if (!feeds_output_[u]) continue;
+    if (placed < model.letters().size()) per_processor[placed] += w;
     double before = 0;
     for (uint32_t q : dag_.predecessors[u]) before = std::max(before, path[q]);
     path[u] = before + w;
