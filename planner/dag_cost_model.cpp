@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -31,8 +32,18 @@ struct DagCostModel::Plan {
   std::vector<size_t> processor;  // per sub-graph: index in letters()
   std::vector<uint32_t> first, last;
   std::vector<double> cost_us;
-  std::vector<std::vector<uint32_t>> sources;  // sub-graphs it reads, ascending
-  std::vector<std::vector<Out>> outs;
+  // Flat per sub-graph lists (one allocation each, not one per sub-graph: a search builds a plan
+  // per candidate): sub-graph s reads source_list[source_begin[s] .. source_begin[s + 1]),
+  // ascending, and feeds out_list[out_begin[s] .. out_begin[s + 1]), ascending.
+  std::vector<uint32_t> source_begin, source_list;
+  std::vector<uint32_t> out_begin;
+  std::vector<Out> out_list;
+  std::span<const uint32_t> sources(size_t s) const {
+    return {source_list.data() + source_begin[s], source_list.data() + source_begin[s + 1]};
+  }
+  std::span<const Out> outs(size_t s) const {
+    return {out_list.data() + out_begin[s], out_list.data() + out_begin[s + 1]};
+  }
   std::vector<bool> reads_input, writes_output;
   std::vector<double> busy_us;  // per processor
   std::vector<bool> used;
@@ -118,8 +129,6 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   }
   const size_t count = plan.processor.size();
   plan.cost_us.assign(count, 0.0);
-  plan.sources.resize(count);
-  plan.outs.resize(count);
   plan.reads_input.assign(count, false);
   plan.writes_output.assign(count, false);
   // Marks instead of searches keep this linear in the units and edges: the planner's searches
@@ -127,7 +136,8 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   // consecutive, so "already charged for destination d" is "the mark holds d".
   std::vector<uint32_t> charged_for(n, UINT32_MAX);      // per producing unit: last destination
   std::vector<uint32_t> linked_to(count, UINT32_MAX);    // per source sub-graph: last destination
-  std::vector<std::vector<uint32_t>> successors(count);  // ascending: destinations come in order
+  // Sub-graph edges (source, destination) in unit order, so destinations never decrease.
+  std::vector<std::pair<uint32_t, uint32_t>> links;
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
@@ -148,35 +158,58 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
       if (linked_to[s] != d) {
         linked_to[s] = d;
-        successors[s].push_back(d);
-        plan.sources[d].push_back(s);
+        links.emplace_back(s, d);
       }
     }
   }
-  for (std::vector<uint32_t>& s : plan.sources) std::sort(s.begin(), s.end());
+  // Both lists by counting: sources grouped by destination (already in order, each group sorted),
+  // destinations grouped by source (stable, so ascending).
+  plan.source_begin.assign(count + 1, 0);
+  plan.out_begin.assign(count + 1, 0);
+  for (const auto& [s, d] : links) {
+    ++plan.source_begin[d + 1];
+    ++plan.out_begin[s + 1];
+  }
+  for (size_t i = 0; i < count; ++i) {
+    plan.source_begin[i + 1] += plan.source_begin[i];
+    plan.out_begin[i + 1] += plan.out_begin[i];
+  }
+  plan.source_list.resize(links.size());
+  plan.out_list.resize(links.size());
+  {
+    std::vector<uint32_t> fill(plan.out_begin.begin(), plan.out_begin.end() - 1);
+    for (size_t i = 0; i < links.size(); ++i) {
+      plan.source_list[i] = links[i].first;  // links are grouped by destination already
+      plan.out_list[fill[links[i].first]++] = {links[i].second, options_.receiver_buffers};
+    }
+  }
+  for (size_t d = 0; d < count; ++d) {
+    std::sort(plan.source_list.begin() + plan.source_begin[d], plan.source_list.begin() + plan.source_begin[d + 1]);
+  }
   if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
     plan.writes_output.back() = true;
   }
   // Receiver capacities as core/partition.cpp's receiver_capacities: base x the most edges on a
   // path between the two ends (longest path from each source, in index order: edges point to
   // higher indices). One switch-mode frame never fills a receiver, so only pipelines need them.
-  std::vector<int64_t> hops(count);
-  for (size_t s = 0; s < count; ++s) {
-    uint32_t reach = static_cast<uint32_t>(s);  // highest index reached so far
-    if (capacities) {
+  if (capacities) {
+    std::vector<int64_t> hops(count);
+    for (size_t s = 0; s < count; ++s) {
+      if (plan.out_begin[s] == plan.out_begin[s + 1]) continue;
+      size_t reach = s;  // highest index reached so far
       std::fill(hops.begin() + static_cast<std::ptrdiff_t>(s), hops.end(), -1);
       hops[s] = 0;
       for (size_t k = s; k <= reach; ++k) {
         if (hops[k] < 0) continue;
-        for (uint32_t d : successors[k]) {
-          hops[d] = std::max(hops[d], hops[k] + 1);
-          reach = std::max(reach, d);
+        for (const Plan::Out& out : plan.outs(k)) {
+          hops[out.destination] = std::max(hops[out.destination], hops[k] + 1);
+          reach = std::max<size_t>(reach, out.destination);
         }
       }
-    }
-    for (uint32_t d : successors[s]) {
-      const auto longest = capacities ? static_cast<uint32_t>(hops[d]) : 1u;
-      plan.outs[s].push_back({d, options_.receiver_buffers * std::max(1u, longest)});
+      for (uint32_t i = plan.out_begin[s]; i < plan.out_begin[s + 1]; ++i) {
+        Plan::Out& out = plan.out_list[i];
+        out.capacity = options_.receiver_buffers * std::max(1u, static_cast<uint32_t>(hops[out.destination]));
+      }
     }
   }
   plan.busy_us.assign(model.letters().size(), 0.0);
@@ -209,10 +242,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     const uint64_t f = next[s];
     if (f >= frames) return false;
     if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
-    for (uint32_t src : plan.sources[s]) {
+    for (uint32_t src : plan.sources(s)) {
       if (next[src] <= f) return false;
     }
-    for (const Plan::Out& out : plan.outs[s]) {
+    for (const Plan::Out& out : plan.outs(s)) {
       if (f + 1 > next[out.destination] + out.capacity) return false;
     }
     return true;
@@ -233,7 +266,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
         // What it waited for: the input that arrived last, unless the processor was busy longer.
         uint32_t cause = UINT32_MAX;
         double at = -1;
-        for (uint32_t src : plan.sources[pick]) {
+        for (uint32_t src : plan.sources(pick)) {
           if (sg_end[src] > at) {
             at = sg_end[src];
             cause = src;
