@@ -256,7 +256,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
       if (running[p] != UINT32_MAX) continue;
       uint32_t pick = UINT32_MAX;
       for (uint32_t s : of_processor[p]) {
-        if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) pick = s;
+        if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) {
+          pick = s;
+          if (frames == 1) break;  // every ready one runs frame 0: the lowest index wins
+        }
       }
       if (pick == UINT32_MAX) continue;
       const uint64_t f = next[pick];
