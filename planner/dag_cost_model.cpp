@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -31,8 +32,18 @@ struct DagCostModel::Plan {
   std::vector<size_t> processor;  // per sub-graph: index in letters()
   std::vector<uint32_t> first, last;
   std::vector<double> cost_us;
-  std::vector<std::vector<uint32_t>> sources;  // sub-graphs it reads, ascending
-  std::vector<std::vector<Out>> outs;
+  // Flat per sub-graph lists (one allocation each, not one per sub-graph: a search builds a plan
+  // per candidate): sub-graph s reads source_list[source_begin[s] .. source_begin[s + 1]),
+  // ascending, and feeds out_list[out_begin[s] .. out_begin[s + 1]), ascending.
+  std::vector<uint32_t> source_begin, source_list;
+  std::vector<uint32_t> out_begin;
+  std::vector<Out> out_list;
+  std::span<const uint32_t> sources(size_t s) const {
+    return {source_list.data() + source_begin[s], source_list.data() + source_begin[s + 1]};
+  }
+  std::span<const Out> outs(size_t s) const {
+    return {out_list.data() + out_begin[s], out_list.data() + out_begin[s + 1]};
+  }
   std::vector<bool> reads_input, writes_output;
   std::vector<double> busy_us;  // per processor
   std::vector<bool> used;
@@ -68,6 +79,31 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       if (h != nullptr) profile_edge_us_[a][b] = h->us;
     }
   }
+  feeds_output_ = dag_.outputs;
+  // No output marked: the last sub-graph's end is the frame's (as build() decides).
+  if (n > 0 && std::none_of(feeds_output_.begin(), feeds_output_.end(), [](bool b) { return b; })) {
+    feeds_output_.back() = true;
+  }
+  for (uint32_t u = n; u-- > 0;) {
+    if (!feeds_output_[u]) continue;
+    for (uint32_t q : dag_.predecessors[u]) feeds_output_[q] = true;
+  }
+  // Copies on a same-processor cut: the profile times transfers only between processors, and a
+  // send is the same copy whoever receives it (a receive the same bind whoever sent it).
+  same_send_us_.assign(letters.size(), std::vector<double>(n, 0.0));
+  same_receive_us_.assign(letters.size(), std::vector<double>(n, 0.0));
+  for (size_t p = 0; p < letters.size(); ++p) {
+    for (uint32_t q = 0; q + 1 < n; ++q) {
+      double send = kNever, receive = kNever;
+      for (size_t x = 0; x < letters.size(); ++x) {
+        if (x == p) continue;
+        send = std::min(send, model.send_us(q, p, x, Mode::kSwitch));
+        receive = std::min(receive, model.receive_us(q, x, p, Mode::kSwitch));
+      }
+      if (send < kNever) same_send_us_[p][q] = send;
+      if (receive < kNever) same_receive_us_[p][q] = receive;
+    }
+  }
 }
 
 double DagCostModel::switch_edge_us(size_t a, size_t b) const {
@@ -75,7 +111,7 @@ double DagCostModel::switch_edge_us(size_t a, size_t b) const {
   return options_.switch_edge_us >= 0 ? options_.switch_edge_us : profile_edge_us_[a][b];
 }
 
-DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
+DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const {
   const CostModel& model = *model_;
   model.check(m);
   const uint32_t n = model.layer_count();
@@ -93,11 +129,15 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
   }
   const size_t count = plan.processor.size();
   plan.cost_us.assign(count, 0.0);
-  plan.sources.resize(count);
-  plan.outs.resize(count);
   plan.reads_input.assign(count, false);
   plan.writes_output.assign(count, false);
-  std::vector<std::vector<bool>> adjacent(count, std::vector<bool>(count, false));
+  // Marks instead of searches keep this linear in the units and edges: the planner's searches
+  // build a plan per candidate, hundreds of thousands of times. A sub-graph's units are
+  // consecutive, so "already charged for destination d" is "the mark holds d".
+  std::vector<uint32_t> charged_for(n, UINT32_MAX);      // per producing unit: last destination
+  std::vector<uint32_t> linked_to(count, UINT32_MAX);    // per source sub-graph: last destination
+  // Sub-graph edges (source, destination) in unit order, so destinations never decrease.
+  std::vector<std::pair<uint32_t, uint32_t>> links;
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
@@ -109,39 +149,67 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m) const {
     if (dag_.outputs[u]) plan.writes_output[d] = true;
     for (uint32_t q : dag_.predecessors[u]) {
       const uint32_t s = sg_of[q];
-      if (s == d) continue;
       // One edge per (producing unit, destination sub-graph), as Partition makes one per tensor.
-      bool seen = false;
-      for (uint32_t v = plan.first[d]; v < u && !seen; ++v) {
-        seen = std::find(dag_.predecessors[v].begin(), dag_.predecessors[v].end(), q) !=
-               dag_.predecessors[v].end();
-      }
-      if (seen) continue;
+      if (s == d || charged_for[q] == d) continue;
+      charged_for[q] = d;
       const size_t ps = plan.processor[s];
-      plan.cost_us[s] += model.send_us(q, ps, pd, m.mode);
-      plan.cost_us[d] += model.receive_us(q, ps, pd, m.mode);
+      plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
+      plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
       if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
-      adjacent[s][d] = true;
+      if (linked_to[s] != d) {
+        linked_to[s] = d;
+        links.emplace_back(s, d);
+      }
     }
+  }
+  // Both lists by counting: sources grouped by destination (already in order, each group sorted),
+  // destinations grouped by source (stable, so ascending).
+  plan.source_begin.assign(count + 1, 0);
+  plan.out_begin.assign(count + 1, 0);
+  for (const auto& [s, d] : links) {
+    ++plan.source_begin[d + 1];
+    ++plan.out_begin[s + 1];
+  }
+  for (size_t i = 0; i < count; ++i) {
+    plan.source_begin[i + 1] += plan.source_begin[i];
+    plan.out_begin[i + 1] += plan.out_begin[i];
+  }
+  plan.source_list.resize(links.size());
+  plan.out_list.resize(links.size());
+  {
+    std::vector<uint32_t> fill(plan.out_begin.begin(), plan.out_begin.end() - 1);
+    for (size_t i = 0; i < links.size(); ++i) {
+      plan.source_list[i] = links[i].first;  // links are grouped by destination already
+      plan.out_list[fill[links[i].first]++] = {links[i].second, options_.receiver_buffers};
+    }
+  }
+  for (size_t d = 0; d < count; ++d) {
+    std::sort(plan.source_list.begin() + plan.source_begin[d], plan.source_list.begin() + plan.source_begin[d + 1]);
   }
   if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
     plan.writes_output.back() = true;
   }
-  // Receiver capacities as core/partition.cpp's receiver_capacities: base x longest hop count.
-  std::vector<std::vector<uint32_t>> hops(count, std::vector<uint32_t>(count, 0));
-  for (size_t a = count; a-- > 0;) {
-    for (size_t b = a + 1; b < count; ++b) {
-      if (adjacent[a][b]) hops[a][b] = std::max(hops[a][b], 1u);
-      for (size_t k = a + 1; k < b; ++k) {
-        if (adjacent[a][k] && hops[k][b] > 0) hops[a][b] = std::max(hops[a][b], 1 + hops[k][b]);
+  // Receiver capacities as core/partition.cpp's receiver_capacities: base x the most edges on a
+  // path between the two ends (longest path from each source, in index order: edges point to
+  // higher indices). One switch-mode frame never fills a receiver, so only pipelines need them.
+  if (capacities) {
+    std::vector<int64_t> hops(count);
+    for (size_t s = 0; s < count; ++s) {
+      if (plan.out_begin[s] == plan.out_begin[s + 1]) continue;
+      size_t reach = s;  // highest index reached so far
+      std::fill(hops.begin() + static_cast<std::ptrdiff_t>(s), hops.end(), -1);
+      hops[s] = 0;
+      for (size_t k = s; k <= reach; ++k) {
+        if (hops[k] < 0) continue;
+        for (const Plan::Out& out : plan.outs(k)) {
+          hops[out.destination] = std::max(hops[out.destination], hops[k] + 1);
+          reach = std::max<size_t>(reach, out.destination);
+        }
       }
-    }
-  }
-  for (size_t s = 0; s < count; ++s) {
-    for (size_t d = s + 1; d < count; ++d) {
-      if (!adjacent[s][d]) continue;
-      plan.sources[d].push_back(static_cast<uint32_t>(s));
-      plan.outs[s].push_back({static_cast<uint32_t>(d), options_.receiver_buffers * std::max(1u, hops[s][d])});
+      for (uint32_t i = plan.out_begin[s]; i < plan.out_begin[s + 1]; ++i) {
+        Plan::Out& out = plan.out_list[i];
+        out.capacity = options_.receiver_buffers * std::max(1u, static_cast<uint32_t>(hops[out.destination]));
+      }
     }
   }
   plan.busy_us.assign(model.letters().size(), 0.0);
@@ -168,15 +236,16 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   std::vector<uint32_t> waited_for(count, UINT32_MAX);           // frame 0's critical predecessor
   uint64_t completed = 0;
   double now = 0;
+  std::vector<size_t> ending;  // processors whose run ends now (reused: no allocation per event)
 
   auto ready = [&](uint32_t s) {
     const uint64_t f = next[s];
     if (f >= frames) return false;
     if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
-    for (uint32_t src : plan.sources[s]) {
+    for (uint32_t src : plan.sources(s)) {
       if (next[src] <= f) return false;
     }
-    for (const Plan::Out& out : plan.outs[s]) {
+    for (const Plan::Out& out : plan.outs(s)) {
       if (f + 1 > next[out.destination] + out.capacity) return false;
     }
     return true;
@@ -187,7 +256,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
       if (running[p] != UINT32_MAX) continue;
       uint32_t pick = UINT32_MAX;
       for (uint32_t s : of_processor[p]) {
-        if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) pick = s;
+        if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) {
+          pick = s;
+          if (frames == 1) break;  // every ready one runs frame 0: the lowest index wins
+        }
       }
       if (pick == UINT32_MAX) continue;
       const uint64_t f = next[pick];
@@ -197,7 +269,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
         // What it waited for: the input that arrived last, unless the processor was busy longer.
         uint32_t cause = UINT32_MAX;
         double at = -1;
-        for (uint32_t src : plan.sources[pick]) {
+        for (uint32_t src : plan.sources(pick)) {
           if (sg_end[src] > at) {
             at = sg_end[src];
             cause = src;
@@ -217,7 +289,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     if (t == kNever) break;
     now = t;
     // Commits at the same instant in sub-graph order, as the lowest index would take the lock first.
-    std::vector<size_t> ending;
+    ending.clear();
     for (size_t p = 0; p < n_proc; ++p) {
       if (running_end[p] == t) ending.push_back(p);
     }
@@ -266,7 +338,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 }
 
 Prediction DagCostModel::predict(const Mapping& m) const {
-  const Plan plan = build(m);
+  const Plan plan = build(m, m.mode == Mode::kPipeline);
   Prediction out;
   const uint32_t frames = m.mode == Mode::kSwitch ? 1 : options_.pipeline_frames;
   const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr);
@@ -287,7 +359,7 @@ Prediction DagCostModel::predict(const Mapping& m) const {
 FrameSchedule DagCostModel::schedule(const Mapping& mapping) const {
   Mapping m = mapping;
   m.mode = Mode::kSwitch;
-  const Plan plan = build(m);
+  const Plan plan = build(m, false);
   FrameSchedule fs;
   simulate(plan, 1, Mode::kSwitch, &fs);
   return fs;
@@ -296,13 +368,13 @@ FrameSchedule DagCostModel::schedule(const Mapping& mapping) const {
 double DagCostModel::switch_latency_us(const Mapping& mapping) const {
   Mapping m = mapping;
   m.mode = Mode::kSwitch;
-  return simulate(build(m), 1, Mode::kSwitch, nullptr)[0];
+  return simulate(build(m, false), 1, Mode::kSwitch, nullptr)[0];
 }
 
 double DagCostModel::pipeline_period_us(const Mapping& mapping) const {
   Mapping m = mapping;
   m.mode = Mode::kPipeline;
-  const Plan plan = build(m);
+  const Plan plan = build(m, false);
   std::vector<double> busy(model_->resource_count(), 0.0);
   for (size_t p = 0; p < plan.busy_us.size(); ++p) busy[model_->resource_of(p)] += plan.busy_us[p];
   return busy.empty() ? 0.0 : *std::max_element(busy.begin(), busy.end());
@@ -317,13 +389,13 @@ double DagCostModel::latency_lower_bound_us(const std::string& order, const std:
     double w;
     const size_t placed = u < order.size() ? model.index_of(order[u]) : model.letters().size();
     if (placed < model.letters().size()) {
-      const size_t p = placed;
-      w = model.layer_us(u, p, levels);
-      per_processor[p] += w;
+      w = model.layer_us(u, placed, levels);
     } else {
       w = kNever;
       for (size_t p = 0; p < model.letters().size(); ++p) w = std::min(w, model.layer_us(u, p, levels));
     }
+    if (!feeds_output_[u]) continue;
+    if (placed < model.letters().size()) per_processor[placed] += w;
     double before = 0;
     for (uint32_t q : dag_.predecessors[u]) before = std::max(before, path[q]);
     path[u] = before + w;

@@ -6,7 +6,10 @@
 // a unit of d reads a unit of s (graph::UnitDag). A sub-graph's time on its processor is the sum
 // of its units' times (CostModel::layer_us) plus, per edge it sends (receives), the profile's
 // transfer of the producing unit's outputs (CostModel::send_us / receive_us: with the pair's
-// hand-off in pipeline mode) plus, in switch mode, a wake-up per cross-processor edge it receives
+// hand-off in pipeline mode; an edge between two sub-graphs of one processor, e.g. around a
+// spread split layer, is copied all the same: it costs the sender's send and the receiver's
+// receive as profiled towards / from another processor, the fastest such pair, with no hand-off
+// and no wake-up) plus, in switch mode, a wake-up per cross-processor edge it receives
 // (a waiting processor thread coming back: `switch_edge_us` when set, else the pair's
 // LayerProfile::switch_edges as `co_up profile` measured it, else 0), plus the
 // input transfer for the sub-graph that reads the network input.
@@ -83,17 +86,23 @@ class DagCostModel {
   double switch_latency_us(const Mapping& mapping) const;
   double pipeline_period_us(const Mapping& mapping) const;
 
+  // Whether unit `u` is an output or feeds one: a frame is done when its outputs are, so only
+  // these units bound its latency (a unit that feeds none may still be running).
+  bool feeds_output(uint32_t u) const { return feeds_output_.at(u); }
   // Lower bounds for branch-and-bound: with units [0, assigned) placed as `order` says and the
   // rest free, no completion has a smaller switch latency (longest unit path with free units at
   // their fastest, or one processor's sum of its units) or a smaller pipeline period (busiest
-  // resource over the placed units). `order` has one character per unit; units whose character is
+  // resource over the placed units); the latency bound counts only units that feed_output().
+  // `order` has one character per unit; units whose character is
   // not one of the model's letters ('?') are free.
   double latency_lower_bound_us(const std::string& order, const std::vector<int>& levels) const;
   double period_lower_bound_us(const std::string& order, const std::vector<int>& levels, Mode mode) const;
 
  private:
   struct Plan;
-  Plan build(const Mapping& mapping) const;
+  // `capacities`: receiver capacities as the runtime's (a pipeline simulation needs them); else
+  // every edge gets the base (one switch frame, or no simulation at all).
+  Plan build(const Mapping& mapping, bool capacities) const;
   std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first) const;
 
   const CostModel* model_;
@@ -101,6 +110,10 @@ class DagCostModel {
   DagCostOptions options_;
   std::vector<graph::SplitUnitGroup> split_units_;  // from the profile's unit names
   std::vector<std::vector<double>> profile_edge_us_;  // [from][to], LayerProfile::switch_edges
+  // [processor][unit]: a cut between two sub-graphs of one processor, which the runtime hands
+  // over as any other (the sender copies into the receiver's slot, the receiver binds it).
+  std::vector<std::vector<double>> same_send_us_, same_receive_us_;
+  std::vector<bool> feeds_output_;
   std::vector<double> fastest_us_;  // per unit: min over processors at fastest levels (bounds)
 };
 

@@ -20,11 +20,11 @@ namespace {
 // Index into `pool` (sorted by the objective's key, best first) of the next mapping to rank among
 // those not `taken`: per sub-graph count the first (best) one; from the fewest sub-graphs up, a
 // count's best replaces the choice only when worth_more_subgraphs.
-size_t preferred_index(const std::vector<Candidate>& pool, const std::vector<bool>& taken, double margin) {
+size_t preferred_index(const CostModel& model, const std::vector<Candidate>& pool, const std::vector<bool>& taken, double margin) {
   std::vector<std::pair<size_t, size_t>> group_best;  // (sub-graphs, index), first per count
   for (size_t i = 0; i < pool.size(); ++i) {
     if (taken[i]) continue;
-    const size_t count = subgraph_count(pool[i].mapping.order);
+    const size_t count = subgraph_count(model, pool[i].mapping.order);
     const bool seen = std::any_of(group_best.begin(), group_best.end(), [&](const auto& g) { return g.first == count; });
     if (!seen) group_best.emplace_back(count, i);
   }
@@ -128,7 +128,7 @@ PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_
   }
   std::vector<bool> taken(unique.size(), false);
   while (result.ranked.size() < top) {
-    const size_t i = preferred_index(unique, taken, margin);
+    const size_t i = preferred_index(model, unique, taken, margin);
     if (i == unique.size()) break;
     taken[i] = true;
     result.ranked.push_back(unique[i]);
@@ -143,9 +143,9 @@ PlanResult plan(const CostModel& model, Objective objective, size_t top, uint64_
       return std::string(text);
     };
     result.preference_note =
-        chosen.mapping.order + " (" + std::to_string(subgraph_count(chosen.mapping.order)) +
+        chosen.mapping.order + " (" + std::to_string(subgraph_count(model, chosen.mapping.order)) +
         " sub-graphs) is preferred to " + fastest.mapping.order + " (" +
-        std::to_string(subgraph_count(fastest.mapping.order)) + " sub-graphs, predicted " +
+        std::to_string(subgraph_count(model, fastest.mapping.order)) + " sub-graphs, predicted " +
         percent(fastest.prediction.throughput_fps / chosen.prediction.throughput_fps - 1) +
         " faster): more sub-graphs must be predicted more than " + percent(margin) +
         " faster (the cost model's error margin, planner/search.h)";

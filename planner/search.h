@@ -51,6 +51,10 @@ inline constexpr double kSubgraphGainMargin = 0.05;
 
 // Sub-graphs of an order: its runs of one letter ("BBLLB": 3).
 size_t subgraph_count(const std::string& order);
+// Sub-graphs of an order as the runtime cuts it for `model`'s network: the runs of one letter,
+// plus the parts and Concat unit of each split layer (named "<layer>#1".. in the profile) whose
+// parts are on several processors, which run as sub-graphs of their own (graph/split_units.h).
+size_t subgraph_count(const CostModel& model, const std::string& order);
 
 Candidate refine_pipeline(const CostModel& model, const Candidate& start, int max_rounds = 100,
                           double margin = kSubgraphGainMargin);

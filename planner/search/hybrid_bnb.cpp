@@ -25,6 +25,8 @@ class BranchAndBound {
       double fastest = kInf;
       for (size_t p = 0; p < letters_.size(); ++p) fastest = std::min(fastest, m.layer_us(u, p, levels_));
       fastest_.push_back(fastest);
+      // A switch frame's latency is bounded by the work of the units that feed its outputs only.
+      counted_.push_back(options_.mode != Mode::kSwitch || model.feeds_output(u));
     }
   }
 
@@ -125,7 +127,8 @@ class BranchAndBound {
   // Returns whether it finished within the budget.
   bool search() {
     std::string order(model_.model().layer_count(), kFree);
-    free_fastest_total_ = std::accumulate(fastest_.begin(), fastest_.end(), 0.0);
+    free_fastest_total_ = 0;
+    for (size_t u = 0; u < fastest_.size(); ++u) free_fastest_total_ += counted_[u] ? fastest_[u] : 0.0;
     return dfs(order, 0, 0.0);
   }
 
@@ -159,13 +162,13 @@ class BranchAndBound {
       if (tries.find(letter) == std::string::npos) tries += letter;
     }
     double gene_fastest = 0;
-    for (uint32_t u : genes_[gene]) gene_fastest += fastest_[u];
+    for (uint32_t u : genes_[gene]) gene_fastest += counted_[u] ? fastest_[u] : 0.0;
     free_fastest_total_ -= gene_fastest;
     bool finished = true;
     for (char letter : tries) {
       const size_t p = model_.model().index_of(letter);
       double gene_time = 0;
-      for (uint32_t u : genes_[gene]) gene_time += model_.model().layer_us(u, p, levels_);
+      for (uint32_t u : genes_[gene]) gene_time += counted_[u] ? model_.model().layer_us(u, p, levels_) : 0.0;
       set(order, gene, letter);
       if (bound(order, placed_total + gene_time) < best_value_) {
         finished = dfs(order, gene + 1, placed_total + gene_time) && finished;
@@ -183,6 +186,7 @@ class BranchAndBound {
   std::vector<std::vector<uint32_t>> genes_;
   std::string letters_;
   std::vector<double> fastest_;
+  std::vector<bool> counted_;  // per unit: part of the bound's work (above)
   double free_fastest_total_ = 0;
   std::string best_;
   double best_value_ = kInf;

@@ -48,7 +48,7 @@ Candidate refine_pipeline(const CostModel& model, const Candidate& start, int ma
     changed = true;
   }
   // Hill climbing only sees the prediction; more sub-graphs must also beat the model's error.
-  if (subgraph_count(best.mapping.order) > subgraph_count(first.mapping.order) &&
+  if (subgraph_count(model, best.mapping.order) > subgraph_count(model, first.mapping.order) &&
       !worth_more_subgraphs(best.prediction, first.prediction, margin)) {
     return first;
   }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "graph/split_units.h"
 
 namespace co_up::planner {
 
@@ -48,6 +49,18 @@ size_t subgraph_count(const std::string& order) {
   size_t runs = 0;
   for (size_t i = 0; i < order.size(); ++i) runs += i == 0 || order[i] != order[i - 1] ? 1 : 0;
   return runs;
+}
+
+size_t subgraph_count(const CostModel& model, const std::string& order) {
+  const std::vector<ProfileLayer>& layers = model.profile().network.layers;
+  if (layers.size() != order.size()) return subgraph_count(order);
+  std::vector<std::string> names;
+  names.reserve(layers.size());
+  for (const ProfileLayer& l : layers) names.push_back(l.name);
+  const std::vector<bool> starts = graph::split_subgraph_starts(graph::find_split_units(names), order);
+  size_t count = 0;
+  for (size_t i = 0; i < order.size(); ++i) count += i == 0 || order[i] != order[i - 1] || starts[i] ? 1 : 0;
+  return count;
 }
 
 bool is_contiguous(const std::string& order) {

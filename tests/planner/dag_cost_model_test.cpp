@@ -73,25 +73,27 @@ TEST(DagCostModel, OneProcessorRunsItsReadySubGraphsLowestIndexFirst) {
 }
 
 TEST(DagCostModel, TransfersAndHandOffsArePerEdge) {
-  // Send 1 / receive 2 per cross-processor edge: B 0 [0,11] (sends unit 0 to L); L 1 [11,38];
-  // B 2 [11,42] (sends unit 2 to L); L 3 receives unit 2 (2 us) after 42: [42,52]. Unit 1 stays
-  // on L (no transfer), unit 0 to B 2 stays on B.
+  // Send 1 / receive 2 per edge between sub-graphs, also between two sub-graphs of one processor
+  // (the runtime copies those too): B 0 [0,12] (sends unit 0 to L and to B's sub-graph 2); L 1
+  // receives (2) + 25 + sends (1): [12,40]; B 2 receives (2) + 30 + sends (1): [12,45]; L 3
+  // receives units 1 and 2 (2 + 2) + 8 after 45: [45,57].
   const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2));
   const DagCostModel dag_model(model, dag(kDiamond));
-  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 52);
-  // An extra per-edge cost in switch mode (a waiting thread's wake-up) on each receiving side:
-  // L 1 [11,41]; L 3 [42,55].
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 57);
+  // An extra per-edge cost in switch mode (a waiting thread's wake-up) on each receiving side of
+  // a cross-processor edge only: L 1 [12,43]; L 3 [45,60].
   DagCostModel with_wakeup(model, dag(kDiamond), DagCostOptions{3});
-  EXPECT_DOUBLE_EQ(with_wakeup.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 55);
-  // Pipeline: a hand-off of 4 on both sides of each cross-processor edge. Busy B = 10 + 30 + 2 x
-  // (1 + 4) = 50, L = 25 + 8 + 2 x (2 + 4) = 45: period 50.
+  EXPECT_DOUBLE_EQ(with_wakeup.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 60);
+  // Pipeline: a hand-off of 4 on both sides of each cross-processor edge (none on B's own edge).
+  // Busy B = 10 + 30 + 3 x 1 (sends) + 2 (receive) + 2 x 4 = 53, L = 25 + 8 + 1 + 3 x 2 + 2 x 4
+  // = 48: period 53.
   const CostModel handoff(profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2, 4));
   const DagCostModel pipelined(handoff, dag(kDiamond));
   const Mapping m{"BLBL", Mode::kPipeline, {}};
-  EXPECT_DOUBLE_EQ(pipelined.pipeline_period_us(m), 50);
+  EXPECT_DOUBLE_EQ(pipelined.pipeline_period_us(m), 53);
   const Prediction p = pipelined.predict(m);
-  EXPECT_DOUBLE_EQ(p.period_us, 50);
-  EXPECT_DOUBLE_EQ(p.throughput_fps, 1e6 / 50);
+  EXPECT_DOUBLE_EQ(p.period_us, 53);
+  EXPECT_DOUBLE_EQ(p.throughput_fps, 1e6 / 53);
   // Queueing: frames wait for busy stages, never less than one frame alone (with its hand-offs).
   EXPECT_GE(p.latency_ms * 1000, 10 + 1 + 4 + 30 + 1 + 4 + 2 + 4 + 8 - 1e-9);
 }

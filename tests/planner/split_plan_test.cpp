@@ -66,20 +66,22 @@ TEST(SplitPlan, TheModelRunsSpreadPartsAtOnceAsHandComputed) {
   // Unsplit: 10 + 20 + 20 + 2 + 5.
   EXPECT_DOUBLE_EQ(dm.switch_latency_us({"BBBBB", Mode::kSwitch, {}}), 57);
   // BBLBB: sub-graphs {x} {c#1} on B, {c#2} on L, {c#concat, y} on B (a spread split cuts around
-  // its parts and Concat). B x [0, 11] (sends x to L: 1); B c#1 [11, 31]; L c#2 receives x (2) + wake-up (3) + 20 and
-  // sends (1): [11, 37]; B c#concat receives (2) + wake-up (3) + 2, then y: [37, 49].
-  EXPECT_DOUBLE_EQ(dm.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 49);
+  // its parts and Concat; the runtime copies across every cut, B's own included). B x sends to L
+  // and to c#1 (1 + 1): [0, 12]; B c#1 receives (2) + 20 + sends (1): [12, 35]; L c#2 receives x
+  // (2) + wake-up (3) + 20 and sends (1): [12, 38]; B c#concat receives c#1 (2) and c#2 (2 +
+  // wake-up 3) + 2, then y: [38, 52].
+  EXPECT_DOUBLE_EQ(dm.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 52);
   // Without the profile's wake-up, 6 less (two cross edges); with an explicit one of 10, 14 more.
   DagCostModel no_wakeup = dm;
   no_wakeup.set_switch_edge_us(0);
-  EXPECT_DOUBLE_EQ(no_wakeup.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 43);
+  EXPECT_DOUBLE_EQ(no_wakeup.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 46);
   no_wakeup.set_switch_edge_us(10);
-  EXPECT_DOUBLE_EQ(no_wakeup.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 63);
+  EXPECT_DOUBLE_EQ(no_wakeup.switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 66);
   // The split search picks the spread plan here, and keeps the layer whole when the wake-up eats
-  // the gain (a wake-up of 10 per edge: 63 > 57).
+  // the gain (a wake-up of 10 per edge: 66 > 57).
   const SplitPlanResult spread = plan_splits(dm, "BBBBB");
   EXPECT_TRUE(spread.exact);
-  EXPECT_DOUBLE_EQ(dm.switch_latency_us(spread.best.mapping), 49);
+  EXPECT_DOUBLE_EQ(dm.switch_latency_us(spread.best.mapping), 52);
   EXPECT_EQ(spread.spread_groups, 1u);
   EXPECT_EQ(spread.best.source, "split-exact");
   const CostModel slow_wakeup(profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 10));
@@ -211,7 +213,7 @@ TEST(SwitchEdgeFit, TheProfileKeepsTheWakeUpPerPairAndTheModelUsesIt) {
   p.switch_edges.clear();
   EXPECT_EQ(layer_profile_json(p).find("switch_edge_us"), std::string::npos);
   const CostModel model(p);
-  EXPECT_DOUBLE_EQ(DagCostModel(model, dag(kOneSplitDag)).switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 43);
+  EXPECT_DOUBLE_EQ(DagCostModel(model, dag(kOneSplitDag)).switch_latency_us({"BBLBB", Mode::kSwitch, {}}), 46);
   // A pair naming one processor twice is refused, naming the key.
   json.replace(json.find("\"BL\": 3"), 7, "\"BB\": 3");
   EXPECT_THROW(parse_layer_profile(json, "bad"), InputError);
