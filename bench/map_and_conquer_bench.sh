@@ -50,12 +50,13 @@ echo "## 1. Runtime latency model: fitted on three rotations and BBB (then LBB),
 "$CO_UP" profile "${COMMON[@]}" --model="$F/multi_exit.onnx" --units=ops --processors=BLG \
   --profile-out="$OUT/ops.json" > /dev/null
 # The second fit set has LBB instead of BBB: B's next-stage cost comes from LBB, so the planner's
-# one-processor points (BBB) are held out there. Each fit set twice: the fixed costs alone, then
-# with each processor's compute scale (--fit-compute-scale).
+# one-processor points (BBB) are held out there. Each fit set twice: the fixed costs alone
+# (--profiled-compute), then with each processor's compute scale (the default).
 for fit in BLG,LGB,GBL,BBB BGL,GLB,LBG,LBB; do
-  for scale in "" --fit-compute-scale; do
+  for scale in --profiled-compute ""; do
     echo
-    echo "### fit orders $fit ${scale:-(fixed costs only)}"
+    if [[ -n $scale ]]; then what="$scale (fixed costs only)"; else what="with the compute scale (default)"; fi
+    echo "### fit orders $fit $what"
     "$CO_UP" plan "${COMMON[@]}" --model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" \
       --profile="$OUT/ops.json" --exit-logits="$F/val_exit_logits.npy" --exit-labels="$F/val_labels.npy" \
       --objective=latency --top=3 --stage-timing=runtime --fit-orders="$fit" ${scale} --verify "${LABELLED[@]}" |

@@ -67,6 +67,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"version", &o.version},
       {"list-layers", &o.list_layers},
       {"fit-compute-scale", &o.fit_compute_scale},  // stage plan, runtime timing
+      {"profiled-compute", &o.profiled_compute},     // stage plan, runtime timing
       {"list-regions", &o.list_regions},
       {"list-plugins", &o.list_plugins},
       {"list-devices", &o.list_devices},
@@ -264,8 +265,8 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --stage-timing=runtime [--fit-orders=ORDER,ORDER,..]  a frame's stages one after another plus
                         dispatch and hand-offs fitted from switch-mode runs of those orders on the
                         labelled set (--input/--labels; default: the rotations of one order and
-                        every stage on its first letter); --fit-compute-scale also fits each
-                        processor's measured / profiled stage compute (>= 1)
+                        every stage on its first letter) and each processor's measured /
+                        profiled stage compute (>= 1); --profiled-compute: no such scale
 
 several networks (co_up profile|plan --workload=FILE.json; docs/hetero2pipe_planning.md)
   co_up profile --workload=W --profile-out=P [--processors=..] [--repetitions=N] [--coruns=N]

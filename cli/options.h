@@ -56,7 +56,8 @@ struct Options : RunValues {
   std::string exit_logits;  // --exit-logits=FILE.npy: every exit's validation logits (stage plans)
   std::string exit_labels;  // --exit-labels=FILE.npy: their labels
   std::string fit_orders;  // --fit-orders=ORDER,..: orders run to fit the runtime stage model
-  bool fit_compute_scale = false;  // --fit-compute-scale: the runtime stage model also fits each processor's compute scale
+  bool fit_compute_scale = false;  // --fit-compute-scale: the default, said explicitly
+  bool profiled_compute = false;   // --profiled-compute: the runtime stage model fits no compute scale
   std::string stage_timing = "layers";  // --stage-timing=layers (paper Eq. 8) | stages (whole sub-graphs)
   int top = 5;                           // --top=K mappings printed
 

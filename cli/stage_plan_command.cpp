@@ -292,9 +292,9 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
     const VerifiedStageCandidate v = measure_stage_candidate(o, c, 1000 + r, stop);
     if (!v.failure.empty()) throw RuntimeError("fitting the runtime stage model: order " + c.order + " failed: " + v.failure);
     const std::vector<double> compute = planner::candidate_exit_latency(compute_only, c);
-    // Without --fit-compute-scale the samples carry no compute per processor: no scale is fitted.
+    // With --profiled-compute the samples carry no compute per processor: no scale is fitted.
     const std::vector<std::map<char, double>> by_processor =
-        o.fit_compute_scale ? compute_by_processor(compute_only, c) : std::vector<std::map<char, double>>(m);
+        o.profiled_compute ? std::vector<std::map<char, double>>(m) : compute_by_processor(compute_only, c);
     for (size_t k = 0; k < m && k < v.exit_frames.size(); ++k) {
       out << "  " << c.order << format_number("  %4.0f", static_cast<double>(k))
           << format_number("  %6.0f", static_cast<double>(v.exit_frames[k])) << format_number("  %10.3f", compute[k])
@@ -321,23 +321,29 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
 }
 
 // The prediction error of the verified points, separately for points whose order was one of the
-// fit orders and for the others (held out: their hand-offs and dispatch were not fitted on them).
+// fit orders and for the others (held out: their hand-offs and dispatch were not fitted on them),
+// then for the plan's own points (the first plan_points; the baselines after them left out).
 void print_holdout_error(std::ostream& out, const std::vector<planner::StageCandidate>& candidates,
-                         const std::vector<VerifiedStageCandidate>& verified, const std::vector<std::string>& fitted) {
+                         const std::vector<VerifiedStageCandidate>& verified, const std::vector<std::string>& fitted,
+                         size_t plan_points) {
   struct Sum {
     double total = 0, worst = 0;
     std::string rows;
     size_t n = 0;
-  } held_out, fit;
+    void add(double e, size_t row) {
+      total += e;
+      worst = std::max(worst, e);
+      rows += (rows.empty() ? "" : ",") + std::to_string(row);
+      ++n;
+    }
+  } held_out, fit, plan;
   for (size_t i = 0; i < verified.size() && i < candidates.size(); ++i) {
     if (!verified[i].failure.empty()) continue;
     const double e = std::fabs(planner::relative_error(candidates[i].latency_ms, verified[i].latency_ms));
     if (std::isnan(e)) continue;  // nothing measured: no error to count
     Sum& s = std::find(fitted.begin(), fitted.end(), candidates[i].order) == fitted.end() ? held_out : fit;
-    s.total += e;
-    s.worst = std::max(s.worst, e);
-    s.rows += (s.rows.empty() ? "" : ",") + std::to_string(i + 1);
-    ++s.n;
+    s.add(e, i + 1);
+    if (i < plan_points) plan.add(e, i + 1);
   }
   const auto line = [&](const char* what, const Sum& s) {
     out << "  " << what;
@@ -352,6 +358,7 @@ void print_holdout_error(std::ostream& out, const std::vector<planner::StageCand
   out << "latency prediction error of the runtime model:\n";
   line("held out (order not among the fit orders):", held_out);
   line("fit orders:", fit);
+  line("the plan's points (baselines left out):", plan);
   out.flush();
 }
 
@@ -461,6 +468,10 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
       throw InputError("--stage-timing=runtime: " + std::to_string(plan.stage_count()) + " stages need as many processors; profile '" +
                        o.profile_file + "' has " + letters);
     }
+    if (o.fit_compute_scale && o.profiled_compute) {
+      throw InputError("--fit-compute-scale and --profiled-compute contradict each other: the compute scale is "
+                       "fitted by default; give --profiled-compute alone to fit the fixed costs only");
+    }
     fitted_orders = fit_orders(o, letters, plan.stage_count());
     in.runtime = fit_runtime_model(o, in, fitted_orders, stop, std::cout);
     // The model predicts only orders of processors whose boundary cost was fitted.
@@ -535,7 +546,7 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
   const std::vector<VerifiedStageCandidate> verified = verify_stage_candidates(o, to_verify, stop, out);
   const bool all_failed = !verified.empty() && std::all_of(verified.begin(), verified.end(), [](const VerifiedStageCandidate& v) { return !v.failure.empty(); });
   if (all_failed) throw RuntimeError("--verify: no point of the front ran (see the rows above)");
-  if (in.runtime) print_holdout_error(out, to_verify, verified, fitted_orders);
+  if (in.runtime) print_holdout_error(out, to_verify, verified, fitted_orders, ranked.size());
   return 0;
 }
 

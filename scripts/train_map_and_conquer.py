@@ -3,20 +3,23 @@
 multi-exit version, and exports them as ONNX with PyTorch's reference outputs.
 
 Debian packages: python3-torch python3-onnx dataset-fashion-mnist (the data lands in
-/usr/share/datasets/fashion-mnist). CPU only, seeded (--seed, 1 thread by default: the same
-seed and thread count give the same fixtures). About 80 s per epoch and network on one idle
-core (batch 256), so the default 3 epochs each take about 8 minutes; on this project's shared,
-loaded 2-core host (load 9-11) the committed fixtures took about 20 minutes.
+/usr/share/datasets/fashion-mnist). CPU only, seeded (--seed, 1 thread per network by default:
+the same seed and thread count give the same fixtures, with --jobs 1 or 2). About 80 s per epoch
+and network on one idle core (batch 256); the two networks train side by side in two processes
+(--jobs 2, the default), so the default 3 epochs take about 5 minutes on two idle cores; on this
+project's shared, loaded 2-core host about 15.
 
   scripts/train_map_and_conquer.py                      # -> tests/fixtures/map_and_conquer/
   scripts/train_map_and_conquer.py --out DIR --epochs 3 --seed 1
 
-Training: Adam with a cosine schedule, batch normalisation after every convolution (folded into
-the convolution before export, so the ONNX graphs are plain Conv/Relu/MaxPool/GlobalAveragePool/
-Gemm), random horizontal flips. The multi-exit network trains all exits jointly: each exit's
-loss is half cross-entropy with the labels and half distillation from the trained static CNN's
-softened outputs (temperature 3) on the same, possibly flipped, image, the final exit weighted
-twice. The exit thresholds are chosen
+Training (both networks alike: the same epochs, schedule, flips, batches and seed): Adam with a
+cosine schedule, batch normalisation after every convolution (folded into the convolution before
+export, so the ONNX graphs are plain Conv/Relu/MaxPool/GlobalAveragePool/Gemm), random
+horizontal flips, cross-entropy with the labels. The multi-exit network trains all exits
+jointly, the final exit weighted twice. --distill W mixes into each exit's loss distillation
+from the trained static CNN's softened outputs (temperature 3) on the same, possibly flipped,
+image, with weight W (the earlier recipe used 0.5; it cost the last exit accuracy at these
+budgets, docs/map_and_conquer.md). The exit thresholds are chosen
 on the validation split (never the test set): the softmax-max thresholds on a 0.01 grid with the
 fewest mean multiply-accumulates per frame whose validation accuracy is at least the static
 CNN's minus 0.5 points (half a point of slack for the 1-point target on the test set).
@@ -47,6 +50,7 @@ Inputs are images scaled to [0, 1], shape [1, 1, 28, 28].
 import argparse
 import gzip
 import json
+import multiprocessing
 import os
 import sys
 
@@ -183,10 +187,10 @@ def teacher_targets(teacher, idx, flip):
     return torch.where(flip.view(-1, 1), mirrored[idx], plain[idx])
 
 
-def train(model, x, y, epochs, seed, multi, teacher=None, batch=256):
+def train(model, x, y, epochs, seed, multi, teacher=None, batch=256, kd_alpha=KD_ALPHA, name=""):
     """Adam with a cosine schedule. A multi-exit model trains every exit jointly: each exit's loss
     is cross-entropy with the labels plus (with teacher logits) distillation from the static
-    network's softened outputs, which lifts the narrow early exits; later exits weigh more."""
+    network's softened outputs, weighted kd_alpha; later exits weigh more."""
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs * ((len(x) + batch - 1) // batch))
@@ -213,14 +217,14 @@ def train(model, x, y, epochs, seed, multi, teacher=None, batch=256):
                     if teacher is not None:
                         soft = F.kl_div(F.log_softmax(o / KD_T, 1), F.softmax(t_idx / KD_T, 1),
                                         reduction="batchmean") * KD_T * KD_T
-                        part = (1.0 - KD_ALPHA) * part + KD_ALPHA * soft
+                        part = (1.0 - kd_alpha) * part + kd_alpha * soft
                     loss = loss + EXIT_WEIGHTS[k] * part
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
             total += float(loss) * len(idx)
-        print(f"  epoch {epoch + 1}/{epochs}: loss {total / len(x):.4f}", flush=True)
+        print(f"  {name}epoch {epoch + 1}/{epochs}: loss {total / len(x):.4f}", flush=True)
     model.eval()
 
 
@@ -300,6 +304,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2, choices=(1, 2),
+                    help="2: train the two networks in two processes (same results as 1)")
+    ap.add_argument("--distill", type=float, default=0.0,
+                    help="weight of distillation from the static CNN in each exit's loss (0: none)")
     ap.add_argument("--limit", type=int, default=0, help="train on the first N images only (smoke test)")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
@@ -317,17 +325,50 @@ def main():
     if args.limit:
         x_train, y_train = x_train[:args.limit], y_train[:args.limit]
 
-    print(f"static CNN, {args.epochs} epochs", flush=True)
-    torch.manual_seed(args.seed)
-    static = StaticCnn()
-    train(static, x_train, y_train, args.epochs, args.seed, multi=False)
-    print(f"multi-exit CNN (P {PLAN_P}, I {PLAN_I}), {args.epochs} epochs", flush=True)
-    static.fold_batch_norm()
-    teacher = (logits(static, x_train, False), logits(static, x_train.flip(3), False))
+    # Both networks train alike: the same epochs, schedule, flips and seed, cross-entropy with the
+    # labels (every exit's, for the multi-exit one); distillation from the static CNN only with
+    # --distill (it needs the trained static CNN first, so the two then train one after the other).
+    def train_static():
+        torch.manual_seed(args.seed)
+        static = StaticCnn()
+        train(static, x_train, y_train, args.epochs, args.seed, multi=False, name="static: ")
+        return static
+
+    print(f"static CNN and multi-exit CNN (P {PLAN_P}, I {PLAN_I}), {args.epochs} epochs each"
+          f"{f', distillation weight {args.distill:g}' if args.distill else ''}", flush=True)
+    job = None
+    if args.jobs > 1 and not args.distill:
+        # The static CNN in a forked process beside the multi-exit one: the same numbers as one
+        # after the other (each seeds its own initialisation and batches), in half the time.
+        state = os.path.join(args.out, ".static_state.pt")
+
+        def child():
+            torch.set_num_threads(args.threads)
+            torch.save(train_static().state_dict(), state)
+
+        job = multiprocessing.get_context("fork").Process(target=child)
+        job.start()
+        static = None
+    else:
+        static = train_static()
+    teacher = None
+    if args.distill:
+        with torch.no_grad():
+            teacher = (logits(static, x_train, False), logits(static, x_train.flip(3), False))
     torch.manual_seed(args.seed)
     multi = MultiExitCnn(PLAN_P, PLAN_I)
-    train(multi, x_train, y_train, args.epochs, args.seed, multi=True, teacher=teacher)
+    train(multi, x_train, y_train, args.epochs, args.seed, multi=True, teacher=teacher, kd_alpha=args.distill,
+          name="multi-exit: ")
     multi.fold_batch_norm()
+    if job is not None:
+        job.join()
+        if job.exitcode != 0:
+            sys.exit(f"train_map_and_conquer.py: training the static CNN failed (exit {job.exitcode})")
+        static = StaticCnn()
+        static.load_state_dict(torch.load(state))
+        os.remove(state)
+        static.eval()
+    static.fold_batch_norm()
 
     static_test = logits(static, x_test, False).numpy()
     multi_test = logits(multi, x_test, True).numpy()
@@ -344,6 +385,7 @@ def main():
         "multi_exit_params": sum(p.numel() for p in multi.parameters()),
         "seed": args.seed,
         "epochs": args.epochs,
+        "distillation_weight": args.distill,
         "validation_images": int(len(y_val)),
         "static_validation": static_val,
         "stage_macs": macs,

@@ -1,6 +1,6 @@
-// `co_up plan --stage-timing=runtime --fit-compute-scale`: the runtime stage model also fits each
-// processor's measured / profiled compute (printed with the fitted costs); without
-// the flag no scale is fitted.
+// `co_up plan --stage-timing=runtime`: the runtime stage model fits each processor's measured /
+// profiled compute by default (printed with the fitted costs; --fit-compute-scale says so
+// explicitly); with --profiled-compute no scale is fitted; both at once are a one-line error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +22,9 @@ const std::filesystem::path kDir = test::kMncDir;
 class StageTimingComputeScaleCliTest : public ::testing::Test {
  protected:
   test::CommandResult plan(const std::string& extra) {
+    return extra.empty() ? plan_with({}) : plan_with({extra});
+  }
+  test::CommandResult plan_with(const std::vector<std::string>& extra) {
     std::vector<std::string> args = {
         "plan", "--platform=" + platform_.string(), "--model=" + (kDir / "multi_exit.onnx").string(),
         "--stage-plan=" + (kDir / "stage_plan.json").string(), "--profile=" + profile_.string(),
@@ -29,7 +32,7 @@ class StageTimingComputeScaleCliTest : public ::testing::Test {
         "--exit-labels=" + (kDir / "val_labels.npy").string(), "--objective=latency", "--top=1",
         "--stage-timing=runtime", "--input=" + (kDir / "test_images.npy").string(), "--input-scale=1/255",
         "--labels=" + (kDir / "test_labels.npy").string(), "--n=40"};
-    if (!extra.empty()) args.push_back(extra);
+    args.insert(args.end(), extra.begin(), extra.end());
     return test::run_program(CO_UP_BINARY, args, scratch_.path());
   }
   test::ScratchDir scratch_;
@@ -39,8 +42,7 @@ class StageTimingComputeScaleCliTest : public ::testing::Test {
 
 // The scale's value (a fit, at least 1 by construction) is checked in stage_compute_scale_test;
 // here: the command line fits one for every processor the stage plans use, each printed once.
-TEST_F(StageTimingComputeScaleCliTest, TheFlagFitsAScaleForEveryProcessor) {
-  const test::CommandResult r = plan("--fit-compute-scale");
+void expect_a_scale_for_every_processor(const test::CommandResult& r) {
   ASSERT_EQ(r.exit_code, 0) << r;
   std::smatch m;
   const std::string out = r.out;
@@ -55,11 +57,28 @@ TEST_F(StageTimingComputeScaleCliTest, TheFlagFitsAScaleForEveryProcessor) {
   EXPECT_EQ(letters, "BGL") << scales;
 }
 
-TEST_F(StageTimingComputeScaleCliTest, WithoutTheFlagNoScaleIsFitted) {
-  const test::CommandResult r = plan("");
+TEST_F(StageTimingComputeScaleCliTest, ByDefaultAScaleIsFittedForEveryProcessor) {
+  expect_a_scale_for_every_processor(plan(""));
+}
+
+TEST_F(StageTimingComputeScaleCliTest, TheExplicitFlagFitsTheSameScales) {
+  expect_a_scale_for_every_processor(plan("--fit-compute-scale"));
+}
+
+TEST_F(StageTimingComputeScaleCliTest, WithProfiledComputeNoScaleIsFitted) {
+  const test::CommandResult r = plan("--profiled-compute");
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_NE(r.out.find("fitted (ms): run a sub-graph on B "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("profiled compute x"), std::string::npos) << r.out;
+}
+
+TEST_F(StageTimingComputeScaleCliTest, BothFlagsAreAOneLineError) {
+  const test::CommandResult r = plan_with({"--fit-compute-scale", "--profiled-compute"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_EQ(r.err,
+            "co_up: error: --fit-compute-scale and --profiled-compute contradict each other: the compute scale is "
+            "fitted by default; give --profiled-compute alone to fit the fixed costs only\n")
+      << r;
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // `co_up plan --stage-timing=runtime` with a stage plan: the runtime model's run and boundary
 // costs are fitted from switch-mode runs of the fit orders (one row per order and exit), the
 // front's commands run in switch mode (the model is one frame in flight), and after --verify the
-// prediction error is reported separately for held-out orders and fit orders; bad fit orders are
-// one-line errors.
+// prediction error is reported separately for held-out orders and fit orders, and for the plan's
+// own points; bad fit orders are one-line errors.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,6 +64,9 @@ TEST_F(StageTimingRuntimeTest, FitsOnTheRotationsAndReportsHeldOutError) {
   EXPECT_NE(r.out.find("\n  fit orders:"), std::string::npos) << r.out;
   // The single-processor baseline (BBB, ...) is never a fit order: at least one held-out point.
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(held out \(order not among the fit orders\): mean \|error\| [0-9.]+ %, max [0-9.]+ % over \d+ points? \(#)")))
+      << r.out;
+  // The plan's own points (--top=2: #1 and #2), without the baselines verified after them.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n  the plan's points \(baselines left out\): mean \|error\| [0-9.]+ %, max [0-9.]+ % over [12] points? \(#1(,2)?\)\n)")))
       << r.out;
 }
 
