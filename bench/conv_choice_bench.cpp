@@ -82,7 +82,10 @@ static int run_conv_choice(int argc, char** argv) {
                                      {64, 256, 56}, {256, 64, 56}, {128, 512, 28}, {512, 128, 28},
                                      {256, 1024, 14}, {1024, 256, 14}, {512, 2048, 7}, {2048, 512, 7},
                                      {192, 64, 28}, {480, 192, 14}, {832, 384, 7}, {96, 384, 56},
-                                     {384, 96, 56}, {384, 1536, 14}, {1536, 384, 14}};
+                                     {384, 96, 56}, {384, 1536, 14}, {1536, 384, 14},
+                                     // SqueezeNet's fire expand1x1, Inception-v3's 64 -> 80
+                                     {16, 64, 55}, {32, 128, 27}, {48, 192, 27}, {64, 256, 13},
+                                     {64, 80, 73}};
   std::printf("MobileNetV2's 1x1 shapes, then other networks'.\n1x1 convolutions (ReLU6), fastest of %d alternating rounds: in -> out at HxW, MACs, own "
               "1t us, own 2t us, xnnpack 1t us, xnnpack 2t us, own/xnnpack at 2t, the kernel the plugin runs (nothing fused)\n", reps);
   for (const Shape& sh : shapes) {
@@ -113,7 +116,7 @@ static int run_conv_choice(int argc, char** argv) {
     std::printf("  %4lld -> %4lld at %3lldx%-3lld %9lld  %7.2f  %7.2f  %7.2f  %7.2f  %5.2f  %s\n", (long long)sh.in,
                 (long long)sh.out, (long long)sh.hw, (long long)sh.hw, (long long)(sh.hw * sh.hw * sh.in * sh.out),
                 best[0], best[1], best[2], best[3], best[1] / best[3],
-                co_up::xnnpack::avx512_conv_wins(s) && !co_up::xnnpack::xnnpack_1x1_expansion_wins(s) ? "own" : "xnnpack");
+                co_up::xnnpack::own_conv_runs(s, false) ? "own" : "xnnpack");
   }
   // MobileNetV2's first layers as the plugin cuts them on two threads (the split rule's slices),
   // one after another as in a frame: stem 3x3/2 3 -> 32, depthwise 32, 1x1 32 -> 16, 1x1

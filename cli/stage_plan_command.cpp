@@ -454,6 +454,10 @@ int run_stage_plan_command(const Options& o, StopSignal& stop) {
     in.transfer_ms[{tr.from, tr.to}] = per_stage;
   }
   std::vector<std::string> fitted_orders;
+  if (o.stage_timing != "runtime" && (o.fit_compute_scale || o.profiled_compute)) {
+    throw InputError(std::string(o.fit_compute_scale ? "--fit-compute-scale" : "--profiled-compute") +
+                     " chooses how --stage-timing=runtime fits its model; add --stage-timing=runtime or drop it");
+  }
   if (o.stage_timing == "runtime") {
     if (o.input.empty() || o.labels.empty()) {
       throw InputError("--stage-timing=runtime fits its dispatch and hand-off costs by running the fit orders on a "

@@ -35,7 +35,8 @@ double median(std::vector<double> v) {
 
 struct FrameSpan {
   int64_t start_ns, end_ns;
-  int64_t cpu_ns = 0;  // the processor thread's CPU time in the frame's sub-graph runs
+  int64_t cpu_ns = 0;       // the processor thread's CPU time in the frame's sub-graph runs
+  int64_t transfer_ns = 0;  // wall time of its input copies and output sends (outside those runs)
 };
 
 std::vector<FrameSpan> spans_of(const profiler::RunProfile& p) {
@@ -44,9 +45,9 @@ std::vector<FrameSpan> spans_of(const profiler::RunProfile& p) {
     out.push_back({p.frame_start_ns[f], p.frame_end_ns[f]});
   }
   for (const profiler::Event& e : p.events) {
-    if (e.kind == profiler::EventKind::kSubGraph && e.thread_cpu_ns > 0 && e.frame < out.size()) {
-      out[e.frame].cpu_ns += e.thread_cpu_ns;
-    }
+    if (e.frame >= out.size()) continue;
+    if (e.kind == profiler::EventKind::kSubGraph && e.thread_cpu_ns > 0) out[e.frame].cpu_ns += e.thread_cpu_ns;
+    if (e.kind == profiler::EventKind::kTransfer) out[e.frame].transfer_ns += e.end_ns - e.begin_ns;
   }
   return out;
 }
@@ -57,8 +58,11 @@ std::vector<FrameSpan> spans_of(const profiler::RunProfile& p) {
 // another process's burst, or the scheduler putting both co-run threads on one core for a while,
 // doubled wall times (+50 to +180 % "slowdowns" in single co-runs, -60 % in others) and the
 // planner predicted plans 15-35 % slower than they ran.
+// The CPU-time cost adds the frame's transfers (input copy, output send: short, and on the
+// processor thread), so both costs cover what a whole frame does and scale_to_whole_runs can take
+// the profile's input time off either.
 double frame_us(const FrameSpan& s, bool cpu_time) {
-  return static_cast<double>(cpu_time && s.cpu_ns > 0 ? s.cpu_ns : s.end_ns - s.start_ns) / 1e3;
+  return static_cast<double>(cpu_time && s.cpu_ns > 0 ? s.cpu_ns + s.transfer_ns : s.end_ns - s.start_ns) / 1e3;
 }
 
 std::unique_ptr<Executor> executor_for(const CoRunParty& party, const Platform& platform, const PluginRegistry& plugins) {

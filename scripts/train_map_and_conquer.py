@@ -337,7 +337,9 @@ def main():
     print(f"static CNN and multi-exit CNN (P {PLAN_P}, I {PLAN_I}), {args.epochs} epochs each"
           f"{f', distillation weight {args.distill:g}' if args.distill else ''}", flush=True)
     job = None
-    if args.jobs > 1 and not args.distill:
+    # A fork after torch has started an OpenMP pool (--threads > 1) can hang in the child: two
+    # jobs only with one thread each.
+    if args.jobs > 1 and not args.distill and args.threads == 1:
         # The static CNN in a forked process beside the multi-exit one: the same numbers as one
         # after the other (each seeds its own initialisation and batches), in half the time.
         state = os.path.join(args.out, ".static_state.pt")
@@ -363,6 +365,8 @@ def main():
     if job is not None:
         job.join()
         if job.exitcode != 0:
+            if os.path.exists(state):
+                os.remove(state)
             sys.exit(f"train_map_and_conquer.py: training the static CNN failed (exit {job.exitcode})")
         static = StaticCnn()
         static.load_state_dict(torch.load(state))

@@ -346,7 +346,11 @@ bool avx512_conv_wins(const Conv2dShape&) { return false; }
 bool xnnpack_1x1_expansion_wins(const Conv2dShape& s) {
   return s.kernel_h == 1 && s.kernel_w == 1 && s.group == 1 && s.stride_h == 1 && s.stride_w == 1 &&
          s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 &&
-         s.in_channels <= 192 && s.out_channels > s.in_channels && s.out_height() * s.out_width() >= 7 * 7;
+         s.in_channels <= 192 && s.out_channels > s.in_channels && s.out_height() >= 7 && s.out_width() >= 7;
+}
+
+bool own_conv_runs(const Conv2dShape& s, bool fused) {
+  return avx512_conv_wins(s) && (fused || !xnnpack_1x1_expansion_wins(s));
 }
 
 Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& params,

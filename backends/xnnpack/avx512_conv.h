@@ -51,9 +51,17 @@ bool avx512_conv_wins(const backends::Conv2dShape& shape);
 // over 7x7 pixels or more. `co_up_bench_conv_choice`, one thread, fastest of 300 alternating
 // rounds: MobileNetV2's 64 -> 384 and 96 -> 576 at 14x14 99 -> 83 us and 211 -> 186 us,
 // 160 -> 960 at 7x7 136 -> 128 us; MobileNetV3's 80 -> 480 and 112 -> 672 at 14x14 148 -> 128
-// and 280 -> 252 us; ResNet-50's 64 -> 256 at 56x56 1050 -> 878 us. (Deeper reductions and
+// and 280 -> 252 us; ResNet-50's 64 -> 256 at 56x56 1050 -> 878 us; SqueezeNet's fire expands
+// 16 -> 64 at 55x55 93 -> 56 us, 48 -> 192 at 27x27 147 -> 116 us, 64 -> 256 at 13x13 57 -> 49 us;
+// Inception-v3's 64 -> 80 at 73x73 550 -> 471 us (60 rounds). Both sides must be at least 7: a
+// fully connected layer (rows x 1 pixels) keeps the own GEMM. (Deeper reductions and
 // projections to fewer channels measure within 1-5 % either way and stay on the own kernel.)
 bool xnnpack_1x1_expansion_wins(const backends::Conv2dShape& shape);
+
+// Whether cpu-xnnpack runs this convolution on the own kernel: where avx512_conv_wins(), unless it
+// is an expansion XNNPACK runs faster and nothing (`fused`: a residual Add or SiLU) needs the own
+// kernel's epilogue. The one rule the plugin and co_up_bench_conv_choice both follow.
+bool own_conv_runs(const backends::Conv2dShape& shape, bool fused);
 
 struct F32ConvParams {
   const float* weights = nullptr;  // [M, C/group, kH, kW] (the ABI's OIHW)

@@ -2,9 +2,10 @@
 // participant (the caller and each worker) claims an unclaimed chunk from one atomic word until
 // none is left (the caller from the front, workers from the back, so that on two threads each
 // runs a contiguous half: the same rows or weight blocks in every layer, kept in its own cache),
-// and the caller then waits only for chunks that were claimed and are still running. A worker that the OS has not scheduled yet (another process holds its core) therefore
-// costs nothing but its share of the parallelism: the caller takes its chunks, and when the worker
-// finally runs it finds the job closed and goes back to sleep. (pthreadpool's join waits for every
+// and the caller then waits only for chunks that were claimed and are still running. A worker
+// that the OS has not scheduled yet (another process holds its core) therefore costs nothing but
+// its share of the parallelism: the caller takes its chunks, and when the worker finally runs it
+// finds the job closed and goes back to sleep. (pthreadpool's join waits for every
 // worker to check in, started or not, which on a shared core costs a scheduler time slice per
 // parallel region.)
 //
@@ -80,7 +81,9 @@ class ClaimPool {
   // input written before its run: a run that never comes must not keep the workers polling).
   // Idle workers poll as under a Warm until `deadline` (or a later one already set) passes, then
   // sleep again with no further call; sleeping ones are woken now. end_warm_until(deadline) ends
-  // the hold early when `deadline` is still the one in force (a later one stays).
+  // the hold early when `deadline` is still the one in force (a later one stays). One deadline per
+  // pool: when two sub-graphs on it map inputs, the later one's run also ends the earlier one's
+  // hold, which then pays one wake-up at its first layer (a cost, never a wrong result).
   void warm_until(std::chrono::steady_clock::time_point deadline) const;
   void end_warm_until(std::chrono::steady_clock::time_point deadline) const;
 

@@ -62,7 +62,7 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   const auto [lo, hi] = activation_range(out.activation);
   F32Step step;
   const bool fused = out.residual != nullptr || out.silu;
-  if (avx512_conv_wins(s) && (fused || !xnnpack_1x1_expansion_wins(s))) {
+  if (own_conv_runs(s, fused)) {
     auto conv = std::make_shared<Avx512Convolution>(
         s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes, out.silu}, x, out.y);
     const CpuPool* pool_ptr = &pool;

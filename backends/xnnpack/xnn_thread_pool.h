@@ -34,7 +34,8 @@ namespace co_up::xnnpack {
 // idle workers steal tiles whatever this says).
 enum class Schedule : uint8_t {
   kStatic,   // one contiguous range per thread (paper §3.1, "static")
-  kDynamic,  // four chunks per thread, taken in order by idle threads (paper §3.1, "dynamic chunking")
+  kDynamic,  // four chunks per thread, claimed by idle threads (paper §3.1, "dynamic chunking";
+             // the caller from the front, workers from the back: xnn_claim_pool.h)
 };
 
 class CpuPool {

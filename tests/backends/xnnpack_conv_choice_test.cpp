@@ -1,5 +1,5 @@
 // Which kernel runs a convolution on AVX-512 CPUs: 1x1 expansions from few channels (MobileNet's,
-// ResNet's shortcut) go to XNNPACK unless an epilogue is fused; everything else that
+// ResNet's, SqueezeNet's) go to XNNPACK unless an epilogue is fused; everything else that
 // avx512_conv_wins() names stays on the own kernel (backends/xnnpack/avx512_conv.h).
 #include <gtest/gtest.h>
 
@@ -41,6 +41,19 @@ TEST(XnnpackConvChoice, ProjectionsDeepReductionsAndOtherWindowsStayOwn) {
   Conv2dShape grouped = conv(64, 384, 14);
   grouped.group = 2;
   EXPECT_FALSE(xnnpack_1x1_expansion_wins(grouped));
+  // A fully connected layer is a 1x1 convolution over rows x 1 pixels (ViT-Ti's 192 -> 768 MLP at
+  // 197 tokens): not an expansion of an image, it keeps the own GEMM.
+  Conv2dShape fc = conv(192, 768, 1);
+  fc.in_height = 197;
+  EXPECT_FALSE(xnnpack_1x1_expansion_wins(fc));
+}
+
+TEST(XnnpackConvChoice, AFusedEpilogueKeepsAnExpansionOnTheOwnKernel) {
+  const Conv2dShape s = conv(64, 256, 56);  // ResNet-50's expansion, fused with the shortcut Add
+  EXPECT_EQ(co_up::xnnpack::own_conv_runs(s, true), co_up::xnnpack::avx512_conv_wins(s));
+  EXPECT_FALSE(co_up::xnnpack::own_conv_runs(s, false));
+  const Conv2dShape projection = conv(384, 64, 14);
+  EXPECT_EQ(co_up::xnnpack::own_conv_runs(projection, false), co_up::xnnpack::avx512_conv_wins(projection));
 }
 
 }  // namespace

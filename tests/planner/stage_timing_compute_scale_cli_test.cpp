@@ -24,7 +24,7 @@ class StageTimingComputeScaleCliTest : public ::testing::Test {
   test::CommandResult plan(const std::string& extra) {
     return extra.empty() ? plan_with({}) : plan_with({extra});
   }
-  test::CommandResult plan_with(const std::vector<std::string>& extra) {
+  test::CommandResult plan_with(const std::vector<std::string>& extra, bool runtime_timing = true) {
     std::vector<std::string> args = {
         "plan", "--platform=" + platform_.string(), "--model=" + (kDir / "multi_exit.onnx").string(),
         "--stage-plan=" + (kDir / "stage_plan.json").string(), "--profile=" + profile_.string(),
@@ -32,6 +32,7 @@ class StageTimingComputeScaleCliTest : public ::testing::Test {
         "--exit-labels=" + (kDir / "val_labels.npy").string(), "--objective=latency", "--top=1",
         "--stage-timing=runtime", "--input=" + (kDir / "test_images.npy").string(), "--input-scale=1/255",
         "--labels=" + (kDir / "test_labels.npy").string(), "--n=40"};
+    if (!runtime_timing) std::erase(args, std::string("--stage-timing=runtime"));
     args.insert(args.end(), extra.begin(), extra.end());
     return test::run_program(CO_UP_BINARY, args, scratch_.path());
   }
@@ -79,6 +80,16 @@ TEST_F(StageTimingComputeScaleCliTest, BothFlagsAreAOneLineError) {
             "co_up: error: --fit-compute-scale and --profiled-compute contradict each other: the compute scale is "
             "fitted by default; give --profiled-compute alone to fit the fixed costs only\n")
       << r;
+}
+
+TEST_F(StageTimingComputeScaleCliTest, EitherFlagWithoutRuntimeTimingIsAOneLineError) {
+  for (const std::string flag : {"--fit-compute-scale", "--profiled-compute"}) {
+    const test::CommandResult r = plan_with({flag}, false);
+    EXPECT_EQ(r.exit_code, 2) << r;
+    EXPECT_EQ(r.err, "co_up: error: " + flag +
+                         " chooses how --stage-timing=runtime fits its model; add --stage-timing=runtime or drop it\n")
+        << r;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -378,6 +379,12 @@ class Pty {
   std::string name_;
 };
 
+// Bytes waiting in a terminal's input queue.
+int pending_input(int fd) {
+  int n = -1;
+  return ::ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
+}
+
 TEST(SerialMeterTest, ReadsLinesFromAPtyInRawModeAndRestoresTheSettings) {
   Pty pty;
   ASSERT_TRUE(pty.ok()) << "no pseudo-terminals here";
@@ -398,6 +405,12 @@ TEST(SerialMeterTest, ReadsLinesFromAPtyInRawModeAndRestoresTheSettings) {
     EXPECT_EQ(::cfgetispeed(&during), static_cast<speed_t>(B115200));
     meter.start();
     pty.write("tail of a line from before\n1,100,2500.0\r\n0,10");  // a line split across writes
+    // Once the meter's thread has read the first part (nothing left in the slave's input queue;
+    // under a sanitizer or on a busy host it may start late), the rest comes 20 ms later.
+    for (int i = 0; i < 2000 && pending_input(watch) > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(pending_input(watch), 0) << "the meter did not read the pty within 2 s";
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     pty.write("2,1800.5\r\n");
     for (int i = 0; i < 200; ++i) pty.write("1," + std::to_string(103 + i) + ",2600\r\n");
