@@ -15,10 +15,10 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "avx512_conv.h"
+#include "bench/bench_data.h"
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
 #include "xnn_common.h"
@@ -27,6 +27,7 @@
 
 namespace {
 
+using co_up::bench::random_floats;
 using co_up::backends::Conv2dShape;
 using co_up::xnnpack::Avx512Convolution;
 using co_up::xnnpack::CpuPool;
@@ -37,14 +38,6 @@ double time_us(const std::function<void()>& run) {
   const auto t0 = std::chrono::steady_clock::now();
   run();
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<float> random_floats(size_t count) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count + 64);
-  for (float& f : v) f = dist(rng);
-  return v;
 }
 
 }  // namespace

@@ -21,10 +21,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
 #include "xnn_common.h"
@@ -33,6 +33,7 @@
 
 namespace {
 
+using co_up::bench::random_floats;
 using co_up::backends::Conv2dShape;
 using co_up::xnnpack::CpuPool;
 using co_up::xnnpack::SlicedOperator;
@@ -48,14 +49,6 @@ double fastest_us(int reps, const std::function<void()>& run) {
     best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   return best;
-}
-
-std::vector<float> random_floats(size_t count) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count + 64);
-  for (float& f : v) f = dist(rng);
-  return v;
 }
 
 }  // namespace
