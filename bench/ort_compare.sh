@@ -301,6 +301,8 @@ import json, statistics, sys
 sys.path.insert(0, sys.argv[1])
 from pipeline_loss import stage_times
 stages = stage_times(json.load(open(sys.argv[2])), int(sys.argv[5]))
+if len(stages) != 2:  # a split op spread over B and L: more than two stages, no one cut to move
+    sys.exit(0)
 b, l = (statistics.median(stages[s].values()) for s in sorted(stages))
 t = [u["exec_ms_median"] for u in json.load(open(sys.argv[3]))["layers"]]
 order = sys.argv[4]
