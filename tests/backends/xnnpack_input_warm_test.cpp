@@ -5,11 +5,9 @@
 // device: after the map, every thread the device started ends up asleep in the kernel (state S in
 // /proc) with no further call. A polling worker yields but stays runnable (state R), so without
 // the bound this never holds. No wall-clock assertion: the test waits up to 20 s for the state.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +19,7 @@
 
 #include "co_up/plugin_abi.h"
 #include "tests/backends/abi_test_support.h"
+#include "tests/backends/plugin_harness.h"
 
 namespace {
 
@@ -71,50 +70,32 @@ std::string states(const std::set<int>& tids) {
   return out;
 }
 
+// cpu-xnnpack's device on cores 0 and 1 through the shared ABI harness, and the threads its
+// device_create started (the pools' workers).
 class XnnDevice {
  public:
-  explicit XnnDevice(const char* threads) {
-    const char* dir = std::getenv("CO_UP_PLUGIN_PATH");
-    const std::string path = std::string(dir ? dir : "plugins") + "/libco_up_cpu_xnnpack.so";
-    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) throw std::runtime_error(dlerror());
-    auto get = reinterpret_cast<co_up_plugin_get_api_fn>(dlsym(handle_, CO_UP_PLUGIN_ENTRY_POINT));
-    if (!get) throw std::runtime_error("no entry point in " + path);
-    api_ = get(CO_UP_ABI_VERSION_MAJOR, CO_UP_ABI_VERSION_MINOR);
-    if (!api_) throw std::runtime_error("ABI version refused by " + path);
-    check(api_->factory_create(nullptr, 0, &factory_));
+  explicit XnnDevice(const char* threads) : plugin_("libco_up_cpu_xnnpack.so") {
     const std::set<int> before = thread_ids();
-    const co_up_option options[] = {{"processor", "B"}, {"cores", "0,1"}, {"threads", threads}};
-    check(api_->device_create(factory_, options, 3, &device_));
+    const auto [code, message] =
+        plugin_.make_device({{"processor", "B"}, {"cores", "0,1"}, {"threads", threads}}, &device_);
+    if (code != CO_UP_STATUS_OK) throw std::runtime_error(message);
     for (int tid : thread_ids()) {
       if (!before.count(tid)) started_.insert(tid);
     }
   }
   ~XnnDevice() {
-    if (device_) api_->device_release(device_);
-    if (factory_) api_->factory_release(factory_);
-    // Never dlclose: XNNPACK's process-wide state outlives a factory.
+    if (device_) plugin_.api()->device_release(device_);
   }
   XnnDevice(const XnnDevice&) = delete;
   XnnDevice& operator=(const XnnDevice&) = delete;
 
-  void check(co_up_status* s) const {
-    if (!s) return;
-    const std::string message = s->message ? s->message : "";
-    const int32_t code = s->code;
-    api_->status_release(s);
-    if (code != CO_UP_STATUS_OK) throw std::runtime_error(message);
-  }
-
-  const co_up_plugin_api* api() const { return api_; }
+  void check(co_up_status* s) const { plugin_.check(s); }
+  const co_up_plugin_api* api() const { return plugin_.api(); }
   co_up_device* device() const { return device_; }
-  // The threads device_create started (the pools' workers).
   const std::set<int>& started() const { return started_; }
 
  private:
-  void* handle_ = nullptr;
-  const co_up_plugin_api* api_ = nullptr;
-  co_up_factory* factory_ = nullptr;
+  co_up::testing::AbiPlugin plugin_;
   co_up_device* device_ = nullptr;
   std::set<int> started_;
 };
