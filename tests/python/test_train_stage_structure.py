@@ -1,20 +1,9 @@
 """The Map-and-Conquer training script's width split (scripts/train_map_and_conquer.py): a
 last-stage P entry of 1 makes the last stage compute that whole layer from every stage's features
 of the layer before, so the path to the last exit has the static CNN's width there."""
-import importlib.util
-import os
-
 import torch
 
-SOURCE = os.environ.get("CO_UP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("train_map_and_conquer",
-                                                  os.path.join(SOURCE, "scripts", "train_map_and_conquer.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from train_script import load_script
 
 
 def test_a_last_stage_entry_of_one_is_the_whole_layer():
