@@ -60,7 +60,7 @@ for fit in BLG,LGB,GBL,BBB BGL,GLB,LBG,LBB; do
     "$CO_UP" plan "${COMMON[@]}" --model="$F/multi_exit.onnx" --stage-plan="$F/stage_plan.json" \
       --profile="$OUT/ops.json" --exit-logits="$F/val_exit_logits.npy" --exit-labels="$F/val_labels.npy" \
       --objective=latency --top=3 --stage-timing=runtime --fit-orders="$fit" ${scale} --verify "${LABELLED[@]}" |
-      sed -n -e '/^runtime model/,/^  fitted/p' -e '/^verify:/,$p'
+      sed -n -e '/^runtime model/,/^  fitted/p' -e "/^  .'s compute scale fitted at/p" -e '/^verify:/,$p'
   done
 done
 echo

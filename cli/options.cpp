@@ -164,9 +164,10 @@ network
                         order string can give them to different processors (L as --list-layers
                         shows without --split; each split adds P-1 letters)
   --stages=P:R/R/..;I:R/R/..  width-partitioned stages of a multi-exit --model (outputs exit0,
-                        exit1, ...): P fractions of each layer's channels per stage, I which
-                        stages' features later stages reuse (rows = stages, entries = layers);
-                        each stage becomes one layer unit (docs/map_and_conquer.md)
+                        exit1, ...): P fractions of each layer's channels per stage (a last-
+                        stage 1: it computes the whole layer), I which stages' features later
+                        stages reuse (rows = stages, entries = layers); each stage becomes one
+                        layer unit (docs/map_and_conquer.md)
   --stage-plan=FILE     the same as JSON: {"P": [[...], ...], "I": [[...], ...]}
   --image-size=N        input height/width (default: the network's own; smaller runs faster)
   --data=DIR            weights from DIR/<constant>.npy (default: seeded random, --seed=N)

@@ -21,6 +21,7 @@
 #include "graph/stage_plan.h"
 #include "planner/layer_profile.h"
 #include "planner/relative_error.h"
+#include "planner/stage_overheads.h"
 
 namespace co_up::cli {
 namespace {
@@ -315,7 +316,15 @@ planner::StageOverheads fit_runtime_model(const Options& o, const planner::Stage
   for (const auto& [p, ms] : fit.next_stage_ms) out << " " << p << format_number(" %.3f", ms);
   if (!fit.compute_scale.empty()) out << "; profiled compute x";
   for (const auto& [p, x] : fit.compute_scale) out << " " << p << format_number(" %.3f", x);
-  out << "\n\n";
+  out << "\n";
+  for (const auto& [p, x] : fit.unbounded_compute_scale) {
+    out << "  " << p << "'s compute scale fitted at" << format_number(" %.3f", x) << ", above"
+        << format_number(" %g", planner::kMaxComputeScale) << ": the fit runs on " << p
+        << " were slower than the profile by more than the same operators back to back explain (other load, "
+           "a lower DVFS level?); held at" << format_number(" %g", planner::kMaxComputeScale)
+        << " and the other costs refitted; profile and fit on a quiet host, or --profiled-compute\n";
+  }
+  out << "\n";
   out.flush();
   return fit;
 }

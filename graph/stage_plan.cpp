@@ -111,11 +111,21 @@ void validate_stage_plan(const StagePlan& plan, const std::string& where) {
     }
   }
   for (size_t j = 0; j < n; ++j) {
-    double sum = 0;
-    for (size_t i = 0; i < m; ++i) sum += plan.p[i][j];
+    double earlier = 0;
+    for (size_t i = 0; i + 1 < m; ++i) earlier += plan.p[i][j];
+    const std::string column = ": P column " + std::to_string(j + 1) + " (layer " + std::to_string(j + 1) + ")";
+    if (plan.last_stage_computes_whole_layer(j)) {
+      if (earlier > 1.0 + kSumTolerance) {
+        throw InputError(where + column + ": the last stage computes the whole layer (1) but the earlier stages' "
+                         "fractions sum to " + number_text(earlier) + ", more than the layer; make them sum to at most 1");
+      }
+      continue;
+    }
+    const double sum = earlier + plan.p[m - 1][j];
     if (std::abs(sum - 1.0) > kSumTolerance) {
-      throw InputError(where + ": P column " + std::to_string(j + 1) + " (layer " + std::to_string(j + 1) +
-                       ") sums to " + number_text(sum) + ", not 1; a layer's fractions over the stages must sum to 1");
+      throw InputError(where + column + " sums to " + number_text(sum) +
+                       ", not 1; a layer's fractions over the stages must sum to 1 (or the last stage's be 1: "
+                       "it computes the whole layer)");
     }
   }
   for (size_t i = 0; i < m; ++i) {
@@ -210,7 +220,7 @@ std::vector<int64_t> stage_channels(const StagePlan& plan, size_t layer, int64_t
     out[i] = std::llround(plan.p[i][layer] * static_cast<double>(width));
     used += out[i];
   }
-  out.back() = width - used;
+  out.back() = plan.last_stage_computes_whole_layer(layer) ? width : width - used;
   return out;
 }
 
@@ -277,8 +287,11 @@ StageStructure find_stages(const Graph& graph, const StagePlan& plan, const std:
   }
   auto channels = [&](NodeId id) { return graph.tensor(graph.node(id).inputs.at(1)).desc.shape.at(0); };
   for (size_t j = 0; j < n; ++j) {
+    // The layer's width: the stages' channels together, or the last stage's where it computes
+    // the whole layer.
     int64_t width = 0;
     for (size_t i = 0; i < m; ++i) width += channels(compute[i][j]);
+    if (plan.last_stage_computes_whole_layer(j)) width = channels(compute[m - 1][j]);
     const std::vector<int64_t> want = stage_channels(plan, j, width);
     for (size_t i = 0; i < m; ++i) {
       const int64_t have = channels(compute[i][j]);

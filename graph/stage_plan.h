@@ -3,7 +3,11 @@
 // the indicator matrix I, each stage ending in an exit classifier.
 //
 //  - P[i][j] (M x n): the fraction of layer j's channels computed by stage i. Every entry is in
-//    (0, 1] and every column sums to 1.
+//    (0, 1] and every column sums to 1, or (with more than one stage) the last stage's entry is 1
+//    and the earlier ones sum to at most 1: the last stage computes the whole layer again, from
+//    every stage's features of the layer before (a full layer at the end: the path to the last
+//    exit then has the static network's width there; the earlier stages' channels of that layer
+//    serve their own exits and, as I says, the later exits).
 //  - I[i][j] (M x n, 0/1): stage i's layer-j features are reused by every later stage (its layer
 //    j+1 reads them; for the last layer, its exit classifier does). The paper's definition: one
 //    bit per producing stage and layer. The last stage has no later stage, so its row is all 0.
@@ -31,6 +35,8 @@ struct StagePlan {
 
   size_t stage_count() const { return p.size(); }
   size_t layer_count() const { return p.empty() ? 0 : p[0].size(); }
+  // P[M-1][layer] = 1 with earlier stages: the last stage computes the whole layer.
+  bool last_stage_computes_whole_layer(size_t layer) const { return p.size() > 1 && p.back()[layer] == 1.0; }
 };
 
 // --stages=P:ROW/ROW/...;I:ROW/ROW/...  — one row per stage, one comma-separated entry per layer:
@@ -43,12 +49,14 @@ StagePlan read_stage_plan_file(const std::string& path);
 
 // Checks shape and values; `where` starts each message ("--stages", "stage plan 'f.json'").
 // One-line InputErrors: no stages, rows of different lengths, P and I of different shapes, a
-// fraction outside (0, 1], a column not summing to 1, an I entry not 0/1, and an I bit set in the
+// fraction outside (0, 1], a column not summing to 1 (nor a whole last-stage layer after earlier
+// shares of at most 1), an I entry not 0/1, and an I bit set in the
 // last stage's row (reuse by a stage that does not exist).
 void validate_stage_plan(const StagePlan& plan, const std::string& where);
 
 // Channels per stage of a layer of `width` channels: round(p * width) for every stage but the
-// last, which takes the rest (as the training script splits them).
+// last, which takes the rest, or all `width` where it computes the whole layer (as the training
+// script splits them).
 std::vector<int64_t> stage_channels(const StagePlan& plan, size_t layer, int64_t width);
 
 // The stages of a multi-exit `graph` as the plan describes them, checked against it: the stage

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 
@@ -195,26 +196,54 @@ StageOverheads fit_stage_overheads(const std::vector<OverheadSample>& samples) {
     }
     rows.push_back(row);
   }
-  // Normal equations g x = h of the weighted least squares over all unknowns.
   const size_t n = names.size();
-  std::vector<double> g(n * n, 0.0), h(n, 0.0);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    // The compute scale's unknown is its excess over 1 (>= 0 like the others): the profiled compute
-    // is a floor. Below it the fit could trade a processor's compute for its dispatch cost, and on
-    // noisy runs it did (a scale of 0, the stages' compute dropped).
-    const double y = samples[r].measured_ms - samples[r].compute_ms, w = samples[r].weight;
-    for (const auto& [p, a] : rows[r]) {
-      h[p] += w * a * y;
-      for (const auto& [q, b] : rows[r]) g[p * n + q] += w * a * b;
-    }
-  }
-  // Which unknowns the samples determine at all (the constraint does not change that; for
-  // those the non-negative optimum is unique, as the fitted values are).
+  // A compute scale above the bound is held at it (its unknown then known, kMaxComputeScale - 1)
+  // and the other unknowns are fitted again without it, until no scale exceeds the bound.
+  std::vector<bool> held(n, false);
+  std::map<char, double> unbounded;
   std::vector<bool> determined;
-  solve(g, h, n, determined);
-  const std::vector<double> x = nnls(g, h, n);
+  std::vector<double> x;
+  for (;;) {
+    // Normal equations g x = h of the weighted least squares over the free unknowns.
+    std::vector<double> g(n * n, 0.0), h(n, 0.0);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      // The compute scale's unknown is its excess over 1 (>= 0 like the others): the profiled compute
+      // is a floor. Below it the fit could trade a processor's compute for its dispatch cost, and on
+      // noisy runs it did (a scale of 0, the stages' compute dropped).
+      double y = samples[r].measured_ms - samples[r].compute_ms;
+      const double w = samples[r].weight;
+      for (const auto& [p, a] : rows[r]) {
+        if (held[p]) y -= a * (kMaxComputeScale - 1.0);
+      }
+      for (const auto& [p, a] : rows[r]) {
+        if (held[p]) continue;
+        h[p] += w * a * y;
+        for (const auto& [q, b] : rows[r]) {
+          if (!held[q]) g[p * n + q] += w * a * b;
+        }
+      }
+    }
+    // Which unknowns the samples determine at all (the constraint does not change that; for
+    // those the non-negative optimum is unique, as the fitted values are). A held unknown's
+    // row and column are 0: solve() leaves it undetermined, nnls() at 0.
+    solve(g, h, n, determined);
+    x = nnls(g, h, n);
+    bool again = false;
+    for (size_t p = 0; p < n; ++p) {
+      if (held[p] || names[p].first != 'c' || !determined[p] || x[p] <= kMaxComputeScale - 1.0) continue;
+      held[p] = true;
+      unbounded[names[p].second] = x[p] + 1.0;
+      again = true;
+    }
+    if (!again) break;
+  }
   StageOverheads out;
+  out.unbounded_compute_scale = unbounded;
   for (size_t p = 0; p < n; ++p) {
+    if (held[p]) {
+      out.compute_scale[names[p].second] = kMaxComputeScale;
+      continue;
+    }
     if (!determined[p]) continue;
     auto& costs = names[p].first == 'r'   ? out.run_ms
                   : names[p].first == 'b' ? out.boundary_ms

@@ -30,7 +30,8 @@
 // back to back in one stage's sub-graph (one dispatch instead of one per operator, warm caches).
 // On a network whose stages are compute-bound that ratio, not the fixed costs, decides the
 // error; it is fitted with the fixed costs when the samples carry their compute per processor,
-// never below 1 (a scale below 1 lets noisy samples trade compute for dispatch cost).
+// never below 1 (a scale below 1 lets noisy samples trade compute for dispatch cost) and never
+// above kMaxComputeScale (below).
 #pragma once
 
 #include <map>
@@ -41,6 +42,14 @@
 
 namespace co_up::planner {
 
+// The most a stage's operators run back to back may cost per profiled millisecond: the same
+// kernels on the same processor, one dispatch instead of one per operator. On a quiet host the
+// fit gave 1.0-1.45; on a loaded one 2.4-2.6 (the stages measured 2-3x their profile), and fits
+// of 3-15.5 came from load bursts in the fit runs and mispredicted the orders they were not fitted
+// on by 2.4-3.6x. A scale above this says the fit runs were slowed by something the profile did
+// not see (other load, a lower DVFS level); it is held at the bound and the fixed costs refitted.
+inline constexpr double kMaxComputeScale = 3.0;
+
 struct StageOverheads {
   std::map<char, double> run_ms;       // per processor letter; absent: 0
   std::map<char, double> boundary_ms;  // per processor letter after the boundary; absent: 0
@@ -49,6 +58,9 @@ struct StageOverheads {
   std::map<char, double> next_stage_ms;
   // Per processor letter: measured / profiled time of its stages' sub-layers; absent: 1.
   std::map<char, double> compute_scale;
+  // Per processor letter whose fitted scale exceeded kMaxComputeScale: the value the fit wanted
+  // (compute_scale holds the bound; the other costs were fitted with it).
+  std::map<char, double> unbounded_compute_scale;
 
   double run(char p) const;
   double boundary(char p) const;
@@ -78,7 +90,9 @@ struct OverheadSample {
 
 // Weighted least squares of (measured - compute) = the sample's run, boundary and next-stage costs
 // (with compute_by_processor also (compute_scale(p) - 1) x the compute on p, for every letter with
-// compute: the scale is at least 1, the profile a floor), every unknown >= 0 (non-negative least squares: Lawson and Hanson's active-set method, exact).
+// compute: the scale is at least 1, the profile a floor, and at most kMaxComputeScale, a scale
+// the fit puts above it held there and the rest fitted again), every unknown >= 0 (non-negative
+// least squares: Lawson and Hanson's active-set method, exact).
 // Letters whose cost the samples do not determine (e.g. two letters only ever seen together)
 // are absent from the result: the model cannot predict orders that use them.
 // Throws InputError for an empty order or a non-positive weight.

@@ -31,8 +31,12 @@ version splits every layer along its width into M = 3 stages by the partitioning
 layer-j features feed layer j+1 of every later stage; for the last layer j = n, they feed the
 later stages' exit classifiers). Stage i's layer j reads the layer j-1 features of its own stage
 plus those of every earlier stage k with I[k][j-1] = 1, and ends in an exit classifier over the
-same set at layer n. Exits are the graph outputs exit0, exit1, exit2 (logits), in stage order;
-the last one is the full network's classifier.
+same set at layer n. A last-stage entry of 1 in P (the earlier stages keeping their shares) is a
+full layer at the end: the last stage computes the whole layer again from every stage's features
+of the layer before, so the path to the last exit has the static CNN's width there (a stage
+otherwise never reads a later stage's channels, which cost the last exit about a point). The
+fixtures' P has it in layer 3. Exits are the graph outputs exit0, exit1, exit2 (logits), in stage
+order; the last one is the full network's classifier.
 
 Files written (every one reproducible from this script and --seed):
   static.onnx, static_ref.npy        the static CNN, its logits for the first 16 test images
@@ -62,9 +66,10 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 WIDTHS = [32, 64, 128]
-# Stage plan: P[i][j] fraction of layer j's channels in stage i (columns sum to 1);
-# I[i][j]: stage i's layer-j features are reused by the later stages (the last row is all 0).
-PLAN_P = [[0.25, 0.25, 0.25], [0.25, 0.25, 0.25], [0.5, 0.5, 0.5]]
+# Stage plan: P[i][j] fraction of layer j's channels in stage i (columns sum to 1, or the last
+# stage's entry is 1: it computes the whole layer); I[i][j]: stage i's layer-j features are reused
+# by the later stages (the last row is all 0).
+PLAN_P = [[0.25, 0.25, 0.25], [0.25, 0.25, 0.25], [0.5, 0.5, 1.0]]
 PLAN_I = [[1, 1, 1], [1, 1, 1], [0, 0, 0]]
 N_REF = 16
 # Joint exit training: per-exit loss weights, distillation temperature and weight.
@@ -119,13 +124,20 @@ def fold_batch_norms(convs, norms):
             norms[j] = nn.Identity()
 
 
+def full_layers(p):
+    """Layers the last stage computes whole (its P entry is 1 while earlier stages have a share)."""
+    return [len(p) > 1 and p[-1][j] >= 1.0 for j in range(len(p[0]))]
+
+
 def stage_channels(p, widths):
-    """Channels per stage per layer: round(p * width), the last stage takes the remainder."""
+    """Channels per stage per layer: round(p * width), the last stage takes the remainder, or the
+    whole width where its P entry is 1 (a full layer at the end)."""
     out = [[0] * len(widths) for _ in p]
+    full = full_layers(p)
     for j, w in enumerate(widths):
         for i in range(len(p) - 1):
             out[i][j] = int(round(p[i][j] * w))
-        out[-1][j] = w - sum(out[i][j] for i in range(len(p) - 1))
+        out[-1][j] = w if full[j] else w - sum(out[i][j] for i in range(len(p) - 1))
     return out
 
 
@@ -392,6 +404,7 @@ def main():
         "distillation_weight": args.distill,
         "validation_images": int(len(y_val)),
         "static_validation": static_val,
+        "exits_validation": [float((val_logits[:, k].argmax(1) == y_val).mean()) for k in range(val_logits.shape[1])],
         "stage_macs": macs,
         "policy": {
             "exit": "softmax-max>=" + ",".join(f"{t:g}" if t <= 1 else "off" for t in thresholds),

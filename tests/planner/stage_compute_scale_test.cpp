@@ -81,6 +81,39 @@ TEST(StageComputeScale, TheProfileIsAFloor) {
   for (const auto& [p, x] : fit.compute_scale) EXPECT_GE(x, 1.0) << p;
 }
 
+// Weighted squared error of a model's latencies over the samples.
+double residual(const std::vector<OverheadSample>& samples, const StageOverheads& model) {
+  double sum = 0;
+  for (const OverheadSample& s : samples) {
+    const double got = runtime_exit_latency(three_stages(), s.order, model)[s.exit];
+    sum += s.weight * (got - s.measured_ms) * (got - s.measured_ms);
+  }
+  return sum;
+}
+
+TEST(StageComputeScale, AScaleAboveTheBoundIsHeldThereAndTheOtherCostsRefitted) {
+  // L's fit runs 15.5x slower than its profile (a loaded-host fit reached that): not what the
+  // same operators back to back cost. The scale is held at the bound, the value the fit wanted
+  // is reported, the scales within the bound stay fitted, and the fixed costs absorb what they
+  // can: the refit is closer to the measurements than the exact fit merely clamped.
+  StageOverheads real = truth();
+  real.compute_scale['L'] = 15.5;
+  const std::vector<OverheadSample> samples = samples_of({"BLG", "LGB", "GBL", "BBB"}, true, real);
+  const StageOverheads fit = fit_stage_overheads(samples);
+  EXPECT_EQ(fit.scale('L'), kMaxComputeScale);
+  ASSERT_EQ(fit.unbounded_compute_scale.size(), 1u);
+  EXPECT_NEAR(fit.unbounded_compute_scale.at('L'), 15.5, 1e-6);
+  for (const auto& [p, x] : fit.compute_scale) {
+    EXPECT_GE(x, 1.0) << p;
+    EXPECT_LE(x, kMaxComputeScale) << p;
+  }
+  StageOverheads clamped = real;
+  clamped.compute_scale['L'] = kMaxComputeScale;
+  EXPECT_LT(residual(samples, fit), residual(samples, clamped));
+  // Within the bound nothing is held (the exact recovery above reports nothing).
+  EXPECT_TRUE(fit_stage_overheads(samples_of({"BLG", "LGB", "GBL", "BBB"}, true)).unbounded_compute_scale.empty());
+}
+
 TEST(StageComputeScale, WithoutComputePerProcessorNoScaleIsFittedAndHeldOutOrdersAreMissed) {
   // The model before the scale: fixed costs only. It cannot tell a slow stage from a slow
   // dispatch, so an order that puts the big stage elsewhere is mispredicted.

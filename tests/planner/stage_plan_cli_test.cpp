@@ -53,7 +53,7 @@ TEST(StagePlanCli, BadStagePlansAreOneLineErrorsWithExitCode2) {
       scratch.path());
   EXPECT_EQ(sum.exit_code, 2) << sum;
   EXPECT_EQ(sum.err, "co_up: error: --stages: P column 3 (layer 3) sums to 0.9, not 1; a layer's fractions over the "
-                     "stages must sum to 1\n");
+                     "stages must sum to 1 (or the last stage's be 1: it computes the whole layer)\n");
   const test::CommandResult later = test::run_program(
       CO_UP_BINARY, {model, "--stages=P:0.25,0.25,0.25/0.25,0.25,0.25/0.5,0.5,0.5;I:1,1,1/0,1,1/1,0,0", "--order=BLB"},
       scratch.path());

@@ -1,20 +1,9 @@
 """The Map-and-Conquer training script's distillation targets (scripts/train_map_and_conquer.py):
 a training image that is flipped is distilled from the teacher's logits of the flipped image, not
 of the image as stored."""
-import importlib.util
-import os
-
 import torch
 
-SOURCE = os.environ.get("CO_UP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("train_map_and_conquer",
-                                                  os.path.join(SOURCE, "scripts", "train_map_and_conquer.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from train_script import load_script
 
 
 def test_flipped_images_take_the_teachers_logits_of_the_flipped_image():
