@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -193,6 +194,72 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
       std::set<size_t> served;
       for (const SubGraphRun& r : list) served.insert(r.network);
       EXPECT_GE(served.size(), 2u) << letter;
+    }
+  }
+}
+
+// A transformer imported from ONNX among zoo CNNs (the benchmark's mix, small): its requests are
+// numbered, checked and computed exactly as alone, pipelined over B and L between CNNs that share
+// both processors, and also whole with a replica on the other processor (the balanced plan's shape).
+TEST(WorkloadTest, AnOnnxTransformerAmongCnnsMatchesItsSingleRunBitForBitWithEveryFrameInOrder) {
+  NetworkSpec spec;
+  spec.model = (std::filesystem::path(CO_UP_ONNX_FIXTURES) / "vit_tiny.onnx").string();
+  Net vit{"vit", build_network(spec), "", {}};
+  const uint32_t layers = vit.graph.layer_count();
+  ASSERT_GE(layers, 4u);
+  const char other = host_platform().find('L') != nullptr ? 'L' : 'B';
+  vit.inputs = distinct_inputs(vit.graph, 5, 21);
+  for (const bool replicated : {false, true}) {
+    SCOPED_TRACE(replicated ? "whole, replica on the other processor" : "pipelined");
+    std::vector<Net> nets = {make_net("squeeze", "squeezenet", "half", 3), vit, make_net("mobile", "mobilenet", "third", 4)};
+    nets[1].order = replicated ? std::string(layers, 'B') : split_order(layers, layers / 2, other, 'B');
+    const uint64_t frames = 60;
+    GroupRun got;
+    if (!replicated) {
+      run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
+    } else {
+      // The replica as the runner sees one: a second executor on the other processor over the
+      // network's one request stream (core/workload_runner.h).
+      const Platform platform = host_platform();
+      SharedDevices devices;
+      auto share = make_executor_share();
+      ExecutorOptions options;
+      options.profile_level = 1;
+      got.delivered = std::vector<Delivered>(nets.size());
+      std::vector<WorkloadStreamSpec> specs;
+      for (size_t i = 0; i < nets.size(); ++i) {
+        got.executors.push_back(std::make_unique<Executor>(
+            devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
+        WorkloadStreamSpec s;
+        s.executor = got.executors.back().get();
+        if (i == 1) {
+          got.executors.push_back(std::make_unique<Executor>(
+              devices.place(nets[i].graph, std::string(layers, other), platform, build_plugins()), options, share));
+          s.replicas.push_back(got.executors.back().get());
+        }
+        s.frames = frames;
+        s.input_sets = nets[i].inputs;
+        Delivered* d = &got.delivered[i];
+        s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
+        specs.push_back(std::move(s));
+      }
+      got.result = WorkloadRunner(std::move(specs), GroupPolicy::kOldest).run();
+    }
+    for (size_t n = 0; n < nets.size(); ++n) {
+      SCOPED_TRACE(nets[n].name + " " + nets[n].order);
+      const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
+      const Delivered& d = got.delivered[n];
+      ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
+      for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
+      for (uint64_t f = 0; f < frames; ++f) {
+        const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
+        const std::vector<float>& actual = d.by_frame.at(f);
+        ASSERT_EQ(expected.size(), actual.size());
+        ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
+            << "frame " << f << " differs from the network's own run";
+      }
+      EXPECT_EQ(got.result.streams[n].run.profile.frames_completed, frames);
+      EXPECT_FALSE(got.result.streams[n].run.profile.interrupted);
     }
   }
 }
