@@ -72,6 +72,7 @@ struct Net {
   graph::Graph graph;
   std::string order;
   InputSets inputs;
+  std::vector<std::string> replicas;  // more orders over the network's one request stream
 };
 
 struct GroupRun {
@@ -97,6 +98,11 @@ void run_group(const std::vector<Net>& nets, const std::vector<uint64_t>& frames
         devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
     WorkloadStreamSpec s;
     s.executor = out.executors.back().get();
+    for (const std::string& r : nets[i].replicas) {
+      out.executors.push_back(
+          std::make_unique<Executor>(devices.place(nets[i].graph, r, platform, build_plugins()), options, share));
+      s.replicas.push_back(out.executors.back().get());
+    }
     s.frames = frames[i];
     s.rate = rates[i];
     s.priority = priorities[i];
@@ -131,6 +137,28 @@ std::map<char, std::vector<SubGraphRun>> runs_by_processor(const WorkloadRunResu
   return out;
 }
 
+// Every network delivered each of its `frames` once, in order, each the bits of its run alone.
+void expect_every_frame_as_alone(const std::vector<Net>& nets, const GroupRun& got, uint64_t frames) {
+  for (size_t n = 0; n < nets.size(); ++n) {
+    SCOPED_TRACE(nets[n].name + " " + nets[n].order);
+    const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
+    const Delivered& d = got.delivered[n];
+    ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
+    for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
+    for (uint64_t f = 0; f < frames; ++f) {
+      const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
+      const std::vector<float>& actual = d.by_frame.at(f);
+      ASSERT_EQ(expected.size(), actual.size());
+      ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
+          << "frame " << f << " differs from the network's own run";
+    }
+    const profiler::RunProfile& p = got.result.streams[n].run.profile;
+    EXPECT_EQ(p.frames_completed, frames);
+    EXPECT_FALSE(p.interrupted);
+    EXPECT_EQ(got.result.streams[n].arrival_ns.size(), frames);
+  }
+}
+
 Net make_net(const std::string& name, const std::string& zoo, const std::string& order_kind,
              uint32_t seed, int64_t image_size = kSmallImage) {
   Net n{name, build_network({zoo, "layers", image_size, seed, ""}), "", {}};
@@ -153,24 +181,7 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
   const uint64_t frames = 500;
   GroupRun got;
   run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
-  for (size_t n = 0; n < nets.size(); ++n) {
-    SCOPED_TRACE(nets[n].name + " " + nets[n].order);
-    const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
-    const Delivered& d = got.delivered[n];
-    ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
-    for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
-    for (uint64_t f = 0; f < frames; ++f) {
-      const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
-      const std::vector<float>& actual = d.by_frame.at(f);
-      ASSERT_EQ(expected.size(), actual.size());
-      ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
-          << "frame " << f << " differs from the network's own run";
-    }
-    const profiler::RunProfile& p = got.result.streams[n].run.profile;
-    EXPECT_EQ(p.frames_completed, frames);
-    EXPECT_FALSE(p.interrupted);
-    EXPECT_EQ(got.result.streams[n].arrival_ns.size(), frames);
-  }
+  expect_every_frame_as_alone(nets, got, frames);
   // Every processor ran one sub-graph at a time, across all three networks, and every network's
   // sub-graph runs are all there.
   const auto runs = runs_by_processor(got.result);
@@ -204,7 +215,7 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
 TEST(WorkloadTest, AnOnnxTransformerAmongCnnsMatchesItsSingleRunBitForBitWithEveryFrameInOrder) {
   NetworkSpec spec;
   spec.model = (std::filesystem::path(CO_UP_ONNX_FIXTURES) / "vit_tiny.onnx").string();
-  Net vit{"vit", build_network(spec), "", {}};
+  Net vit{"vit", build_network(spec), "", {}, {}};
   const uint32_t layers = vit.graph.layer_count();
   ASSERT_GE(layers, 4u);
   const char other = host_platform().find('L') != nullptr ? 'L' : 'B';
@@ -213,54 +224,11 @@ TEST(WorkloadTest, AnOnnxTransformerAmongCnnsMatchesItsSingleRunBitForBitWithEve
     SCOPED_TRACE(replicated ? "whole, replica on the other processor" : "pipelined");
     std::vector<Net> nets = {make_net("squeeze", "squeezenet", "half", 3), vit, make_net("mobile", "mobilenet", "third", 4)};
     nets[1].order = replicated ? std::string(layers, 'B') : split_order(layers, layers / 2, other, 'B');
+    if (replicated) nets[1].replicas = {std::string(layers, other)};
     const uint64_t frames = 60;
     GroupRun got;
-    if (!replicated) {
-      run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
-    } else {
-      // The replica as the runner sees one: a second executor on the other processor over the
-      // network's one request stream (core/workload_runner.h).
-      const Platform platform = host_platform();
-      SharedDevices devices;
-      auto share = make_executor_share();
-      ExecutorOptions options;
-      options.profile_level = 1;
-      got.delivered = std::vector<Delivered>(nets.size());
-      std::vector<WorkloadStreamSpec> specs;
-      for (size_t i = 0; i < nets.size(); ++i) {
-        got.executors.push_back(std::make_unique<Executor>(
-            devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
-        WorkloadStreamSpec s;
-        s.executor = got.executors.back().get();
-        if (i == 1) {
-          got.executors.push_back(std::make_unique<Executor>(
-              devices.place(nets[i].graph, std::string(layers, other), platform, build_plugins()), options, share));
-          s.replicas.push_back(got.executors.back().get());
-        }
-        s.frames = frames;
-        s.input_sets = nets[i].inputs;
-        Delivered* d = &got.delivered[i];
-        s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
-        specs.push_back(std::move(s));
-      }
-      got.result = WorkloadRunner(std::move(specs), GroupPolicy::kOldest).run();
-    }
-    for (size_t n = 0; n < nets.size(); ++n) {
-      SCOPED_TRACE(nets[n].name + " " + nets[n].order);
-      const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
-      const Delivered& d = got.delivered[n];
-      ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
-      for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
-      for (uint64_t f = 0; f < frames; ++f) {
-        const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
-        const std::vector<float>& actual = d.by_frame.at(f);
-        ASSERT_EQ(expected.size(), actual.size());
-        ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
-            << "frame " << f << " differs from the network's own run";
-      }
-      EXPECT_EQ(got.result.streams[n].run.profile.frames_completed, frames);
-      EXPECT_FALSE(got.result.streams[n].run.profile.interrupted);
-    }
+    run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
+    expect_every_frame_as_alone(nets, got, frames);
   }
 }
 
