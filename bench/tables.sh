@@ -62,7 +62,7 @@ tables=(
   "npu_overhead|3|15|yes|bench/README.md \"NPU node overhead\"|co_up_bench_npu_overhead"
   "planning|2|30|yes|bench/README.md \"Planning time\"|co_up_bench_planning"
   "int8|3|40|yes|bench/README.md \"int8 accelerator vs f32 CPU, one core\" (invocation table)|co_up_bench_int8, pinned to core 0"
-  "workload|15|150|yes|bench/README.md \"Several networks at once\"|bench/workload_bench.sh"
+  "workload|20|180|yes|bench/README.md \"Several networks at once\"|bench/workload_bench.sh"
   "workload_verify|20|20|yes|bench/README.md \"Predicted vs measured: co_up plan --workload --verify\"|co_up profile --workload, co_up plan --workload --verify"
   "api|15|80|yes|docs/api.md \"Cost\"|co_up_bench_api, cpu-reference and cpu-xnnpack"
   "python|6|30|yes|docs/python.md (bench/python_overhead.py paragraph)|bench/python_overhead.py"
@@ -316,7 +316,7 @@ t_workload() {
   # be stable).
   local size=64 frames=300
   quick && frames=10
-  method="bench/workload_bench.sh ${build} ${size} ${frames}: four networks alone on B one after another vs together in four arrangements and ONNX Runtime, one invocation"
+  method="bench/workload_bench.sh ${build} ${size} ${frames}: the mix (four CNNs and ViT-Tiny) alone on B one after another vs together in the planned and unplanned arrangements and ONNX Runtime, one invocation"
   "${root}/bench/workload_bench.sh" "${build}" "${size}" "${frames}"
 }
 t_workload_verify() {

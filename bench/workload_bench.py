@@ -19,6 +19,10 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The transformer of the mix: ViT-Tiny (bench/export_transformers.py vit_tiny_SIZE) at the mix's
+# image size, an ONNX network (co_up --model) where the CNNs are zoo graphs; docs/multi_network.md
+# says why this one and this size.
+TRANSFORMERS = {"vit_tiny": lambda size: f"vit_tiny_{size}"}
 
 
 def die(msg):
@@ -203,7 +207,7 @@ def print_losses(losses, rounds):
 def main():
     build, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rounds = int(os.environ.get("ROUNDS", "3"))
-    nets = os.environ.get("NETS", "resnet50,squeezenet,mobilenet,googlenet").split(",")
+    nets = os.environ.get("NETS", "resnet50,squeezenet,mobilenet,googlenet,vit_tiny").split(",")
     load_pct = float(os.environ.get("LOAD", "80"))
     co_up = os.path.join(build, "co_up")
     plugins = os.path.join(build, "plugins")
@@ -229,9 +233,28 @@ def main():
           f"{os.cpu_count()} CPUs, load average {' '.join(load_before)}; {', '.join(nets)} at image size {size}, "
           f"{frames} requests per network, {rounds} rounds; results in {out}")
 
+    # The transformer is an ONNX export, made once per image size into BUILD_DIR/onnx-fixtures (where
+    # the other benches keep their exports) and reused.
+    models = {}
+    for n in nets:
+        if n in TRANSFORMERS:
+            fixtures = os.path.join(build, "onnx-fixtures")
+            models[n] = os.path.join(os.path.abspath(fixtures), TRANSFORMERS[n](size) + ".onnx")
+            if not os.path.exists(models[n]):
+                print(f"  exporting {os.path.basename(models[n])} to {fixtures} (bench/export_transformers.py)")
+                done = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "export_transformers.py"),
+                                       fixtures, TRANSFORMERS[n](size)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True)
+                if done.returncode != 0 or not os.path.exists(models[n]):
+                    die(f"exporting {TRANSFORMERS[n](size)} failed: {done.stderr.strip()[-200:] or 'no file written'} "
+                        f"(the export runs /usr/bin/python3 with torch, torchvision and onnx; or leave {n} out of NETS)")
+
+    def source(n):  # co_up's option naming the network
+        return [f"--model={models[n]}"] if n in models else [f"--graph={n}", f"--image-size={size}"]
+
     layers = {}
     for n in nets:
-        text = subprocess.run([co_up, f"--graph={n}", f"--image-size={size}", "--list-layers"], capture_output=True,
+        text = subprocess.run([co_up] + source(n) + ["--list-layers"], capture_output=True,
                               text=True, check=True).stdout.strip().splitlines()
         layers[n] = int(text[-1].split()[0])
     inp = os.path.join(out, f"input_{size}.npy")
@@ -239,7 +262,8 @@ def main():
     total = frames * len(nets)
 
     def network(n, order, **extra):
-        d = {"name": n, "graph": n, "image_size": size, "order": order, "frames": frames, "input": inp}
+        d = {"name": n, "model": models[n]} if n in models else {"name": n, "graph": n, "image_size": size}
+        d.update({"order": order, "frames": frames, "input": inp})
         d.update(extra)
         return d
 
@@ -306,6 +330,9 @@ def main():
     onnx = {}
     if use_ort:
         for n in nets:
+            if n in models:  # ONNX Runtime runs the very file co_up imports
+                onnx[n] = models[n]
+                continue
             d = os.path.join(out, "onnx_" + n)
             subprocess.run([co_up, f"--plugins={plugins}", f"--graph={n}", f"--image-size={size}",
                             "--order=" + "N" * layers[n], f"--export-partitions={d}"], check=True,
@@ -404,7 +431,7 @@ def main():
              "ort": "ONNX Runtime: one session per network, 1 intra-op thread, side by side"}
     print()
     print(f"Aggregate throughput = all {total} requests / the time from the first request's arrival to the last "
-          f"completion (co_up: its workload profile; baseline: the sum of the four runs' walls; ORT: first timed "
+          f"completion (co_up: its workload profile; baseline: the sum of the {len(nets)} runs' walls; ORT: first timed "
           f"start to last end, after 3 warm-up runs per session). Median [min-max] over {rounds} rounds; the x "
           f"columns are ratios within a round. [others] = other processes' CPU use during the run, in cores; "
           f"on CPU = co_up's processor threads' CPU time / wall time of their sub-graph runs (below 100 %: they "
@@ -430,12 +457,6 @@ def main():
                   f"predicted per round: " + ", ".join(f"r{i + 1} {v:.2f} ({100 * (v - 1):+.0f} %)"
                                                        for i, v in enumerate(per_round)) +
                   f"; median {spread(per_round)}")
-            # The profile predicts times on an idle host (its co-runs and solo runs are costed in
-            # processor-thread CPU time); on a busy one, the run's own on-CPU share takes out the
-            # time other processes took, as co_up plan --verify prints it.
-            if len(cpu_share[c]) == len(per_round) and all(v > 0 for v in cpu_share[c]):
-                corrected = [v / share for v, share in zip(per_round, cpu_share[c])]
-                print(f"  the same / on CPU (without the time other processes took): {spread(corrected)}")
 
     # Latency at LOAD % of the planned arrangement's capacity (its median measured throughput),
     # every network at an equal share of the rate; the same rates for ONNX Runtime.
@@ -476,6 +497,26 @@ def main():
             print(f"| {label} | {spread(p99[side])} | {percentile(pooled[side], 50):.2f} | {spread(lat_others[side])} |")
     if p99["ort"]:
         print(f"co_up p99 / ONNX Runtime p99 per round: {spread([a / b for a, b in zip(p99['co_up'], p99['ort'])])}")
+    # The requirement in one place, each from the tables above (medians of per-round ratios).
+    print()
+    print("Targets (median of the per-round ratios; met / NOT met):")
+    # The arrangements without a planner are the baselines a plan must beat.
+    best_other = [max(fps[c][i] for c in ("alone-per-processor", "split-pipelines")) for i in range(rounds)]
+    checks = [("planned >= 1.9x the one-core baseline", statistics.median(ratio["planned"]), 1.9, True)]
+    if use_ort:
+        checks.append(("planned >= 1.0x ONNX Runtime", statistics.median([a / b for a, b in zip(fps["planned"], fps["ort"])]),
+                       1.0, True))
+    if p99["ort"]:
+        checks.append(("p99 co_up / p99 ONNX Runtime < 1.0", statistics.median([a / b for a, b in zip(p99["co_up"], p99["ort"])]),
+                       1.0, False))
+    if predicted.get("hetero2pipe"):
+        err = abs(statistics.median(fps["planned"]) / predicted["hetero2pipe"] - 1)
+        checks.append(("|measured / predicted - 1| <= 0.10 (planned)", err, 0.10, False))
+    checks.append(("planned >= the best arrangement without a planner", statistics.median(
+        [a / b for a, b in zip(fps["planned"], best_other)]), 1.0, True))
+    for label, value, bound, at_least in checks:
+        ok = value >= bound if at_least else value <= bound if "<=" in label else value < bound
+        print(f"  {label}: {value:.2f} {'met' if ok else 'NOT met'}")
     print(f"load average after: {' '.join(read_text('/proc/loadavg').split()[:3])}")
     runs_file.close()
 

@@ -301,7 +301,18 @@ Workload parse_workload_short(const std::string& text, Orders orders) {
 Workload read_workload(const std::string& value, Orders orders) {
   if (value.empty()) throw InputError("--workload is empty; give a workload file (.json) or groups");
   if (value.size() > 5 && value.ends_with(".json")) {
-    return parse_workload_json(read_text(value), "workload '" + value + "'", orders);
+    Workload w = parse_workload_json(read_text(value), "workload '" + value + "'", orders);
+    // A file's relative model and input paths are relative to the file, not to where co_up runs,
+    // and are kept absolute: `co_up plan --out=DIR` writes them into files in another folder.
+    const std::filesystem::path folder = std::filesystem::absolute(value).parent_path();
+    const auto anchor = [&folder](std::string& path) {
+      if (!path.empty() && std::filesystem::path(path).is_relative()) path = (folder / path).lexically_normal().string();
+    };
+    for (WorkloadNetwork& n : w.networks) {
+      anchor(n.model);
+      anchor(n.input);
+    }
+    return w;
   }
   return parse_workload_short(value, orders);
 }

@@ -7,6 +7,8 @@
 //                  "rate", "priority", "batch", "replicas": ["ORDER", ...]}]}
 // "plan" (optional, policy "plan"): the order in which requests of the named networks enter, one
 // entry per request, repeated as a cycle; absent: one request of each network in turn.
+// A file's relative "model" and "input" paths are relative to the file's folder (read_workload
+// makes them absolute); the short form's to the working directory.
 //
 // Short form: groups separated by ';'. A network group is GRAPH[:ORDER][:key=value...], GRAPH a
 // zoo name or an ONNX file (ending in .onnx); keys: name, frames, rate, priority, image_size,

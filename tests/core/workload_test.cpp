@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -71,6 +72,7 @@ struct Net {
   graph::Graph graph;
   std::string order;
   InputSets inputs;
+  std::vector<std::string> replicas;  // more orders over the network's one request stream
 };
 
 struct GroupRun {
@@ -96,6 +98,11 @@ void run_group(const std::vector<Net>& nets, const std::vector<uint64_t>& frames
         devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
     WorkloadStreamSpec s;
     s.executor = out.executors.back().get();
+    for (const std::string& r : nets[i].replicas) {
+      out.executors.push_back(
+          std::make_unique<Executor>(devices.place(nets[i].graph, r, platform, build_plugins()), options, share));
+      s.replicas.push_back(out.executors.back().get());
+    }
     s.frames = frames[i];
     s.rate = rates[i];
     s.priority = priorities[i];
@@ -130,6 +137,28 @@ std::map<char, std::vector<SubGraphRun>> runs_by_processor(const WorkloadRunResu
   return out;
 }
 
+// Every network delivered each of its `frames` once, in order, each the bits of its run alone.
+void expect_every_frame_as_alone(const std::vector<Net>& nets, const GroupRun& got, uint64_t frames) {
+  for (size_t n = 0; n < nets.size(); ++n) {
+    SCOPED_TRACE(nets[n].name + " " + nets[n].order);
+    const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
+    const Delivered& d = got.delivered[n];
+    ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
+    for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
+    for (uint64_t f = 0; f < frames; ++f) {
+      const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
+      const std::vector<float>& actual = d.by_frame.at(f);
+      ASSERT_EQ(expected.size(), actual.size());
+      ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
+          << "frame " << f << " differs from the network's own run";
+    }
+    const profiler::RunProfile& p = got.result.streams[n].run.profile;
+    EXPECT_EQ(p.frames_completed, frames);
+    EXPECT_FALSE(p.interrupted);
+    EXPECT_EQ(got.result.streams[n].arrival_ns.size(), frames);
+  }
+}
+
 Net make_net(const std::string& name, const std::string& zoo, const std::string& order_kind,
              uint32_t seed, int64_t image_size = kSmallImage) {
   Net n{name, build_network({zoo, "layers", image_size, seed, ""}), "", {}};
@@ -152,24 +181,7 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
   const uint64_t frames = 500;
   GroupRun got;
   run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
-  for (size_t n = 0; n < nets.size(); ++n) {
-    SCOPED_TRACE(nets[n].name + " " + nets[n].order);
-    const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
-    const Delivered& d = got.delivered[n];
-    ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
-    for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
-    for (uint64_t f = 0; f < frames; ++f) {
-      const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
-      const std::vector<float>& actual = d.by_frame.at(f);
-      ASSERT_EQ(expected.size(), actual.size());
-      ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
-          << "frame " << f << " differs from the network's own run";
-    }
-    const profiler::RunProfile& p = got.result.streams[n].run.profile;
-    EXPECT_EQ(p.frames_completed, frames);
-    EXPECT_FALSE(p.interrupted);
-    EXPECT_EQ(got.result.streams[n].arrival_ns.size(), frames);
-  }
+  expect_every_frame_as_alone(nets, got, frames);
   // Every processor ran one sub-graph at a time, across all three networks, and every network's
   // sub-graph runs are all there.
   const auto runs = runs_by_processor(got.result);
@@ -194,6 +206,29 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
       for (const SubGraphRun& r : list) served.insert(r.network);
       EXPECT_GE(served.size(), 2u) << letter;
     }
+  }
+}
+
+// A transformer imported from ONNX among zoo CNNs (the benchmark's mix, small): its requests are
+// numbered, checked and computed exactly as alone, pipelined over B and L between CNNs that share
+// both processors, and also whole with a replica on the other processor (the balanced plan's shape).
+TEST(WorkloadTest, AnOnnxTransformerAmongCnnsMatchesItsSingleRunBitForBitWithEveryFrameInOrder) {
+  NetworkSpec spec;
+  spec.model = (std::filesystem::path(CO_UP_ONNX_FIXTURES) / "vit_tiny.onnx").string();
+  Net vit{"vit", build_network(spec), "", {}, {}};
+  const uint32_t layers = vit.graph.layer_count();
+  ASSERT_GE(layers, 4u);
+  const char other = host_platform().find('L') != nullptr ? 'L' : 'B';
+  vit.inputs = distinct_inputs(vit.graph, 5, 21);
+  for (const bool replicated : {false, true}) {
+    SCOPED_TRACE(replicated ? "whole, replica on the other processor" : "pipelined");
+    std::vector<Net> nets = {make_net("squeeze", "squeezenet", "half", 3), vit, make_net("mobile", "mobilenet", "third", 4)};
+    nets[1].order = replicated ? std::string(layers, 'B') : split_order(layers, layers / 2, other, 'B');
+    if (replicated) nets[1].replicas = {std::string(layers, other)};
+    const uint64_t frames = 60;
+    GroupRun got;
+    run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
+    expect_every_frame_as_alone(nets, got, frames);
   }
 }
 

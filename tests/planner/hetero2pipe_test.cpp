@@ -163,6 +163,27 @@ TEST(WorkloadPlanners, Hetero2PipeIsAtLeastItsHorizontalStepAndEveryPlanIsComple
   }
 }
 
+// Processors of one backend (B and L both CPU): the balanced plan (replicas) competes, and may be
+// kept over pipelines predicted up to kPipelineWaiting faster, but never over a plan of whole
+// networks or a baseline predicted faster: hetero2pipe predicts at least every baseline.
+TEST(WorkloadPlanners, Hetero2PipeWithReplicasNeverPredictsLessThanABaseline) {
+  int balanced_kept = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    WorkloadProblem p = random_problem(seed, 3 + seed % 3, 2);
+    p.backends = {"cpu", "cpu"};
+    const WorkloadPlan full = create_workload_planner("hetero2pipe")->plan(p);
+    for (const char* baseline : {"alone-best", "band-greedy"}) {
+      EXPECT_GE(full.predicted.throughput_fps,
+                create_workload_planner(baseline)->plan(p).predicted.throughput_fps * (1 - 1e-9))
+          << baseline << ", seed " << seed << ": " << full.note;
+    }
+    const bool replicated = std::any_of(full.replica_stages.begin(), full.replica_stages.end(),
+                                        [](const std::vector<size_t>& r) { return !r.empty(); });
+    balanced_kept += replicated ? 1 : 0;
+  }
+  EXPECT_GT(balanced_kept, 0) << "the balanced plan never competed: the test does not test it";
+}
+
 TEST(WorkloadPlanners, UnknownNameListsTheKnownOnes) {
   try {
     create_workload_planner("nope");
