@@ -47,6 +47,10 @@ struct ProfileProcessor {
   std::string name;
   std::string kind;      // "cpu", "gpu", "npu", "dsp"
   std::string backend;   // the plugin that ran it
+  // Its backend takes boundary tensors in runtime memory (co_up_plugin_api.external_io): in
+  // switch mode a boundary between two such processors copies nothing (ExecutorOptions::
+  // share_boundaries). Optional key "in_place_boundaries"; older profiles read false.
+  bool in_place_boundaries = false;
   char host = 0;         // the CPU cluster hosting its thread (itself for a CPU)
   std::vector<int> host_cores;
   std::string dvfs_domain;          // letter of the processor whose clock it follows; "" = none
