@@ -47,16 +47,16 @@ struct ProfileProcessor {
   std::string name;
   std::string kind;      // "cpu", "gpu", "npu", "dsp"
   std::string backend;   // the plugin that ran it
-  // Its backend takes boundary tensors in runtime memory (co_up_plugin_api.external_io): in
-  // switch mode a boundary between two such processors copies nothing (ExecutorOptions::
-  // share_boundaries). Optional key "in_place_boundaries"; older profiles read false.
-  bool in_place_boundaries = false;
   char host = 0;         // the CPU cluster hosting its thread (itself for a CPU)
   std::vector<int> host_cores;
   std::string dvfs_domain;          // letter of the processor whose clock it follows; "" = none
   std::vector<int64_t> levels_khz;  // the domain's table, ascending; level l (1-based) = [l-1]
   std::vector<int> voltages_mv;     // optional (extension of v1): one per level, for power_model
   std::optional<ProfilePowerModel> power_model;
+  // Its backend takes boundary tensors in runtime memory (co_up_plugin_api.external_io): in
+  // switch mode a boundary between two such processors copies nothing (ExecutorOptions::
+  // share_boundaries). Optional key "in_place_boundaries"; older profiles read false.
+  bool in_place_boundaries = false;
 };
 
 // Times of every layer on one processor at one level (0 = as found, else 1-based table level).
