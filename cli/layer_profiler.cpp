@@ -182,9 +182,10 @@ LayerProfiler::LayerProfiler(const graph::Graph& graph, const Platform& platform
 void LayerProfiler::run_interleaved(
     const std::vector<std::string>& orders, int profile_level,
     const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
-    Mode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts) const {
+    Mode mode, int frames_per_turn, const std::vector<SubGraphCuts>& cuts, bool share_boundaries) const {
   ExecutorOptions options;
   options.mode = mode;
+  options.share_boundaries = share_boundaries;
   options.profile_level = profile_level;
   std::vector<std::unique_ptr<Executor>> executors;
   for (size_t i = 0; i < orders.size(); ++i) {
@@ -337,10 +338,12 @@ std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure
     return (p == a ? declined_a : declined_b).count(layer) != 0;
   };
   // Level 1 records transfers without the per-layer events (less work on the measured path).
-  run_interleaved(orders, 1,
-                  [&](size_t, const profiler::RunProfile& run, uint64_t first) {
-                    samples.add(run, first);
-                  });
+  // Boundaries copied: the copies are what is measured (a pipeline pays them; a switch-mode run
+  // shares them in place where both backends allow, ProfileProcessor::in_place_boundaries).
+  run_interleaved(
+      orders, 1,
+      [&](size_t, const profiler::RunProfile& run, uint64_t first) { samples.add(run, first); },
+      Mode::kSwitch, 0, {}, false);
   auto found = samples.times();
   for (char from : {a, b}) {  // a pair whose every boundary involves a declined layer
     const char to = from == a ? b : a;

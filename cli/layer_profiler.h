@@ -101,7 +101,7 @@ class LayerProfiler {
       const std::vector<std::string>& orders, int profile_level,
       const std::function<void(size_t, const profiler::RunProfile&, uint64_t)>& measured,
       Mode mode = Mode::kSwitch, int frames_per_turn = 0,
-      const std::vector<SubGraphCuts>& cuts = {}) const;
+      const std::vector<SubGraphCuts>& cuts = {}, bool share_boundaries = true) const;
 
   // Layers an accelerator declines (capability query of each layer's nodes), with the reason;
   // empty for other processors.

@@ -394,6 +394,7 @@ planner::LayerProfile profile_skeleton(const ProfileJob& job) {
     pp.name = spec->name;
     pp.kind = spec->kind;
     pp.backend = plugin->name();
+    pp.in_place_boundaries = (plugin->external_io() & CO_UP_EXTERNAL_IO_DENSE) != 0;
     pp.host = spec->is_cpu() ? letter : spec->host;
     pp.host_cores = platform.host_cores(letter);
     // A processor's own table only: an accelerator without one is not clocked by its host CPU

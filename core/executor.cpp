@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "core/affinity.h"
@@ -45,6 +47,7 @@ struct InputPort {
   uint32_t graph_input = 0;
   size_t bytes = 0;
   bool bind_supported = true;  // cleared the first time the backend refuses a binding
+  bool in_place = false;       // compiled to read it where its producer wrote it (no copy)
 };
 
 struct OutputPort {
@@ -52,6 +55,7 @@ struct OutputPort {
   std::optional<uint32_t> graph_output;       // when the user reads it
   uint32_t layer = 0;                         // layer unit that produced it
   size_t bytes = 0;
+  bool in_place = false;  // compiled to write it where every receiving sub-graph reads it (no copy)
 };
 
 struct SubGraphRuntime {
@@ -154,6 +158,16 @@ struct Executor::Impl {
   // receivers outlive both users. Members are destroyed in reverse order of declaration.
   std::vector<std::unique_ptr<Receiver>> receivers;
   std::vector<std::string> receiver_layouts;  // per receiver, for the profile (set by connect)
+  std::vector<std::string> receiver_in_place;  // per receiver: ReceiverInfo::in_place
+  // Boundary tensors shared in place (plan_shared_tensors): the buffers the compiled sub-graphs
+  // write and read directly (they point into them: declared before `subgraphs`, so destroyed
+  // after), and per sub-graph the io_memory entries it was compiled with.
+  struct AlignedFree {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<std::byte, AlignedFree>> shared_buffers;
+  std::vector<std::vector<co_up_io_memory>> io_memory;
+  std::map<graph::TensorId, std::string> shared_tensors;  // placed tensors: "shared" or "slice"
   std::vector<std::unique_ptr<Processor>> processors;
   std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
 
@@ -225,6 +239,7 @@ struct Executor::Impl {
 
   void set_up();
   void create_processors();
+  void plan_shared_tensors();
   void compile_all();
   void connect();
   void connect_exits();
@@ -258,6 +273,7 @@ void Executor::Impl::set_up() {
   options.exit_policy.check_exit_count(graph.has_exits() ? graph.outputs().size() : 0,
                                        "graph '" + graph.name() + "'");
   create_processors();
+  plan_shared_tensors();
   compile_all();
   connect();
   connect_exits();
@@ -297,6 +313,113 @@ void Executor::Impl::create_processors() {
   }
 }
 
+// Zero-copy boundaries. Processors that share host memory need not copy a tensor from one
+// sub-graph to the next: the producer writes it into a buffer the runtime owns and every reader
+// reads it there (co_up_io_memory, ABI 1.3). And where a channel Concat gathers convolution
+// results from other sub-graphs (the parts of a spread split layer, the branches of an inception
+// module), each producer writes its slice of the Concat's output and the Concat is not run.
+// Switch mode only: frame f + 1 enters after every sub-graph has finished frame f, so one buffer
+// per tensor holds every frame in turn; a pipeline needs the receivers' rings (several frames in
+// flight), where the copies stay. Only 4-D f32 tensors passed in NHWC between backends that
+// declare co_up_plugin_api.external_io, never a graph input or output, never with exits.
+void Executor::Impl::plan_shared_tensors() {
+  const std::vector<SubGraph>& sgs = partition.subgraphs();
+  io_memory.assign(sgs.size(), {});
+  if (!options.share_boundaries || options.mode != Mode::kSwitch || graph.has_exits()) return;
+  const std::set<graph::TensorId>& nhwc = placement.nhwc_tensors();
+  auto caps = [&](uint32_t subgraph) { return subgraphs[subgraph]->processor->device->plugin().external_io(); };
+  struct Place {
+    size_t buffer;
+    uint64_t channel_offset = 0, pixel_stride = 0;
+  };
+  std::map<graph::TensorId, Place> place;
+  const auto& edges = partition.edges();
+  auto edge_of = [&](graph::TensorId t) -> const Edge* {
+    for (const Edge& e : edges) {
+      if (e.tensor == t) return &e;
+    }
+    return nullptr;
+  };
+  auto shareable = [&](const Edge* e, uint32_t bit) {
+    return e != nullptr && e->source != kGraphInput && !e->is_graph_output && !e->destinations.empty() &&
+           nhwc.count(e->tensor) != 0 && (caps(e->source) & bit) != 0 &&
+           std::all_of(e->destinations.begin(), e->destinations.end(),
+                       [&](uint32_t d) { return (caps(d) & bit) != 0; });
+  };
+  auto new_buffer = [&](graph::TensorId t) {
+    constexpr size_t kAlignment = 64;
+    const size_t bytes = (graph.tensor(t).desc.byte_size() + kAlignment - 1) / kAlignment * kAlignment;
+    shared_buffers.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kAlignment, bytes)));
+    if (!shared_buffers.back()) throw std::bad_alloc();
+    return shared_buffers.size() - 1;
+  };
+  auto in_subgraph = [&](const SubGraph& sg, graph::NodeId n) {
+    return std::find(sg.nodes.begin(), sg.nodes.end(), n) != sg.nodes.end();
+  };
+  // Joins first: a Concat of sub-graph c whose inputs are convolution results, of other
+  // sub-graphs (through an edge to c alone) or of c itself (read by the Concat alone).
+  for (const SubGraph& c : sgs) {
+    if ((caps(c.index) & CO_UP_EXTERNAL_IO_CHANNEL_SLICE) == 0) continue;
+    for (graph::NodeId id : c.nodes) {
+      const graph::Node& n = graph.node(id);
+      const graph::TensorDesc& out = graph.tensor(n.outputs.at(0)).desc;
+      if (n.op != graph::OpType::kConcat || out.shape.size() != 4 || n.inputs.size() < 2) continue;
+      const int64_t axis = n.attrs.get_int("axis");
+      if (axis != 1 && axis != -3) continue;
+      bool joins = true;
+      int slices = 0;
+      for (graph::TensorId t : n.inputs) {
+        const graph::Tensor& in = graph.tensor(t);
+        const bool conv = in.producer != graph::kNoNode && graph.node(in.producer).op == graph::OpType::kConv &&
+                          graph.consumers(t) == std::vector<graph::NodeId>{id} && place.count(t) == 0;
+        if (!conv) {
+          joins = false;
+        } else if (in_subgraph(c, in.producer)) {
+          joins = joins && std::find(c.outputs.begin(), c.outputs.end(), t) == c.outputs.end();
+        } else {
+          const Edge* e = edge_of(t);
+          joins = joins && shareable(e, CO_UP_EXTERNAL_IO_CHANNEL_SLICE) && e->destinations.size() == 1;
+          ++slices;
+        }
+      }
+      if (!joins || slices == 0) continue;
+      const size_t buffer = new_buffer(n.outputs[0]);
+      const auto stride = static_cast<uint64_t>(out.shape[1]);
+      uint64_t offset = 0;
+      for (graph::TensorId t : n.inputs) {
+        if (!in_subgraph(c, graph.tensor(t).producer)) place[t] = {buffer, offset, stride};
+        offset += static_cast<uint64_t>(graph.tensor(t).desc.shape.at(1));
+      }
+      // The Concat's output is the buffer (the backend learns it from the slices); where later
+      // sub-graphs read it, they read it there too, else the runtime copies it on from there.
+      const Edge* e = edge_of(n.outputs[0]);
+      if (e != nullptr && shareable(e, CO_UP_EXTERNAL_IO_DENSE)) place[n.outputs[0]] = {buffer, 0, 0};
+    }
+  }
+  for (const Edge& e : edges) {
+    if (place.count(e.tensor) == 0 && shareable(&e, CO_UP_EXTERNAL_IO_DENSE)) {
+      place[e.tensor] = {new_buffer(e.tensor), 0, 0};
+    }
+  }
+  for (const auto& [t, where] : place) shared_tensors[t] = where.pixel_stride == 0 ? "shared" : "slice";
+  for (const SubGraph& sg : sgs) {
+    auto add = [&](int32_t direction, size_t index, graph::TensorId t) {
+      auto it = place.find(t);
+      if (it == place.end()) return;
+      co_up_io_memory m{};
+      m.struct_size = sizeof(m);
+      m.direction = direction;
+      m.index = static_cast<uint32_t>(index);
+      m.host_ptr = shared_buffers[it->second.buffer].get();
+      m.channel_offset = it->second.channel_offset;
+      m.pixel_stride = it->second.pixel_stride;
+      io_memory[sg.index].push_back(m);
+    };
+    for (size_t i = 0; i < sg.inputs.size(); ++i) add(CO_UP_IO_INPUT, i, sg.inputs[i]);
+    for (size_t o = 0; o < sg.outputs.size(); ++o) add(CO_UP_IO_OUTPUT, o, sg.outputs[o]);
+  }
+}
+
 void Executor::Impl::compile_all() {
   // Sub-graphs are compiled in parallel (weight packing dominates setup), each on a thread pinned
   // to its processor's host cores so first-touch memory lands near the processor that uses it.
@@ -308,8 +431,12 @@ void Executor::Impl::compile_all() {
       SubGraphRuntime& s = *subgraphs[i];
       try {
         pin_current_thread(s.processor->host_cores);
+        co_up_subgraph_desc desc = placement.desc(s.subgraph->index).get();
+        const std::vector<co_up_io_memory>& memory = io_memory[i];
+        desc.io_memory = memory.empty() ? nullptr : memory.data();
+        desc.io_memory_count = static_cast<uint32_t>(memory.size());
         s.compiled = std::make_unique<CompiledSubGraph>(
-            s.processor->device, placement.desc(s.subgraph->index).get(),
+            s.processor->device, desc,
             subgraph_label(*s.subgraph) + " on backend '" + s.processor->backend + "'");
       } catch (...) {
         errors[i] = std::current_exception();
@@ -331,7 +458,11 @@ void Executor::Impl::connect() {
     if (edge.source == kGraphInput) continue;  // the graph input is read in place
     const graph::Tensor& t = graph.tensor(edge.tensor);
     for (size_t k = 0; k < edge.destinations.size(); ++k) {
-      receivers.push_back(std::make_unique<Receiver>(t.name, t.desc.byte_size(), capacities[e][k],
+      // A shared tensor's receivers only count frames: the data stays in the shared buffer.
+      const auto shared = shared_tensors.find(edge.tensor);
+      const size_t bytes = shared != shared_tensors.end() ? 0 : t.desc.byte_size();
+      receiver_in_place.push_back(shared != shared_tensors.end() ? shared->second : "");
+      receivers.push_back(std::make_unique<Receiver>(t.name, bytes, capacities[e][k],
                                                      edge.source, edge.destinations[k]));
       receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
       receiver_layouts.push_back(graph::layout_name(
@@ -371,6 +502,13 @@ void Executor::Impl::connect() {
         s->writes_graph_output = true;
       }
       s->outputs.push_back(std::move(port));
+    }
+    for (const co_up_io_memory& m : io_memory[sg.index]) {
+      if (m.direction == CO_UP_IO_INPUT) {
+        s->inputs[m.index].in_place = true;
+      } else {
+        s->outputs[m.index].in_place = true;
+      }
     }
     s->reserved_slots.resize(s->outputs.size());
     s->claimed_inputs.resize(s->inputs.size());
@@ -461,6 +599,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     InputPort& in = s.inputs[i];
     const auto index = static_cast<uint32_t>(i);
+    if (in.in_place) continue;  // already where the compiled sub-graph reads it
     const int64_t begin = now_ns();
     if (in.bind_supported && s.compiled->bind_input(index, s.claimed_inputs[i])) {
       record_transfer(begin, sg.first_layer, sg.index, in.bytes);
@@ -504,6 +643,7 @@ void Executor::Impl::execute(SubGraphRuntime& s, uint64_t frame) {
   // stops here sends nothing: every receiver is a later sub-graph, which never sees it.
   for (size_t o = 0; o < s.outputs.size(); ++o) {
     OutputPort& out = s.outputs[o];
+    if (out.in_place) continue;  // written where its readers read it; never a graph output
     const auto index = static_cast<uint32_t>(o);
     const int64_t map_begin = now_ns();
     const void* src = s.compiled->map(CO_UP_IO_OUTPUT, index);
@@ -893,7 +1033,7 @@ profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
     const Receiver& r = *receivers[i];
     profile.receivers.push_back({r.tensor_name(), r.source(), r.destination(), r.bytes(),
                                  r.capacity(), r.max_occupancy(), r.transfers(), r.full_stalls(),
-                                 receiver_layouts[i]});
+                                 receiver_layouts[i], receiver_in_place[i]});
   }
   add_exit_profile(profile);
   return profile;

@@ -53,6 +53,12 @@ struct ExecutorOptions {
   // them, so a frame that is slow on one stage does not stall the other.
   uint32_t receiver_buffers = 3;
   int profile_level = 0;  // 0: frames; 1: + sub-graphs and transfers; 2: + layers
+  // Switch mode: boundary tensors between backends that take runtime memory (ABI 1.3 io_memory)
+  // live in one shared buffer each, written and read in place, and a channel Concat of
+  // convolution results from other sub-graphs is written in place by them and not run: no copy
+  // at those boundaries. False: every boundary copies (what `co_up profile` times as transfers,
+  // the cost a pipeline still pays).
+  bool share_boundaries = true;
   // How long an idle processor thread spins for new work before it sleeps, when no other
   // processor thread shares its cores. Sleeping at once cost a balanced B/L pipeline 15-20 % on
   // the development host (the idle core comes back slow: cold caches, or another physical core

@@ -52,6 +52,12 @@ uint32_t Plugin::boundary_layouts() const {
   return api_->struct_size >= kEnd ? api_->boundary_layouts : 0;
 }
 
+uint32_t Plugin::external_io() const {
+  // Tables before ABI 1.3 end before the member.
+  constexpr size_t kEnd = offsetof(co_up_plugin_api, external_io) + sizeof(uint32_t);
+  return api_->struct_size >= kEnd ? api_->external_io : 0;
+}
+
 Plugin::~Plugin() {
   // factory_release and dlclose (static destructors) run plugin code; and a handler left pointing
   // into an unmapped library would crash on the next signal.

@@ -64,6 +64,8 @@ class Plugin {
   std::string name() const { return api_->name; }
   // co_up_plugin_api.boundary_layouts where the plugin's table has it (ABI >= 1.2), else 0.
   uint32_t boundary_layouts() const;
+  // co_up_plugin_api.external_io where the plugin's table has it (ABI >= 1.3), else 0.
+  uint32_t external_io() const;
 
  private:
   std::string path_;

@@ -72,6 +72,12 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
   for (const ProfileLayer& l : model.profile().network.layers) names.push_back(l.name);
   if (names.size() == n) split_units_ = graph::find_split_units(names);
   const std::string& letters = model.letters();
+  in_place_.assign(letters.size(), false);
+  for (size_t p = 0; p < letters.size(); ++p) {
+    for (const ProfileProcessor& x : model.profile().processors) {
+      if (x.letter == letters[p]) in_place_[p] = x.in_place_boundaries;
+    }
+  }
   profile_edge_us_.assign(letters.size(), std::vector<double>(letters.size(), 0.0));
   for (size_t a = 0; a < letters.size(); ++a) {
     for (size_t b = 0; b < letters.size(); ++b) {
@@ -153,8 +159,14 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       if (s == d || charged_for[q] == d) continue;
       charged_for[q] = d;
       const size_t ps = plan.processor[s];
-      plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
-      plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
+      // Switch mode shares the tensor in place between two such backends: no copy to charge.
+      // (A split layer's Concat is then written in place by its parts too; the profile timed it
+      // inside one sub-graph, where the backend does the same, so its unit time stays.)
+      const bool in_place = m.mode == Mode::kSwitch && in_place_[ps] && in_place_[pd];
+      if (!in_place) {
+        plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
+        plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
+      }
       if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
       if (linked_to[s] != d) {
         linked_to[s] = d;

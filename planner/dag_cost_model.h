@@ -9,7 +9,9 @@
 // hand-off in pipeline mode; an edge between two sub-graphs of one processor, e.g. around a
 // spread split layer, is copied all the same: it costs the sender's send and the receiver's
 // receive as profiled towards / from another processor, the fastest such pair, with no hand-off
-// and no wake-up) plus, in switch mode, a wake-up per cross-processor edge it receives
+// and no wake-up; in switch mode nothing between two processors whose backends share
+// boundaries in place, ProfileProcessor::in_place_boundaries) plus, in switch mode, a wake-up
+// per cross-processor edge it receives
 // (a waiting processor thread coming back: `switch_edge_us` when set, else the pair's
 // LayerProfile::switch_edges as `co_up profile` measured it, else 0), plus the
 // input transfer for the sub-graph that reads the network input.
@@ -114,6 +116,9 @@ class DagCostModel {
   // over as any other (the sender copies into the receiver's slot, the receiver binds it).
   std::vector<std::vector<double>> same_send_us_, same_receive_us_;
   std::vector<bool> feeds_output_;
+  // Per processor: ProfileProcessor::in_place_boundaries (switch-mode edges between two such
+  // processors cost no transfer).
+  std::vector<bool> in_place_;
   std::vector<double> fastest_us_;  // per unit: min over processors at fastest levels (bounds)
 };
 

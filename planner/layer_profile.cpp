@@ -162,6 +162,10 @@ ProfileProcessor read_processor(const Reader& r, const Json& v, const std::strin
   if (const Json* x = r.optional(v, "name")) p.name = r.string(*x, key + ".name");
   if (const Json* x = r.optional(v, "kind")) p.kind = r.string(*x, key + ".kind");
   if (const Json* x = r.optional(v, "backend")) p.backend = r.string(*x, key + ".backend");
+  if (const Json* x = r.optional(v, "in_place_boundaries")) {
+    if (!x->is_boolean()) r.fail(key + ".in_place_boundaries", "must be true or false");
+    p.in_place_boundaries = x->get<bool>();
+  }
   if (const Json* x = r.optional(v, "host")) {
     const std::string h = r.string(*x, key + ".host");
     if (h.size() > 1) r.fail(key + ".host", "is '" + h + "', must be one letter or empty");
@@ -483,6 +487,7 @@ std::string layer_profile_json(const LayerProfile& profile) {
               {"host", letter(p.host)}, {"host_cores", p.host_cores}, {"dvfs_domain", p.dvfs_domain},
               {"levels_khz", p.levels_khz}};
     if (!p.voltages_mv.empty()) o["voltages_mv"] = p.voltages_mv;
+    if (p.in_place_boundaries) o["in_place_boundaries"] = true;
     if (p.power_model) o["power_model"] = Ordered{{"alpha", p.power_model->alpha}, {"beta", p.power_model->beta}};
     procs.push_back(std::move(o));
   }

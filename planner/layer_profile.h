@@ -53,6 +53,10 @@ struct ProfileProcessor {
   std::vector<int64_t> levels_khz;  // the domain's table, ascending; level l (1-based) = [l-1]
   std::vector<int> voltages_mv;     // optional (extension of v1): one per level, for power_model
   std::optional<ProfilePowerModel> power_model;
+  // Its backend takes boundary tensors in runtime memory (co_up_plugin_api.external_io): in
+  // switch mode a boundary between two such processors copies nothing (ExecutorOptions::
+  // share_boundaries). Optional key "in_place_boundaries"; older profiles read false.
+  bool in_place_boundaries = false;
 };
 
 // Times of every layer on one processor at one level (0 = as found, else 1-based table level).

@@ -332,6 +332,7 @@ nlohmann::json to_json(const RunProfile& p) {
                          {"transfers", r.transfers},
                          {"full_stalls", r.full_stalls},
                          {"layout", r.layout}});
+    if (!r.in_place.empty()) receivers.back()["in_place"] = r.in_place;
   }
   j["receivers"] = receivers;
   const std::vector<FrameAnalysis> frames = analyze_frames(p);

@@ -42,6 +42,11 @@ struct ReceiverInfo {
   // channels-last and the runtime passed it so (PlacementOptions::nhwc_boundaries), else the
   // graph's ("NCHW", or "any" for tensors without spatial meaning; graph::layout_name).
   std::string layout;
+  // How the tensor crosses the edge: "" copied (sender into the slot, receiver binds it);
+  // "shared" written and read in one runtime buffer; "slice" written by its producer into its
+  // channel slice of the Concat output that the receiver reads in place (the Concat not run).
+  // See ExecutorOptions::share_boundaries.
+  std::string in_place;
 };
 
 struct ProcessorInfo {

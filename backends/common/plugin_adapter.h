@@ -50,6 +50,7 @@ struct PluginInfo {
   const char* description;  // one line for --list-plugins
   int32_t kind;             // co_up_backend_kind
   uint32_t boundary_layouts;  // bit (1u << CO_UP_LAYOUT_NHWC) when it holds activations NHWC
+  uint32_t external_io = 0;   // CO_UP_EXTERNAL_IO_* cases of io_memory that compile honours
 };
 
 // Throws INVALID_ARGUMENT unless `direction` is CO_UP_IO_INPUT or CO_UP_IO_OUTPUT and `index` is
@@ -81,6 +82,7 @@ class PluginAdapter {
         &compiled_bind_input,
         &compiled_run,
         B::kInfo.boundary_layouts,
+        B::kInfo.external_io,
     };
     if constexpr (requires { B::description(); }) table.description = B::description();
     return table;

@@ -6,10 +6,12 @@ namespace co_up::backends {
 
 void check_graph(const co_up_subgraph_desc* graph) {
   if (!graph) fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph description is NULL");
-  if (graph->struct_size < sizeof(co_up_subgraph_desc)) {
+  // ABI 1.0's description ends before io_memory (1.3).
+  constexpr size_t kAbi10Size = offsetof(co_up_subgraph_desc, io_memory);
+  if (graph->struct_size < kAbi10Size) {
     fail(CO_UP_STATUS_INVALID_ARGUMENT,
          "co_up_subgraph_desc.struct_size " + std::to_string(graph->struct_size) +
-             " is smaller than ABI 1.0's " + std::to_string(sizeof(co_up_subgraph_desc)) +
+             " is smaller than ABI 1.0's " + std::to_string(kAbi10Size) +
              " (rebuild the host against plugin_abi.h)");
   }
   if (graph->tensor_count > 0 &&
@@ -25,6 +27,27 @@ void check_graph(const co_up_subgraph_desc* graph) {
   if ((graph->input_count > 0 && !graph->inputs) || (graph->output_count > 0 && !graph->outputs)) {
     fail(CO_UP_STATUS_INVALID_ARGUMENT, "sub-graph input or output index array is NULL");
   }
+}
+
+std::vector<co_up_io_memory> io_memory_of(const co_up_subgraph_desc& graph) {
+  constexpr size_t kEnd = offsetof(co_up_subgraph_desc, io_memory_count) + sizeof(uint32_t);
+  std::vector<co_up_io_memory> entries;
+  if (graph.struct_size < kEnd || graph.io_memory_count == 0) return entries;
+  if (!graph.io_memory || graph.io_memory[0].struct_size < sizeof(co_up_io_memory)) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT, "co_up_io_memory array is NULL or its struct_size is too small");
+  }
+  for (uint32_t i = 0; i < graph.io_memory_count; ++i) {
+    const co_up_io_memory& m = element_at(graph.io_memory, i);
+    const bool input = m.direction == CO_UP_IO_INPUT;
+    if ((!input && m.direction != CO_UP_IO_OUTPUT) ||
+        m.index >= (input ? graph.input_count : graph.output_count) || m.host_ptr == nullptr) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT,
+           "io_memory entry " + std::to_string(i) + " names no input or output of the sub-graph "
+           "(or its host_ptr is NULL)");
+    }
+    entries.push_back(m);
+  }
+  return entries;
 }
 
 std::string tensor_name(const co_up_subgraph_desc& graph, uint32_t index) {

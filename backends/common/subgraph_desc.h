@@ -25,6 +25,10 @@ const T& element_at(const T* array, uint32_t index) {
 // Throws INVALID_ARGUMENT when `graph` is NULL, older than ABI 1.0, or an array it counts is NULL.
 void check_graph(const co_up_subgraph_desc* graph);
 
+// The description's co_up_io_memory entries (ABI 1.3), in order; empty for an older host's
+// description. Throws INVALID_ARGUMENT for an entry whose direction or index is out of range.
+std::vector<co_up_io_memory> io_memory_of(const co_up_subgraph_desc& graph);
+
 // The tensor's name, or "#<index>" for an unnamed one.
 std::string tensor_name(const co_up_subgraph_desc& graph, uint32_t index);
 

@@ -140,6 +140,8 @@ struct co_up_compiled {
     int64_t batch = 1, channels = 1, plane = 1;
     co_up::xnnpack::Buffer<float> staging;      // NCHW copy when `convert`
     bool pending = false;                // input mapped, not converted yet
+    float* internal = nullptr;           // where the kernels hold it (own storage or io_memory)
+    int64_t count = 0;                   // its elements
   };
 
   co_up_device* device = nullptr;
@@ -236,10 +238,102 @@ ActivationPlan plan_activations(const co_up_subgraph_desc& graph, const backends
   return plan;
 }
 
+// Where the runtime's io_memory (ABI 1.3) puts tensors: per tensor, the first float of its own
+// elements there (nullptr: none) and the floats between its pixels.
+struct ExternalTensors {
+  std::vector<float*> at;
+  std::vector<int64_t> pixel_stride;
+};
+
+ExternalTensors external_tensors(const co_up_subgraph_desc& graph) {
+  ExternalTensors e{std::vector<float*>(graph.tensor_count, nullptr), std::vector<int64_t>(graph.tensor_count, 0)};
+  for (const co_up_io_memory& m : backends::io_memory_of(graph)) {
+    const uint32_t t = m.direction == CO_UP_IO_INPUT ? graph.inputs[m.index] : graph.outputs[m.index];
+    const co_up_tensor_desc& d = element_at(graph.tensors, t);
+    if (d.rank != 4 || d.layout != CO_UP_LAYOUT_NHWC || d.dtype != CO_UP_DTYPE_F32) {
+      fail(CO_UP_STATUS_UNSUPPORTED, "io_memory for tensor '" + backends::tensor_name(graph, t) +
+                                         "': only 4-D f32 NHWC tensors can live in runtime memory");
+    }
+    e.at[t] = static_cast<float*>(m.host_ptr) + m.channel_offset;
+    e.pixel_stride[t] = m.pixel_stride == 0 ? d.dims[1] : static_cast<int64_t>(m.pixel_stride);
+  }
+  return e;
+}
+
+// The io_memory channel slices as step fusions: a Conv output written into its slice, and a
+// Concat whose inputs lie in their slices already (or are Conv results written there now) not run,
+// its output being the slices' memory. Throws UNSUPPORTED for a slice it cannot honour.
+void fuse_external_slices(const co_up_subgraph_desc& graph, const backends::SubgraphPlan& plan,
+                          StepFusions& fusions, ExternalTensors& external) {
+  const std::vector<NodePlan>& nodes = plan.nodes;
+  const auto node_count = static_cast<uint32_t>(nodes.size());
+  std::vector<uint32_t> uses(graph.tensor_count, 0), producer(graph.tensor_count, node_count);
+  for (uint32_t n = 0; n < node_count; ++n) {
+    for (uint32_t t : nodes[n].inputs) {
+      if (t != CO_UP_NO_TENSOR) ++uses[t];
+    }
+    producer[nodes[n].output] = n;
+  }
+  auto refuse = [&](uint32_t t, const std::string& why) {
+    fail(CO_UP_STATUS_UNSUPPORTED, "io_memory slice for tensor '" + backends::tensor_name(graph, t) + "': " + why);
+  };
+  auto write_conv_into = [&](uint32_t n, uint32_t tensor, int64_t offset, int64_t stride) {
+    if (nodes[n].op != Op::kConv || fusions.fused[n] || fusions.writes[n] != nodes[n].output) {
+      refuse(nodes[n].output, "not the result of a convolution without other fusions");
+    }
+    fusions.fused[n] = StepFusions::Write{tensor, offset, stride, CO_UP_NO_TENSOR, nodes[n].conv.activation};
+    fusions.writes[n] = tensor;
+  };
+  for (uint32_t t = 0; t < graph.tensor_count; ++t) {
+    const int64_t channels = element_at(graph.tensors, t).rank == 4 ? element_at(graph.tensors, t).dims[1] : 0;
+    if (!external.at[t] || external.pixel_stride[t] == channels) continue;
+    if (plan.is_output[t]) {
+      if (uses[t] != 0 || producer[t] == node_count) refuse(t, "read inside the sub-graph or not computed here");
+      write_conv_into(producer[t], t, 0, external.pixel_stride[t]);
+      continue;
+    }
+    // An input slice: its one reader must be a channel Concat.
+    uint32_t concat = node_count;
+    for (uint32_t n = 0; n < node_count; ++n) {
+      if (std::find(nodes[n].inputs.begin(), nodes[n].inputs.end(), t) != nodes[n].inputs.end()) concat = n;
+    }
+    if (uses[t] != 1 || concat == node_count || nodes[concat].op != Op::kConcat || nodes[concat].out_dims.size() != 4 ||
+        nodes[concat].in_dims[1] == nodes[concat].out_dims[1]) {
+      refuse(t, "not read by exactly one channel Concat");
+    }
+    const NodePlan& c = nodes[concat];
+    if (fusions.writes[concat] == CO_UP_NO_TENSOR) continue;  // done for an earlier input
+    int64_t offset = 0;
+    // The whole output starts where this input's slice starts minus its offset.
+    for (size_t i = 0; i < c.inputs.size() && c.inputs[i] != t; ++i) offset += c.concat_axis[i];
+    float* base = external.at[t] - offset;
+    const int64_t stride = c.out_dims[1];
+    offset = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const uint32_t in = c.inputs[i];
+      if (external.at[in]) {
+        if (external.at[in] != base + offset || external.pixel_stride[in] != stride || !plan.is_input[in]) {
+          refuse(in, "not the Concat's slice of one buffer");
+        }
+      } else if (uses[in] == 1 && !plan.is_output[in] && producer[in] < node_count) {
+        write_conv_into(producer[in], c.output, offset, stride);
+      } else {
+        refuse(in, "a Concat input beside it is neither a slice nor a private convolution result");
+      }
+      offset += c.concat_axis[i];
+    }
+    if (external.at[c.output] && external.at[c.output] != base) refuse(c.output, "its Concat output lives elsewhere");
+    external.at[c.output] = base;
+    external.pixel_stride[c.output] = stride;
+    fusions.writes[concat] = CO_UP_NO_TENSOR;  // written in place by the producers
+  }
+}
+
 std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgraph_desc& graph) {
   auto c = std::make_unique<co_up_compiled>();
   c->device = device;
   const uint32_t tensor_count = graph.tensor_count;
+  std::vector<float*> buffers(tensor_count, nullptr);
   auto port = [&](uint32_t t) {
     co_up_compiled::Port port;
     port.tensor = t;
@@ -252,17 +346,20 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
       port.plane = d.dims[2] * d.dims[3];
       port.staging = Buffer<float>(port.batch * port.channels * port.plane);
     }
+    port.internal = buffers[t];
+    port.count = backends::element_count(d);
     return port;
   };
 
   const backends::SubgraphPlan subgraph = backends::plan_subgraph(kDecodeRules, graph);
   const std::vector<bool>& is_input = subgraph.is_input;
-  const StepFusions fusions = plan_step_fusions(graph, subgraph);
+  StepFusions fusions = plan_step_fusions(graph, subgraph);
+  ExternalTensors external = external_tensors(graph);
+  fuse_external_slices(graph, subgraph, fusions, external);
   const ActivationPlan memory = plan_activations(graph, subgraph, fusions);
   c->storage.resize(tensor_count);
-  std::vector<float*> buffers(tensor_count, nullptr);
   for (uint32_t t = 0; t < tensor_count; ++t) {
-    if (!memory.own[t]) continue;
+    if (!memory.own[t] || external.at[t]) continue;
     const co_up_tensor_desc& d = element_at(graph.tensors, t);
     const int64_t count = backends::element_count(d);
     c->storage[t] = Buffer<float>(count);
@@ -284,9 +381,16 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
     for (uint32_t t = 0; t < tensor_count; ++t) {
       if (arena.offsets[t] >= 0) buffers[t] = c->arena.data() + arena.offsets[t] / static_cast<int64_t>(sizeof(float));
     }
+    // Runtime memory over the arena: a Concat output found above has an arena offset too (unused).
+    for (uint32_t t = 0; t < tensor_count; ++t) {
+      if (external.at[t]) buffers[t] = external.at[t];
+    }
     for (uint32_t t = 0; t < tensor_count; ++t) {
       if (memory.same_as[t] != CO_UP_NO_TENSOR) buffers[t] = buffers[memory.same_as[t]];
     }
+  }
+  for (uint32_t t = 0; t < tensor_count; ++t) {
+    if (external.at[t]) buffers[t] = external.at[t];
   }
   for (uint32_t i = 0; i < graph.input_count; ++i) c->inputs.push_back(port(graph.inputs[i]));
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));
@@ -299,7 +403,7 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
 
 void convert_input(co_up_compiled& c, co_up_compiled::Port& in) {
   if (in.convert && in.pending) {
-    nchw_to_nhwc(in.staging.data(), c.storage[in.tensor].data(), in.batch, in.channels, in.plane,
+    nchw_to_nhwc(in.staging.data(), in.internal, in.batch, in.channels, in.plane,
                  *c.device->pool);
   }
   in.pending = false;
@@ -346,6 +450,8 @@ struct XnnBackend {
       "thread pool per cluster",
       CO_UP_BACKEND_CPU,
       1u << CO_UP_LAYOUT_NHWC,  // boundary_layouts: NHWC inside, so NHWC boundaries skip the transposes
+      // external_io: NHWC ports in runtime memory, Conv outputs written into a Concat's slices
+      CO_UP_EXTERNAL_IO_DENSE | CO_UP_EXTERNAL_IO_CHANNEL_SLICE,
   };
   static constexpr const backends::StatusOrigin& kStatusOrigin = xnnpack::kStatusOrigin;
   static constexpr const backends::DecodeRules& kDecodeRules = xnnpack::kDecodeRules;
@@ -484,7 +590,7 @@ co_up_compiled::Port& port_at(co_up_compiled* compiled, int32_t direction, uint3
 // runtime as transfer). Outputs: 4-D ones are converted to NCHW here, at map.
 void* XnnBackend::map(co_up_compiled& c, int32_t direction, uint32_t index) {
   co_up_compiled::Port& port = port_at(&c, direction, index, "compiled_map");
-  float* internal = c.storage[port.tensor].data();
+  float* internal = port.internal;
   if (!port.convert) return internal;
   if (direction == CO_UP_IO_INPUT) {
     warm_for_input(c);
@@ -514,12 +620,10 @@ void XnnBackend::bind_input(co_up_compiled& c, uint32_t index, const void* host_
   }
   warm_for_input(*compiled);
   const auto* src = static_cast<const float*>(host_ptr);
-  Buffer<float>& internal = compiled->storage[port.tensor];
   if (port.convert) {
-    nchw_to_nhwc(src, internal.data(), port.batch, port.channels, port.plane,
-                 *compiled->device->pool);
+    nchw_to_nhwc(src, port.internal, port.batch, port.channels, port.plane, *compiled->device->pool);
   } else {
-    std::memcpy(internal.data(), src, static_cast<size_t>(internal.count()) * sizeof(float));
+    std::memcpy(port.internal, src, static_cast<size_t>(port.count) * sizeof(float));
   }
   port.pending = false;
 }

@@ -98,6 +98,27 @@ TEST(DagCostModel, TransfersAndHandOffsArePerEdge) {
   EXPECT_GE(p.latency_ms * 1000, 10 + 1 + 4 + 30 + 1 + 4 + 2 + 4 + 8 - 1e-9);
 }
 
+TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) {
+  // The profile's processors take boundary tensors in runtime memory: in switch mode the runtime
+  // shares them in place, so the edges of TransfersAndHandOffsArePerEdge cost no send/receive
+  // (the wake-up per cross-processor edge stays): B 0 [0,10]; L 1 [10,35]; B 2 [10,40]; L 3
+  // [40,48] as without transfers, and with a wake-up of 3: L 1 [10,38], L 3 [40,51].
+  LayerProfile shared = profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2, 4);
+  for (ProfileProcessor& p : shared.processors) p.in_place_boundaries = true;
+  const CostModel model(shared);
+  const DagCostModel dag_model(model, dag(kDiamond));
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 48);
+  EXPECT_DOUBLE_EQ(DagCostModel(model, dag(kDiamond), DagCostOptions{3}).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 51);
+  // A pipeline copies (receivers hold several frames): the period is TransfersAndHandOffsArePerEdge's.
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us({"BLBL", Mode::kPipeline, {}}), 53);
+  // L does not share: edges touching L are copied again, B's own edge (0 -> 2) is not. B 0
+  // sends to L: [0,11]; L 1: 2 + 25 + 1: [11,39]; B 2: 30 + 1: [11,42]; L 3: 2 + 2 + 8: [42,54].
+  ASSERT_EQ(shared.processors.at(1).letter, 'L');
+  shared.processors.at(1).in_place_boundaries = false;
+  const CostModel mixed(shared);
+  EXPECT_DOUBLE_EQ(DagCostModel(mixed, dag(kDiamond)).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 54);
+}
+
 TEST(DagCostModel, OnAChainItAgreesWithTheChainModel) {
   SyntheticSpec spec;
   spec.layers = 7;

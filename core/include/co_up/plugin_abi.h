@@ -43,9 +43,10 @@ extern "C" {
 #endif
 
 #define CO_UP_ABI_VERSION_MAJOR 1u
-#define CO_UP_ABI_VERSION_MINOR 2u
+#define CO_UP_ABI_VERSION_MINOR 3u
 /* History: 1.0 first release; 1.1 appends co_up_run_hooks.layer_device_time; 1.2 appends
- * co_up_plugin_api.boundary_layouts. */
+ * co_up_plugin_api.boundary_layouts; 1.3 appends co_up_subgraph_desc.io_memory/io_memory_count
+ * and co_up_plugin_api.external_io (sub-graph inputs and outputs in runtime-owned memory). */
 
 /* Name of the one exported entry point, for dlsym. */
 #define CO_UP_PLUGIN_ENTRY_POINT "co_up_plugin_get_api"
@@ -161,6 +162,36 @@ typedef struct co_up_node_desc {
   uint32_t attr_count;
 } co_up_node_desc;
 
+/* Since 1.3. Runtime-owned host memory that a sub-graph input or output lives in, so that nothing is
+ * copied across the boundary: the producing sub-graph writes the tensor there and every reading
+ * sub-graph reads it there (processors that share memory). Element (pixel p, channel c) of the
+ * 4-D NHWC tensor is host_ptr[p * pixel_stride + channel_offset + c] (floats).
+ *  - pixel_stride 0 (or the tensor's channel count) and channel_offset 0: the tensor alone, dense.
+ *  - pixel_stride > channels: the tensor is the channel slice [channel_offset, channel_offset +
+ *    channels) of a wider tensor, the output of a channel Concat. An *output* given so is the
+ *    result of a Conv node that no node of the sub-graph reads: the backend writes it straight
+ *    into its slice. An *input* given so is read only by one channel Concat node of the
+ *    sub-graph, and every input of that Concat is either such a slice of the same memory or a
+ *    Conv result only that Concat reads: the backend then takes host_ptr as the Concat's output
+ *    (written in place by the producers) and does not run the Concat.
+ * Owned by the runtime, 64-byte aligned, valid from compiled_create until compiled_release; the
+ * runtime neither reads nor writes it while the sub-graph runs, and never maps or binds such an
+ * input or output. Passed only to backends that declare the case in co_up_plugin_api.external_io,
+ * only for 4-D f32 tensors described in CO_UP_LAYOUT_NHWC. A backend that cannot honour an entry
+ * fails compiled_create with CO_UP_STATUS_UNSUPPORTED. */
+typedef struct co_up_io_memory {
+  uint32_t struct_size;
+  int32_t direction; /* co_up_io_direction */
+  uint32_t index;    /* position in co_up_subgraph_desc.inputs / outputs */
+  void* host_ptr;
+  uint64_t channel_offset;
+  uint64_t pixel_stride;
+} co_up_io_memory;
+
+/* Bits of co_up_plugin_api.external_io. */
+#define CO_UP_EXTERNAL_IO_DENSE (1u << 0)         /* dense inputs and outputs */
+#define CO_UP_EXTERNAL_IO_CHANNEL_SLICE (1u << 1) /* Conv outputs into / Concat inputs from slices */
+
 typedef struct co_up_subgraph_desc {
   uint32_t struct_size;
   const char* graph_name;
@@ -174,6 +205,11 @@ typedef struct co_up_subgraph_desc {
   uint32_t input_count;
   const uint32_t* outputs; /* tensor indices the runtime reads after each run */
   uint32_t output_count;
+  /* Since 1.3 (check struct_size; may be NULL with count 0): inputs and outputs in runtime-owned
+   * memory (co_up_io_memory), walked with the stride of the first entry's struct_size. The
+   * pointers in the entries outlive the call; the array itself does not. */
+  const co_up_io_memory* io_memory;
+  uint32_t io_memory_count;
 } co_up_subgraph_desc;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -284,6 +320,10 @@ typedef struct co_up_plugin_api {
    * passes boundary tensors in NHWC and neither side transposes (a Sender/Receiver transfer
    * becomes a copy). NCHW must always be accepted. */
   uint32_t boundary_layouts;
+
+  /* Since 1.3 (check struct_size; absent means 0): CO_UP_EXTERNAL_IO_* bits, the cases of
+   * co_up_subgraph_desc.io_memory that compiled_create honours. 0: the runtime passes none. */
+  uint32_t external_io;
 } co_up_plugin_api;
 
 typedef const co_up_plugin_api* (*co_up_plugin_get_api_fn)(uint32_t host_abi_major,
