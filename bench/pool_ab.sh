@@ -20,6 +20,8 @@
 # Environment: NETS=a,b (zoo names, or names of FIXTURE_DIR/NAME.onnx with NAME_input.npy; default
 # the zoo's alexnet, googlenet, mobilenet, resnet50, squeezenet), REPS (5), FRAMES (50), WARMUP (3),
 # BASE (git ref of the baseline; default the parent of the commit that added the claiming pool),
+# BASE_PLUGIN (a cpu-xnnpack plugin file built elsewhere, e.g. this tree with one change undone:
+# the baseline instead of BASE, nothing is built; BASE_NAME labels it, default the file's path),
 # OUT_DIR (default a new directory under /tmp; results.json there).
 # The baseline plugin is built from `git archive BASE` in OUT_DIR/base (cmake + ninja, ccache if
 # present): a few minutes the first time; kept for later runs with the same OUT_DIR while BASE
@@ -34,13 +36,19 @@ set_networks NETS alexnet googlenet mobilenet resnet50 squeezenet
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 [[ $(nproc --all) -ge 2 ]] || die "needs two cores (0 and 1)"
 base=${BASE:-}
-if [[ -z ${base} ]]; then
+base_plugin=${BASE_PLUGIN:-}
+if [[ -n ${base_plugin} ]]; then
+  [[ -f ${base_plugin} ]] || die "BASE_PLUGIN=${base_plugin} not found (a built libco_up_cpu_xnnpack.so)"
+  [[ -z ${base} ]] || die "BASE and BASE_PLUGIN both set: give one baseline"
+  base=HEAD  # unused: the baseline is the given file
+elif [[ -z ${base} ]]; then
   added=$(git -C "${root}" log --diff-filter=A --format=%H -- backends/xnnpack/xnn_claim_pool.cpp | tail -1)
   [[ -n ${added} ]] || die "cannot find the commit that added the claiming pool; set BASE=<git ref>"
   base=${added}^
 fi
 base_commit=$(git -C "${root}" rev-parse --short "${base}^{commit}") || die "BASE=${base} is not a commit"
 base_full=$(git -C "${root}" rev-parse "${base}^{commit}")
+[[ -n ${base_plugin} ]] && base_commit=${BASE_NAME:-${base_plugin}}
 have_ort=0
 if [[ -d ${ort_dir}/node_modules/onnxruntime-node ]] && command -v node >/dev/null; then have_ort=1; fi
 
@@ -53,7 +61,9 @@ results=${out}/runs.jsonl
 # the stamp names another commit (a reused OUT_DIR with another BASE).
 base_plugins=${out}/base/plugins
 base_so=${out}/base/build/plugins/libco_up_cpu_xnnpack.so
-if [[ ! -f ${base_so} || $(cat "${out}/base/commit" 2>/dev/null) != "${base_full}" ]]; then
+if [[ -n ${base_plugin} ]]; then
+  base_so=${base_plugin}
+elif [[ ! -f ${base_so} || $(cat "${out}/base/commit" 2>/dev/null) != "${base_full}" ]]; then
   echo "building the cpu-xnnpack plugin of ${base_commit} in ${out}/base (log: ${out}/base/build.log)"
   rm -rf "${out}/base" && mkdir -p "${out}/base/src"
   git -C "${root}" archive "${base}" | tar -x -C "${out}/base/src"
@@ -153,7 +163,7 @@ x = lambda s: f"{s['median']:.2f}x [{s['min']:.2f}-{s['max']:.2f}]" if s else "-
 c = lambda v: "-" if v is None else f"{v:.2f}"
 n = rows[0]["new2_ms"]["n"] if rows else 0
 print()
-print(f"Commit {sys.argv[5]} (claiming pool) against {sys.argv[6]} (pthreadpool join); medians over {n} reps [min-max], "
+print(f"Commit {sys.argv[5]} (after) against {sys.argv[6]} (before); medians over {n} reps [min-max], "
       f"ratios per rep then median [min-max]; {sys.argv[8]} warm-up + {sys.argv[7]} timed frames per run, switch mode; "
       f"load average before {sys.argv[3]}, after {sys.argv[4]}.")
 print()

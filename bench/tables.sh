@@ -167,7 +167,7 @@ t_ort_compare() {
     NETS=squeezenet1_0 REPS=1 FRAMES=10 WARMUP=2 CANDIDATES=1 OUT_DIR=${work}/ort_compare \
       "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
   else
-    method="REPS=5 FRAMES=50 WARMUP=3 CANDIDATES=2 on the five CNNs: candidates chosen in a selection run, then 5 timed reps of six pinned runs in alternating order, ratios per rep (script header)"
+    method="REPS=5 FRAMES=50 WARMUP=3 CANDIDATES=2 on the five CNNs: candidates chosen in a selection run, then 5 timed reps of six pinned runs in alternating order, ratios per rep (script header); a pipeline that cuts inside a split op (spread) is timed in the same reps against the best contiguous cut and the faster is reported, its cut named in the table"
     NETS=alexnet,googlenet,mobilenet_v2,resnet50,squeezenet1_0 REPS=5 FRAMES=50 WARMUP=3 CANDIDATES=2 \
       OUT_DIR=${work}/ort_compare "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
   fi
@@ -185,7 +185,7 @@ t_ort_modern() {
   need co_up co_up_bench_xnnpack || return 1
   local nets=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny reps=3 frames=50 warm=3
   quick && { nets=mobilenet_v3_large; reps=1; frames=5; warm=1; }
-  method="REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 on ${nets} (3 reps, not 5, to keep the whole run near 40 min)"
+  method="REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 on ${nets} (3 reps, not 5, to keep the whole run near 40 min); a pipeline that cuts inside a split op (spread) is timed in the same reps against the best contiguous cut and the faster is reported, its cut named in the table"
   NETS=${nets} REPS=${reps} FRAMES=${frames} WARMUP=${warm} CANDIDATES=1 \
     OUT_DIR=${work}/ort_modern "${root}/bench/ort_compare.sh" "${build}" "${fixtures}"
 }

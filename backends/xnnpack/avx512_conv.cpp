@@ -346,7 +346,7 @@ bool avx512_conv_wins(const Conv2dShape&) { return false; }
 bool xnnpack_1x1_expansion_wins(const Conv2dShape& s) {
   return s.kernel_h == 1 && s.kernel_w == 1 && s.group == 1 && s.stride_h == 1 && s.stride_w == 1 &&
          s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 &&
-         s.in_channels <= 192 && s.out_channels > s.in_channels && s.out_height() >= 7 && s.out_width() >= 7;
+         s.in_channels <= kMaxExpansionInputs && s.out_channels > s.in_channels && s.out_height() >= 7 && s.out_width() >= 7;
 }
 
 bool own_conv_runs(const Conv2dShape& s, bool fused) {
@@ -470,6 +470,14 @@ void Avx512Convolution::run(const CpuPool& pool) const {
   const int64_t threads = pool.thread_count();
   const int64_t run_tiles = ceil_div(chunk_tiles, parts > 1 ? threads : threads == 1 ? 1 : 4 * threads);
   const int64_t runs = ceil_div(chunk_tiles, run_tiles);
+  // How the threads claim the items' ranges (4 per thread). Where each range spans two passes
+  // or more (many blocks of output channels: ResNet-50's stages 3 and 4), in order: a pass
+  // prefetches the next block's weights (gb + 1), which a worker claiming from the back never
+  // runs next (two threads: 15-20 % slower per layer that way). Where ranges are parts of one
+  // pass (few blocks: MobileNet's and EfficientNet's projections), from both ends: each thread
+  // keeps one half of the pixels and weights (in order: 10-20 % slower per layer).
+  // docs/intra_op_threads.md, "ResNet-50's gap".
+  const ClaimOrder order = chunks * blocks >= 8 * threads ? ClaimOrder::kInOrder : ClaimOrder::kBothEnds;
   pool.parallel_for(chunks * blocks * runs, 1, 2, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / (blocks * runs);
@@ -523,7 +531,7 @@ void Avx512Convolution::run(const CpuPool& pool) const {
         }
       }
     }
-  });
+  }, order);
 #else
   (void)pool;
 #endif

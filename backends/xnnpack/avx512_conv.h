@@ -47,15 +47,26 @@ bool avx512_conv_wins(const backends::Conv2dShape& shape);
 
 // Where XNNPACK's convolution beats these kernels although avx512_conv_wins() says otherwise,
 // when nothing is fused into the epilogue (a residual Add or SiLU needs the own kernel): 1x1
-// expansions (group 1, stride 1, no padding) from at most 192 input channels to more outputs,
-// over 7x7 pixels or more. `co_up_bench_conv_choice`, one thread, fastest of 300 alternating
-// rounds: MobileNetV2's 64 -> 384 and 96 -> 576 at 14x14 99 -> 83 us and 211 -> 186 us,
+// expansions (group 1, stride 1, no padding) from at most kMaxExpansionInputs input channels to
+// more outputs, over 7x7 pixels or more.
+//
+// Why 96 (docs/intra_op_threads.md, "ResNet-50's gap"), `co_up_bench_conv_choice` on an AMD EPYC
+// host, own -> XNNPACK us: the own kernel is 5-10 % faster from 80 input channels up at one
+// thread and ties or wins at two (112 -> 672 at 14x14 118 -> 128 us, 128 -> 512 at 28x28 412 -> 457 us, 192 -> 1152 at
+// 7x7 86 -> 96 us); XNNPACK still wins below 64 (16 -> 96 at 112x112 252 -> 190 us) and ties at
+// 64-96. In ResNet-50 the first bottleneck of a stage has its shortcut Add fused into the
+// downsampling convolution, so its 128 -> 512 expansion had nothing fused and went to XNNPACK:
+// at two threads 257-281 us against 210-224 us on the own kernel (and the next layer, which reads
+// it as its residual, 30-40 us slower), in four alternating per-layer runs. Before (192), on
+// another AVX-512 host of about half the per-core speed, one thread, fastest of 300 alternating
+// rounds, own -> XNNPACK: MobileNetV2's 64 -> 384 and 96 -> 576 at 14x14 99 -> 83 us and 211 -> 186 us,
 // 160 -> 960 at 7x7 136 -> 128 us; MobileNetV3's 80 -> 480 and 112 -> 672 at 14x14 148 -> 128
 // and 280 -> 252 us; ResNet-50's 64 -> 256 at 56x56 1050 -> 878 us; SqueezeNet's fire expands
 // 16 -> 64 at 55x55 93 -> 56 us, 48 -> 192 at 27x27 147 -> 116 us, 64 -> 256 at 13x13 57 -> 49 us;
 // Inception-v3's 64 -> 80 at 73x73 550 -> 471 us (60 rounds). Both sides must be at least 7: a
 // fully connected layer (rows x 1 pixels) keeps the own GEMM. (Deeper reductions and
 // projections to fewer channels measure within 1-5 % either way and stay on the own kernel.)
+constexpr int64_t kMaxExpansionInputs = 96;
 bool xnnpack_1x1_expansion_wins(const backends::Conv2dShape& shape);
 
 // Whether cpu-xnnpack runs this convolution on the own kernel: where avx512_conv_wins(), unless it

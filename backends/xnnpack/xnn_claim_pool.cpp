@@ -46,6 +46,10 @@ struct ClaimPool::State {
   std::mutex job_mutex;            // one job at a time
   uint32_t last_generation = 0;    // guarded by job_mutex
   std::atomic<uint64_t> claim{0};  // see pack()
+  // The current job's ClaimOrder: stored before the claim word publishes the job (and only once
+  // every chunk of the previous one is claimed), so a worker that read a word with unclaimed
+  // chunks reads its job's order; a stale pairing only ever meets a failing compare-and-swap.
+  std::atomic<bool> from_back{true};
   std::atomic<uint32_t> generation{0};  // the newest job
   // Rung (incremented and notified) for every new job, every Warm and at stop: sleeping workers
   // wait on it, so a Warm can wake them without publishing a job.
@@ -123,10 +127,12 @@ void ClaimPool::claim_and_run(uint32_t generation, bool on_worker) const {
     const uint64_t limit = (word >> 16) & kFieldMask;
     const uint64_t next = word & kFieldMask;
     if (next >= limit) break;
-    // The caller claims from the front, workers from the back: on two threads each runs one
-    // contiguous half of the chunks (as far as their speeds allow), the same half in every layer.
-    const uint64_t claimed = on_worker ? limit - 1 : next;
-    const uint64_t next_word = on_worker ? word - (uint64_t(1) << 16) : word + 1;
+    // kBothEnds: the caller claims from the front, workers from the back: on two threads each
+    // runs one contiguous half of the chunks (as far as their speeds allow), the same half in
+    // every layer. kInOrder: everyone from the front.
+    const bool back = on_worker && s.from_back.load(std::memory_order_relaxed);
+    const uint64_t claimed = back ? limit - 1 : next;
+    const uint64_t next_word = back ? word - (uint64_t(1) << 16) : word + 1;
     if (!s.claim.compare_exchange_weak(word, next_word, std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
       continue;
@@ -191,7 +197,7 @@ void ClaimPool::worker_loop(int index) const {
   }
 }
 
-void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) const {
+void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk, ClaimOrder order) const {
   if (chunks <= 0) return;
   if (chunks > int64_t(kFieldMask)) {
     throw std::invalid_argument("ClaimPool::run: " + std::to_string(chunks) +
@@ -207,6 +213,7 @@ void ClaimPool::run(int64_t chunks, const std::function<void(int64_t)>& chunk) c
   s.body = &chunk;
   s.total = uint64_t(chunks);
   s.done.store(0, std::memory_order_relaxed);
+  s.from_back.store(order == ClaimOrder::kBothEnds, std::memory_order_relaxed);
   s.claim.store(pack(generation, uint64_t(chunks), 0), std::memory_order_release);
   s.generation.store(generation, std::memory_order_seq_cst);
   // Only sleepers need the futex call (a polling worker sees the generation). The bell moves

@@ -1,7 +1,8 @@
 // ClaimPool: the workers that run cpu-xnnpack's own kernels. A job is a number of chunks; every
 // participant (the caller and each worker) claims an unclaimed chunk from one atomic word until
-// none is left (the caller from the front, workers from the back, so that on two threads each
-// runs a contiguous half: the same rows or weight blocks in every layer, kept in its own cache),
+// none is left (by default the caller from the front, workers from the back, so that on two
+// threads each runs a contiguous half: the same rows or weight blocks in every layer, kept in its
+// own cache; or every participant in order, ClaimOrder::kInOrder),
 // and the caller then waits only for chunks that were claimed and are still running. A worker
 // that the OS has not scheduled yet (another process holds its core) therefore costs nothing but
 // its share of the parallelism: the caller takes its chunks, and when the worker finally runs it
@@ -32,6 +33,13 @@
 
 namespace co_up::xnnpack {
 
+// Which chunk a worker claims next. kBothEnds: the caller from the front, workers from the back
+// (each of two threads a contiguous half of the job, the same half in every job). kInOrder:
+// everyone the lowest unclaimed chunk, so every participant runs its chunks in ascending order —
+// for a body that prepares chunk i + 1 while it runs chunk i (the own convolution prefetches the
+// next pass's weights: a worker walking down from the back found them cold at every chunk).
+enum class ClaimOrder { kBothEnds, kInOrder };
+
 class ClaimPool {
  public:
   // Starts `workers` threads (0 is allowed: every job then runs on the caller). When `cores` is
@@ -47,9 +55,10 @@ class ClaimPool {
   // The pool's thread index of the calling thread: 1 + i on worker i, 0 on any other thread.
   int thread_index() const;
 
-  // Calls chunk(i) once for every i in [0, chunks), on the caller and on whichever workers come;
-  // returns when every call has returned. chunks must be < 65536.
-  void run(int64_t chunks, const std::function<void(int64_t)>& chunk) const;
+  // Calls chunk(i) once for every i in [0, chunks), on the caller and on whichever workers come
+  // (claiming as `order` says); returns when every call has returned. chunks must be < 65536.
+  void run(int64_t chunks, const std::function<void(int64_t)>& chunk,
+           ClaimOrder order = ClaimOrder::kBothEnds) const;
 
   // For tests: while the returned object lives, workers stop before claiming any chunk (as if the
   // OS had descheduled them), so run() must finish on the caller alone. A Hold must not outlive

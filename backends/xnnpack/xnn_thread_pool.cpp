@@ -212,7 +212,7 @@ std::vector<std::vector<int>> CpuPool::thread_affinities() const {
 }
 
 void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,
-                           const std::function<void(int64_t, int64_t)>& body) const {
+                           const std::function<void(int64_t, int64_t)>& body, ClaimOrder order) const {
   if (count <= 0) return;
   if (threads_ == 1 || count < min_parallel) {
     body(0, count);
@@ -230,7 +230,7 @@ void CpuPool::parallel_for(int64_t count, int64_t align, int64_t min_parallel,
     const int64_t begin = std::min(count, blocks * i / chunks * align);
     const int64_t end = std::min(count, blocks * (i + 1) / chunks * align);
     if (begin < end) body(begin, end);
-  });
+  }, order);
 }
 
 xnn_status CpuPool::run_operator(xnn_operator_t op, bool on_pool) const {

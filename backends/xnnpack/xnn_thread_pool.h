@@ -55,9 +55,11 @@ class CpuPool {
 
   // Calls body(begin, end) over [0, count) in ranges whose boundaries are multiples of `align`
   // (so vector/scalar loop splits fall at the same offsets for any thread count), split as the
-  // schedule says. Below `min_parallel` items it runs inline on the caller.
+  // schedule says. Below `min_parallel` items it runs inline on the caller. `order`: how the
+  // threads claim the ranges (ClaimOrder; the ranges and so the bits are the same either way).
   void parallel_for(int64_t count, int64_t align, int64_t min_parallel,
-                    const std::function<void(int64_t, int64_t)>& body) const;
+                    const std::function<void(int64_t, int64_t)>& body,
+                    ClaimOrder order = ClaimOrder::kBothEnds) const;
 
   // Runs one XNNPACK operator (created and set up with this pool, or with NULL when
   // `on_pool` is false: then it runs on the caller alone) on the pool's threads.

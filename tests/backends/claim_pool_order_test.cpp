@@ -1,7 +1,7 @@
 // ClaimPool's claim order (backends/xnnpack/xnn_claim_pool.h): the caller claims chunks from the
 // front and workers from the back, so on two threads each runs one contiguous part of a job —
 // the caller a prefix, the worker the rest — whatever the timing; and the same chunks run exactly
-// once as before.
+// once as before. With ClaimOrder::kInOrder every thread runs its chunks in ascending order.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +13,7 @@
 
 namespace {
 
+using co_up::xnnpack::ClaimOrder;
 using co_up::xnnpack::ClaimPool;
 using Clock = std::chrono::steady_clock;
 
@@ -52,6 +53,43 @@ TEST(ClaimPoolOrder, CallerRunsAPrefixAndTheWorkerTheRest) {
     if (first_worker_chunk >= 2 && first_worker_chunk <= kChunks - 2) ++jobs_shared;
   }
   EXPECT_EQ(jobs_shared, 20) << "the caller and the worker shared only " << jobs_shared << " of " << jobs << " jobs";
+}
+
+// The own convolution prefetches the next chunk's weights: with kInOrder a worker must walk up,
+// not down (with the workers' back claims this fails at the first job the two share).
+TEST(ClaimPoolOrder, InOrderJobsRunAscendingOnEveryThread) {
+  const ClaimPool pool(1, {});
+  const ClaimPool::Warm warm(pool);
+  constexpr int kChunks = 16;
+  int64_t jobs_shared = 0;
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (jobs_shared < 20 && Clock::now() < until) {
+    std::vector<std::atomic<int>> runner(kChunks);
+    std::vector<std::atomic<int>> started(kChunks);  // global start sequence number
+    std::atomic<int> sequence{0};
+    for (auto& r : runner) r.store(-1);
+    pool.run(kChunks, [&](int64_t i) {
+      started[static_cast<size_t>(i)].store(sequence.fetch_add(1));
+      runner[static_cast<size_t>(i)].store(pool.thread_index());
+      busy_us(50);
+    }, ClaimOrder::kInOrder);
+    int worker_chunks = 0;
+    for (int thread = 0; thread < 2; ++thread) {
+      int last_chunk = -1;
+      for (int i = 0; i < kChunks; ++i) {
+        ASSERT_GE(runner[static_cast<size_t>(i)].load(), 0) << "chunk " << i << " never ran";
+        if (runner[static_cast<size_t>(i)].load() != thread) continue;
+        if (thread == 1) ++worker_chunks;
+        if (last_chunk >= 0) {
+          ASSERT_GT(started[static_cast<size_t>(i)].load(), started[static_cast<size_t>(last_chunk)].load())
+              << "thread " << thread << " ran chunk " << i << " before chunk " << last_chunk;
+        }
+        last_chunk = i;
+      }
+    }
+    if (worker_chunks >= 2 && worker_chunks <= kChunks - 2) ++jobs_shared;
+  }
+  EXPECT_EQ(jobs_shared, 20) << "the caller and the worker shared only " << jobs_shared << " jobs";
 }
 
 }  // namespace
