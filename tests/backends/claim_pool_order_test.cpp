@@ -23,23 +23,35 @@ void busy_us(int us) {
   }
 }
 
+// Makes the caller and the worker share every job whatever the scheduling: each thread's first
+// two chunks wait until the other thread has started as many, so each runs at least two chunks
+// (a late worker would otherwise find the job done, and a loaded host decide the outcome).
+class ShareGate {
+ public:
+  void enter(int thread) {
+    const int mine = started_[thread].fetch_add(1);
+    if (mine >= 2) return;
+    while (started_[1 - thread].load() < mine + 1) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<int> started_[2] = {0, 0};
+};
+
 TEST(ClaimPoolOrder, CallerRunsAPrefixAndTheWorkerTheRest) {
   const ClaimPool pool(1, {});
   const ClaimPool::Warm warm(pool);  // the worker polls between jobs, so it joins them early
   constexpr int kChunks = 16;
   int64_t jobs_shared = 0;  // jobs where the caller and the worker each ran at least two chunks
-  int64_t jobs = 0;
-  // Until the two have shared 20 jobs (it may not be scheduled for a while on a loaded
-  // host; 20 s at most).
-  const auto until = Clock::now() + std::chrono::seconds(20);
-  while (jobs_shared < 20 && Clock::now() < until) {
+  for (int64_t jobs = 1; jobs <= 20; ++jobs) {
     std::vector<std::atomic<int>> runner(kChunks);
     for (auto& r : runner) r.store(-1);
+    ShareGate gate;
     pool.run(kChunks, [&](int64_t i) {
       runner[static_cast<size_t>(i)].store(pool.thread_index());
+      gate.enter(pool.thread_index());
       busy_us(50);
     });
-    ++jobs;
     int first_worker_chunk = kChunks;
     for (int i = 0; i < kChunks; ++i) {
       const int who = runner[static_cast<size_t>(i)].load();
@@ -52,7 +64,7 @@ TEST(ClaimPoolOrder, CallerRunsAPrefixAndTheWorkerTheRest) {
     }
     if (first_worker_chunk >= 2 && first_worker_chunk <= kChunks - 2) ++jobs_shared;
   }
-  EXPECT_EQ(jobs_shared, 20) << "the caller and the worker shared only " << jobs_shared << " of " << jobs << " jobs";
+  EXPECT_EQ(jobs_shared, 20) << "the caller and the worker shared only " << jobs_shared << " of 20 jobs";
 }
 
 // The own convolution prefetches the next chunk's weights: with kInOrder a worker must walk up,
@@ -62,15 +74,16 @@ TEST(ClaimPoolOrder, InOrderJobsRunAscendingOnEveryThread) {
   const ClaimPool::Warm warm(pool);
   constexpr int kChunks = 16;
   int64_t jobs_shared = 0;
-  const auto until = Clock::now() + std::chrono::seconds(20);
-  while (jobs_shared < 20 && Clock::now() < until) {
+  for (int job = 0; job < 20; ++job) {
     std::vector<std::atomic<int>> runner(kChunks);
     std::vector<std::atomic<int>> started(kChunks);  // global start sequence number
     std::atomic<int> sequence{0};
     for (auto& r : runner) r.store(-1);
+    ShareGate gate;
     pool.run(kChunks, [&](int64_t i) {
       started[static_cast<size_t>(i)].store(sequence.fetch_add(1));
       runner[static_cast<size_t>(i)].store(pool.thread_index());
+      gate.enter(pool.thread_index());
       busy_us(50);
     }, ClaimOrder::kInOrder);
     int worker_chunks = 0;

@@ -105,7 +105,9 @@ TEST_F(WorkloadPlanCli, PrintsEveryPlannerAndWritesRunnableWorkloads) {
       for (const std::string& r : n.replicas) all_whole = all_whole && r.find_first_not_of(r.front()) == std::string::npos;
     }
     EXPECT_EQ(w.affinity, all_whole) << name;
-    if (std::string(name) == "alone-best") EXPECT_TRUE(w.affinity) << "each network alone on one processor";
+    if (std::string(name) == "alone-best") {
+      EXPECT_TRUE(w.affinity) << "each network alone on one processor";
+    }
     EXPECT_EQ(w.mode, Mode::kPipeline);
     // The planned request order, one request of each network per cycle; the networks as listed.
     EXPECT_EQ(std::set<std::string>(w.plan.begin(), w.plan.end()), (std::set<std::string>{"det", "cls", "sq"}));
