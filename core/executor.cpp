@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/receiver.h"
 #include "core/sender.h"
+#include "graph/shared_boundary.h"
 #include "profiler/events.h"
 
 namespace co_up {
@@ -342,7 +343,7 @@ void Executor::Impl::plan_shared_tensors() {
   };
   auto shareable = [&](const Edge* e, uint32_t bit) {
     return e != nullptr && e->source != kGraphInput && !e->is_graph_output && !e->destinations.empty() &&
-           nhwc.count(e->tensor) != 0 && (caps(e->source) & bit) != 0 &&
+           graph::shareable_boundary(graph, e->tensor) && nhwc.count(e->tensor) != 0 && (caps(e->source) & bit) != 0 &&
            std::all_of(e->destinations.begin(), e->destinations.end(),
                        [&](uint32_t d) { return (caps(d) & bit) != 0; });
   };
