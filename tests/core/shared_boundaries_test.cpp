@@ -18,6 +18,7 @@
 #include "core/network.h"
 #include "core/placement.h"
 #include "core/plugin.h"
+#include "core/plugin_registry.h"
 #include "graph/builder.h"
 #include "graph/passes.h"
 #include "tests/core/test_support.h"
@@ -126,6 +127,33 @@ TEST(SharedBoundaries, SharedAndCopiedRunsEqualOneProcessorBitForBit) {
     }
   }
 }
+
+#ifdef CO_UP_DECLINING_IO_MEMORY_DIR
+TEST(SharedBoundaries, ABackendDecliningRuntimeMemoryGetsCopiesInstead) {
+  // cpu-xnnpack whose compiled_create answers UNSUPPORTED to any io_memory (the ABI lets it):
+  // the run copies its boundaries instead, with no error, and computes the same output.
+  const graph::Graph g = split_googlenet();
+  const RunResultSummary reference = run_order(g, std::string(82, 'B'), Mode::kSwitch, false);
+  ExecutorOptions options;
+  options.mode = Mode::kSwitch;
+  const PluginRegistry declining = PluginRegistry::load_directory(CO_UP_DECLINING_IO_MEMORY_DIR);
+  ASSERT_NE(declining.find("cpu-xnnpack"), nullptr) << declining.summary();
+  Executor executor(g, Partition::create(g, spread_order()), host_platform(), declining, options);
+  RunRequest request;
+  request.frames = 3;
+  request.input_sets = {seeded_inputs(g, 11), seeded_inputs(g, 12)};
+  std::map<uint64_t, std::vector<float>> outputs;
+  std::mutex mutex;
+  request.on_output = [&](uint64_t frame, uint32_t, std::span<const float> values) {
+    std::lock_guard lock(mutex);
+    outputs[frame].assign(values.begin(), values.end());
+  };
+  const RunResult result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, 3u);
+  for (const profiler::ReceiverInfo& info : result.profile.receivers) EXPECT_EQ(info.in_place, "") << info.tensor;
+  EXPECT_EQ(outputs, reference.outputs);
+}
+#endif
 
 // x [1,8,6,6] -> Conv 16 -> y, one sub-graph; y described NHWC (a boundary between NHWC backends).
 TEST(SharedBoundaries, ConvolutionWritesIntoItsChannelSliceOfRuntimeMemory) {
