@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/placement.h"
@@ -208,6 +209,45 @@ TEST(SharedBoundaries, ConvolutionWritesIntoItsChannelSliceOfRuntimeMemory) {
       }
     }
   }
+
+  // Its output lives in io_memory: a dense map would read across the neighbouring channels.
+  bool map_refused = false;
+  try {
+    sliced.map(CO_UP_IO_OUTPUT, 0);
+  } catch (const RuntimeError& e) {
+    map_refused = std::string(e.what()).find("lives in io_memory") != std::string::npos;
+  }
+  EXPECT_TRUE(map_refused);
+
+  // Entries that do not describe memory the tensor fits in are refused, each with its reason.
+  auto refused = [&](std::vector<co_up_io_memory> entries) -> std::string {
+    co_up_subgraph_desc bad = desc.get();
+    bad.io_memory = entries.data();
+    bad.io_memory_count = static_cast<uint32_t>(entries.size());
+    try {
+      CompiledSubGraph compiled(device, bad, "bad");
+    } catch (const UnsupportedByPlugin& e) {
+      return std::string("unsupported, not invalid: ") + e.what();
+    } catch (const RuntimeError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  co_up_io_memory wrong = slice;
+  wrong.channel_offset = kStride - kChannels + 1;  // the slice would end past the pixel
+  EXPECT_NE(refused({wrong}).find("exceed pixel_stride"), std::string::npos);
+  wrong = slice;
+  wrong.channel_offset = 0;
+  wrong.pixel_stride = kChannels - 1;  // narrower than the tensor's channels
+  EXPECT_NE(refused({wrong}).find("exceed pixel_stride"), std::string::npos);
+  wrong = slice;
+  wrong.pixel_stride = 0;  // dense, yet an offset
+  EXPECT_NE(refused({wrong}).find("channel_offset must be 0"), std::string::npos);
+  wrong = slice;
+  wrong.host_ptr = nullptr;
+  EXPECT_NE(refused({wrong}).find("host_ptr is NULL"), std::string::npos);
+  EXPECT_NE(refused({slice, slice}).find("one entry per port"), std::string::npos);
+  EXPECT_EQ(refused({slice}), "accepted");
 }
 
 }  // namespace
