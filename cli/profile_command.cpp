@@ -394,7 +394,13 @@ planner::LayerProfile profile_skeleton(const ProfileJob& job) {
     pp.name = spec->name;
     pp.kind = spec->kind;
     pp.backend = plugin->name();
-    pp.in_place_boundaries = (plugin->external_io() & CO_UP_EXTERNAL_IO_DENSE) != 0;
+    // What the executor needs to share a boundary with no copy (plan_shared_tensors): runtime
+    // memory for a whole tensor (DENSE; CHANNEL_SLICE alone only shares a Concat's parts, the
+    // model charges copies for it) and NHWC boundaries (shared tensors cross in NHWC, which
+    // `co_up` always chooses where both backends hold it). Which edges qualify is the graph's
+    // (graph::shareable_boundary, UnitDag::shareable).
+    pp.in_place_boundaries = (plugin->external_io() & CO_UP_EXTERNAL_IO_DENSE) != 0 &&
+                             (plugin->boundary_layouts() & (1u << CO_UP_LAYOUT_NHWC)) != 0;
     pp.host = spec->is_cpu() ? letter : spec->host;
     pp.host_cores = platform.host_cores(letter);
     // A processor's own table only: an accelerator without one is not clocked by its host CPU

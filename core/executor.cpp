@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/receiver.h"
 #include "core/sender.h"
+#include "graph/shared_boundary.h"
 #include "profiler/events.h"
 
 namespace co_up {
@@ -342,7 +343,7 @@ void Executor::Impl::plan_shared_tensors() {
   };
   auto shareable = [&](const Edge* e, uint32_t bit) {
     return e != nullptr && e->source != kGraphInput && !e->is_graph_output && !e->destinations.empty() &&
-           nhwc.count(e->tensor) != 0 && (caps(e->source) & bit) != 0 &&
+           graph::shareable_boundary(graph, e->tensor) && nhwc.count(e->tensor) != 0 && (caps(e->source) & bit) != 0 &&
            std::all_of(e->destinations.begin(), e->destinations.end(),
                        [&](uint32_t d) { return (caps(d) & bit) != 0; });
   };
@@ -425,25 +426,48 @@ void Executor::Impl::compile_all() {
   // to its processor's host cores so first-touch memory lands near the processor that uses it.
   // The placement has checked every node with the backend already.
   std::vector<std::exception_ptr> errors(subgraphs.size());
+  // Per sub-graph: its backend declined the io_memory it was given (CO_UP_STATUS_UNSUPPORTED).
+  std::vector<char> declined(subgraphs.size(), 0);
+  auto compile = [this, &errors, &declined](size_t i) {
+    SubGraphRuntime& s = *subgraphs[i];
+    try {
+      pin_current_thread(s.processor->host_cores);
+      co_up_subgraph_desc desc = placement.desc(s.subgraph->index).get();
+      const std::vector<co_up_io_memory>& memory = io_memory[i];
+      desc.io_memory = memory.empty() ? nullptr : memory.data();
+      desc.io_memory_count = static_cast<uint32_t>(memory.size());
+      s.compiled = std::make_unique<CompiledSubGraph>(
+          s.processor->device, desc,
+          subgraph_label(*s.subgraph) + " on backend '" + s.processor->backend + "'");
+    } catch (const UnsupportedByPlugin&) {
+      if (io_memory[i].empty()) errors[i] = std::current_exception();
+      declined[i] = 1;
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
   std::vector<std::thread> threads;
+  for (size_t i = 0; i < subgraphs.size(); ++i) threads.emplace_back(compile, i);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  if (std::find(declined.begin(), declined.end(), 1) == declined.end()) return;
+  // A backend that cannot take the runtime's memory as described (the ABI lets it decline):
+  // the network's boundaries are copied instead, as without share_boundaries. Every sub-graph
+  // compiled with io_memory is compiled again without it (a shared tensor's producer and readers
+  // must agree), then the buffers they pointed into go.
+  threads.clear();
   for (size_t i = 0; i < subgraphs.size(); ++i) {
-    threads.emplace_back([this, i, &errors] {
-      SubGraphRuntime& s = *subgraphs[i];
-      try {
-        pin_current_thread(s.processor->host_cores);
-        co_up_subgraph_desc desc = placement.desc(s.subgraph->index).get();
-        const std::vector<co_up_io_memory>& memory = io_memory[i];
-        desc.io_memory = memory.empty() ? nullptr : memory.data();
-        desc.io_memory_count = static_cast<uint32_t>(memory.size());
-        s.compiled = std::make_unique<CompiledSubGraph>(
-            s.processor->device, desc,
-            subgraph_label(*s.subgraph) + " on backend '" + s.processor->backend + "'");
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
+    if (io_memory[i].empty()) continue;
+    subgraphs[i]->compiled.reset();
+    io_memory[i].clear();
+    declined[i] = 0;
+    threads.emplace_back(compile, i);
   }
   for (std::thread& t : threads) t.join();
+  shared_tensors.clear();
+  shared_buffers.clear();
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }

@@ -39,6 +39,7 @@ void check_status(const co_up_plugin_api& api, co_up_status* status, const std::
   if (status == nullptr) return;
   std::unique_ptr<co_up_status, StatusReleaser> owned(status, StatusReleaser{&api});
   const std::string message = owned->message != nullptr ? owned->message : "(no message)";
+  if (owned->code == CO_UP_STATUS_UNSUPPORTED) throw UnsupportedByPlugin(context + ": " + message);
   throw RuntimeError(context + ": " + message);
 }
 

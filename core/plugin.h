@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "co_up/plugin_abi.h"
+#include "core/error.h"
 
 namespace co_up {
 
@@ -48,6 +49,13 @@ class PluginCallScope {
 
 // Throws RuntimeError "<context>: <plugin message>" when `status` is non-NULL; releases it.
 void check_status(const co_up_plugin_api& api, co_up_status* status, const std::string& context);
+
+// What check_status throws for CO_UP_STATUS_UNSUPPORTED: a valid request this backend cannot do,
+// which the caller may answer by asking for less (compiled_create without io_memory).
+class UnsupportedByPlugin : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
 
 // One loaded shared object and its factory.
 class Plugin {

@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "graph/shared_boundary.h"
+
 namespace co_up::graph {
 namespace {
 
@@ -178,6 +180,7 @@ UnitDag unit_dag(const Graph& graph) {
   dag.predecessors.resize(units);
   dag.outputs.assign(units, false);
   dag.inputs.assign(units, false);
+  dag.shareable.assign(units, true);
   for (const Node& node : graph.nodes()) {
     if (node.op == OpType::kInput) continue;
     for (TensorId t : node.inputs) {
@@ -187,6 +190,7 @@ UnitDag unit_dag(const Graph& graph) {
       const Node& producer = graph.node(tensor.producer);
       if (producer.op == OpType::kInput) dag.inputs[node.layer] = true;
       if (producer.op == OpType::kInput || producer.layer == node.layer) continue;
+      if (!shareable_boundary(graph, t)) dag.shareable[producer.layer] = false;
       std::vector<uint32_t>& p = dag.predecessors[node.layer];
       if (std::find(p.begin(), p.end(), producer.layer) == p.end()) p.push_back(producer.layer);
     }

@@ -64,6 +64,9 @@ struct UnitDag {
   std::vector<std::vector<uint32_t>> predecessors;
   std::vector<bool> outputs;
   std::vector<bool> inputs;
+  // Per unit: switch mode may share every tensor it passes to a later unit in place
+  // (shareable_boundary). Empty: unknown, every unit's may.
+  std::vector<bool> shareable;
   std::vector<std::vector<uint32_t>> successors() const;
 };
 UnitDag unit_dag(const Graph& graph);

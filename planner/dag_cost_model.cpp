@@ -61,6 +61,7 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
     dag_.inputs.assign(n, false);
     if (n > 0) dag_.inputs[0] = true;
   }
+  if (dag_.shareable.size() != n) dag_.shareable.clear();  // unknown: as the profile says
   for (uint32_t u = 0; u < n; ++u) {
     for (uint32_t q : dag_.predecessors[u]) {
       if (q >= u) throw std::logic_error("unit DAG: a predecessor is not before its unit");
@@ -159,10 +160,12 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       if (s == d || charged_for[q] == d) continue;
       charged_for[q] = d;
       const size_t ps = plan.processor[s];
-      // Switch mode shares the tensor in place between two such backends: no copy to charge.
+      // Switch mode shares the tensor in place between two such backends, where the runtime
+      // would (graph::shareable_boundary, UnitDag::shareable): no copy to charge.
       // (A split layer's Concat is then written in place by its parts too; the profile timed it
       // inside one sub-graph, where the backend does the same, so its unit time stays.)
-      const bool in_place = m.mode == Mode::kSwitch && in_place_[ps] && in_place_[pd];
+      const bool in_place = m.mode == Mode::kSwitch && in_place_[ps] && in_place_[pd] &&
+                            (dag_.shareable.empty() || dag_.shareable[q]);
       if (!in_place) {
         plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
         plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);

@@ -39,11 +39,27 @@ std::vector<co_up_io_memory> io_memory_of(const co_up_subgraph_desc& graph) {
   for (uint32_t i = 0; i < graph.io_memory_count; ++i) {
     const co_up_io_memory& m = element_at(graph.io_memory, i);
     const bool input = m.direction == CO_UP_IO_INPUT;
-    if ((!input && m.direction != CO_UP_IO_OUTPUT) ||
-        m.index >= (input ? graph.input_count : graph.output_count) || m.host_ptr == nullptr) {
+    const std::string entry = "io_memory entry " + std::to_string(i);
+    if ((!input && m.direction != CO_UP_IO_OUTPUT) || m.index >= (input ? graph.input_count : graph.output_count)) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, entry + " names no input or output of the sub-graph");
+    }
+    if (m.host_ptr == nullptr) fail(CO_UP_STATUS_INVALID_ARGUMENT, entry + ": host_ptr is NULL");
+    for (const co_up_io_memory& earlier : entries) {
+      if (earlier.direction == m.direction && earlier.index == m.index) {
+        fail(CO_UP_STATUS_INVALID_ARGUMENT, entry + " names an " + (input ? "input" : "output") +
+                                                " an earlier entry names already: one entry per port");
+      }
+    }
+    // Channels per pixel: dims[1] of a 4-D tensor (dims are in NCHW order whatever the layout).
+    const co_up_tensor_desc& t = element_at(graph.tensors, input ? graph.inputs[m.index] : graph.outputs[m.index]);
+    const uint64_t channels = t.rank == 4 && t.dims[1] > 0 ? static_cast<uint64_t>(t.dims[1]) : 0;
+    if (m.pixel_stride == 0 && m.channel_offset != 0) {
+      fail(CO_UP_STATUS_INVALID_ARGUMENT, entry + ": channel_offset must be 0 when pixel_stride is 0 (dense)");
+    }
+    if (m.pixel_stride != 0 && (m.pixel_stride < channels || m.channel_offset > m.pixel_stride - channels)) {
       fail(CO_UP_STATUS_INVALID_ARGUMENT,
-           "io_memory entry " + std::to_string(i) + " names no input or output of the sub-graph "
-           "(or its host_ptr is NULL)");
+           entry + ": channel_offset " + std::to_string(m.channel_offset) + " + " + std::to_string(channels) +
+               " channels exceed pixel_stride " + std::to_string(m.pixel_stride));
     }
     entries.push_back(m);
   }

@@ -141,6 +141,7 @@ struct co_up_compiled {
     co_up::xnnpack::Buffer<float> staging;      // NCHW copy when `convert`
     bool pending = false;                // input mapped, not converted yet
     float* internal = nullptr;           // where the kernels hold it (own storage or io_memory)
+    bool external = false;               // in the runtime's io_memory: never mapped or bound
     int64_t count = 0;                   // its elements
   };
 
@@ -394,6 +395,9 @@ std::unique_ptr<co_up_compiled> compile(co_up_device* device, const co_up_subgra
   }
   for (uint32_t i = 0; i < graph.input_count; ++i) c->inputs.push_back(port(graph.inputs[i]));
   for (uint32_t i = 0; i < graph.output_count; ++i) c->outputs.push_back(port(graph.outputs[i]));
+  for (auto* ports : {&c->inputs, &c->outputs}) {
+    for (co_up_compiled::Port& p : *ports) p.external = external.at[p.tensor] != nullptr;
+  }
   std::vector<F32Step> work = build_f32_steps(graph, subgraph, fusions, buffers, *device->pool);
   for (uint32_t n = 0; n < graph.node_count; ++n) {
     c->steps.push_back({element_at(graph.nodes, n).layer, std::move(work[n])});
@@ -583,6 +587,13 @@ co_up_compiled::Port& port_at(co_up_compiled* compiled, int32_t direction, uint3
                               const char* call) {
   auto& list = direction == CO_UP_IO_INPUT ? compiled->inputs : compiled->outputs;
   backends::check_port(call, direction, index, list.size());
+  // A port in runtime memory may be a channel slice: a dense map or bind would read or write
+  // over its neighbours' channels. The runtime reads and writes it where it lies instead.
+  if (list[index].external) {
+    fail(CO_UP_STATUS_INVALID_ARGUMENT, std::string(call) + ": the " +
+                                            (direction == CO_UP_IO_INPUT ? "input " : "output ") +
+                                            std::to_string(index) + " lives in io_memory; use it there");
+  }
   return list[index];
 }
 

@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/executor.h"
 #include "core/network.h"
 #include "core/placement.h"
 #include "core/plugin.h"
+#include "core/plugin_registry.h"
 #include "graph/builder.h"
 #include "graph/passes.h"
 #include "tests/core/test_support.h"
@@ -127,6 +129,33 @@ TEST(SharedBoundaries, SharedAndCopiedRunsEqualOneProcessorBitForBit) {
   }
 }
 
+#ifdef CO_UP_DECLINING_IO_MEMORY_DIR
+TEST(SharedBoundaries, ABackendDecliningRuntimeMemoryGetsCopiesInstead) {
+  // cpu-xnnpack whose compiled_create answers UNSUPPORTED to any io_memory (the ABI lets it):
+  // the run copies its boundaries instead, with no error, and computes the same output.
+  const graph::Graph g = split_googlenet();
+  const RunResultSummary reference = run_order(g, std::string(82, 'B'), Mode::kSwitch, false);
+  ExecutorOptions options;
+  options.mode = Mode::kSwitch;
+  const PluginRegistry declining = PluginRegistry::load_directory(CO_UP_DECLINING_IO_MEMORY_DIR);
+  ASSERT_NE(declining.find("cpu-xnnpack"), nullptr) << declining.summary();
+  Executor executor(g, Partition::create(g, spread_order()), host_platform(), declining, options);
+  RunRequest request;
+  request.frames = 3;
+  request.input_sets = {seeded_inputs(g, 11), seeded_inputs(g, 12)};
+  std::map<uint64_t, std::vector<float>> outputs;
+  std::mutex mutex;
+  request.on_output = [&](uint64_t frame, uint32_t, std::span<const float> values) {
+    std::lock_guard lock(mutex);
+    outputs[frame].assign(values.begin(), values.end());
+  };
+  const RunResult result = executor.run(request);
+  EXPECT_EQ(result.profile.frames_completed, 3u);
+  for (const profiler::ReceiverInfo& info : result.profile.receivers) EXPECT_EQ(info.in_place, "") << info.tensor;
+  EXPECT_EQ(outputs, reference.outputs);
+}
+#endif
+
 // x [1,8,6,6] -> Conv 16 -> y, one sub-graph; y described NHWC (a boundary between NHWC backends).
 TEST(SharedBoundaries, ConvolutionWritesIntoItsChannelSliceOfRuntimeMemory) {
   if (!have_xnnpack()) GTEST_SKIP() << "cpu-xnnpack is not built here (no libxnnpack-dev)";
@@ -180,6 +209,45 @@ TEST(SharedBoundaries, ConvolutionWritesIntoItsChannelSliceOfRuntimeMemory) {
       }
     }
   }
+
+  // Its output lives in io_memory: a dense map would read across the neighbouring channels.
+  bool map_refused = false;
+  try {
+    sliced.map(CO_UP_IO_OUTPUT, 0);
+  } catch (const RuntimeError& e) {
+    map_refused = std::string(e.what()).find("lives in io_memory") != std::string::npos;
+  }
+  EXPECT_TRUE(map_refused);
+
+  // Entries that do not describe memory the tensor fits in are refused, each with its reason.
+  auto refused = [&](std::vector<co_up_io_memory> entries) -> std::string {
+    co_up_subgraph_desc bad = desc.get();
+    bad.io_memory = entries.data();
+    bad.io_memory_count = static_cast<uint32_t>(entries.size());
+    try {
+      CompiledSubGraph compiled(device, bad, "bad");
+    } catch (const UnsupportedByPlugin& e) {
+      return std::string("unsupported, not invalid: ") + e.what();
+    } catch (const RuntimeError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  co_up_io_memory wrong = slice;
+  wrong.channel_offset = kStride - kChannels + 1;  // the slice would end past the pixel
+  EXPECT_NE(refused({wrong}).find("exceed pixel_stride"), std::string::npos);
+  wrong = slice;
+  wrong.channel_offset = 0;
+  wrong.pixel_stride = kChannels - 1;  // narrower than the tensor's channels
+  EXPECT_NE(refused({wrong}).find("exceed pixel_stride"), std::string::npos);
+  wrong = slice;
+  wrong.pixel_stride = 0;  // dense, yet an offset
+  EXPECT_NE(refused({wrong}).find("channel_offset must be 0"), std::string::npos);
+  wrong = slice;
+  wrong.host_ptr = nullptr;
+  EXPECT_NE(refused({wrong}).find("host_ptr is NULL"), std::string::npos);
+  EXPECT_NE(refused({slice, slice}).find("one entry per port"), std::string::npos);
+  EXPECT_EQ(refused({slice}), "accepted");
 }
 
 }  // namespace

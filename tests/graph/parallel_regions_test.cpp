@@ -9,6 +9,7 @@
 
 #include "graph/onnx/onnx_importer.h"
 #include "graph/passes.h"
+#include "graph/shared_boundary.h"
 #include "graph/zoo/zoo.h"
 
 namespace co_up::graph {
@@ -156,6 +157,32 @@ TEST(UnitRegions, GoogLeNetOpUnitsSpreadThreeBranchesPerModule) {
     EXPECT_EQ(r.join, f + 6);
     EXPECT_NE(units[r.join].name.find("pool_proj"), std::string::npos) << units[r.join].name;
   }
+}
+
+TEST(UnitDag, MarksTheUnitsWhoseBoundariesSwitchModeMayShare) {
+  // AlexNet: the convolution units pass 4-D f32 tensors on (shareable), the classifier units
+  // 2-D ones (copied), and the last unit's output is the graph's (copied).
+  const Graph g = zoo_graph("alexnet", true);
+  const UnitDag dag = unit_dag(g);
+  ASSERT_EQ(dag.shareable.size(), g.layer_count());
+  size_t shared = 0, copied = 0;
+  for (const Node& n : g.nodes()) {
+    if (n.op == OpType::kInput) continue;
+    for (TensorId t : n.inputs) {
+      const Tensor& in = g.tensor(t);
+      if (in.is_constant || in.producer == kNoNode || g.node(in.producer).op == OpType::kInput) continue;
+      const uint32_t producer = g.node(in.producer).layer;
+      if (producer == n.layer) continue;
+      const bool four_d = in.desc.shape.size() == 4;
+      EXPECT_EQ(shareable_boundary(g, t), four_d) << in.name;
+      if (!four_d) EXPECT_FALSE(dag.shareable[producer]) << in.name;
+      (four_d ? shared : copied) += 1;
+    }
+  }
+  EXPECT_GT(shared, 0u);
+  EXPECT_GT(copied, 0u);
+  EXPECT_TRUE(dag.shareable[0]);
+  EXPECT_FALSE(shareable_boundary(g, g.outputs().front()));
 }
 
 TEST(UnitRegions, GoogLeNetBranchUnitsSpreadAllFourBranchesAndJoinApart) {

@@ -119,6 +119,22 @@ TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) 
   EXPECT_DOUBLE_EQ(DagCostModel(mixed, dag(kDiamond)).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 54);
 }
 
+TEST(DagCostModel, SwitchModeChargesTheCopiesOfEdgesTheRuntimeDoesNotShare) {
+  // Backends that share, but units whose outputs the runtime would copy all the same (a 3-D
+  // tensor, a graph output, a network with exits: UnitDag::shareable): the copies of
+  // TransfersAndHandOffsArePerEdge come back, 57.
+  LayerProfile shared = profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2, 4);
+  for (ProfileProcessor& p : shared.processors) p.in_place_boundaries = true;
+  const CostModel model(shared);
+  graph::UnitDag copied = dag(kDiamond);
+  copied.shareable.assign(4, false);
+  EXPECT_DOUBLE_EQ(DagCostModel(model, copied).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 57);
+  // Only unit 0's outputs copied: B 0 sends 2 edges [0,12]; L 1 receives 2: [12,37]; B 2
+  // receives 2: [12,44]; L 3 shares both: [44,52].
+  copied.shareable = {false, true, true, true};
+  EXPECT_DOUBLE_EQ(DagCostModel(model, copied).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 52);
+}
+
 TEST(DagCostModel, OnAChainItAgreesWithTheChainModel) {
   SyntheticSpec spec;
   spec.layers = 7;

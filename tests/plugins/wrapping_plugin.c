@@ -15,6 +15,9 @@
  *                               fault, which UBSan's null check would not let through as one),
  *                               "abort", "hang" (sleeps for ever); without it, the reference
  *                               plugin as is
+ *   TEST_PLUGIN_DECLINING_IO_MEMORY  "cpu-xnnpack" wrapped (in a directory of its own): a
+ *                               compiled_create given io_memory answers UNSUPPORTED, as the ABI
+ *                               lets a backend do; the runtime must copy those boundaries instead
  *
  * Statuses of the wrapper's own are static (status_release ignores them); the others come from
  * the reference plugin and go back to it. */
@@ -36,8 +39,17 @@ static co_up_status kCompileFailed = {
     sizeof(co_up_status), CO_UP_STATUS_RUNTIME_ERROR,
     "vendor compiler rejected the partition (out of NPU SRAM: needs 9 MiB, has 4 MiB)"};
 
+#if defined(TEST_PLUGIN_DECLINING_IO_MEMORY)
+static co_up_status kIoMemoryDeclined = {sizeof(co_up_status), CO_UP_STATUS_UNSUPPORTED,
+                                         "declining-io-memory: io_memory not taken"};
+#endif
+
 static void status_release(co_up_status* status) {
-  if (status != &kInitFailed && status != &kCompileFailed) g_inner->status_release(status);
+  if (status == &kInitFailed || status == &kCompileFailed) return;
+#if defined(TEST_PLUGIN_DECLINING_IO_MEMORY)
+  if (status == &kIoMemoryDeclined) return;
+#endif
+  g_inner->status_release(status);
 }
 
 #if defined(TEST_PLUGIN_FAILING_INIT)
@@ -72,6 +84,17 @@ static co_up_status* partial_query_node(co_up_device* device, const co_up_subgra
              "partial-npu runs Conv, FullyConnected and MaxPool only, not %s", op);
   }
   return NULL;
+}
+#endif
+
+#if defined(TEST_PLUGIN_DECLINING_IO_MEMORY)
+static co_up_status* declining_compiled_create(co_up_device* device, const co_up_subgraph_desc* graph,
+                                               co_up_compiled** out_compiled) {
+  if (graph->io_memory_count > 0) {
+    *out_compiled = NULL;
+    return &kIoMemoryDeclined;
+  }
+  return g_inner->compiled_create(device, graph, out_compiled);
 }
 #endif
 
@@ -129,6 +152,8 @@ CO_UP_PLUGIN_EXPORT const co_up_plugin_api* co_up_plugin_get_api(uint32_t host_a
   g_table.api.name = "partial-npu";
   g_table.api.kind = CO_UP_BACKEND_ACCELERATOR;
   g_table.api.device_query_node = partial_query_node;
+#elif defined(TEST_PLUGIN_DECLINING_IO_MEMORY)
+  g_table.api.compiled_create = declining_compiled_create;  /* keeps the name "cpu-xnnpack" */
 #elif defined(TEST_PLUGIN_CRASHING)
   g_table.api.name = "crashing";
   g_table.api.device_create = crashing_device_create;
