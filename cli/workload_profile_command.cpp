@@ -97,8 +97,11 @@ bool computes_on_its_thread(const ProcessorSpec& p) {
 namespace {
 
 // One co-run of the two parties: each thread runs `frames` frames per call until both have that
-// many frames started after the other's first; the one that gets there first keeps running, so
-// the other is measured under contention to its last frame. (Not one frame per call: each run()
+// many frames inside the other's activity (started after the other's first frame started, ended
+// before the other's latest frame ended); the one that gets there first keeps running, so the
+// other is measured under contention to its last frame. (Counting frames by their start alone let
+// a thread that was descheduled while the other ran count frames that ran after the other had
+// stopped, so that no frame of it was left inside the common window on a loaded host.) (Not one frame per call: each run()
 // starts its processor threads, and the gaps between calls would be time without contention.)
 // Returns each party's frame costs (frame_us) of the frames that ran while the other was running.
 std::array<std::vector<double>, 2> run_together(const std::array<const CoRunParty*, 2>& party,
@@ -106,6 +109,7 @@ std::array<std::vector<double>, 2> run_together(const std::array<const CoRunPart
   std::array<std::vector<FrameSpan>, 2> spans;
   std::atomic<int> reached{0};
   std::array<std::atomic<int64_t>, 2> first_start{};  // each party's first frame start, once known
+  std::array<std::atomic<int64_t>, 2> last_end{};     // each party's latest frame end so far
   std::array<std::exception_ptr, 2> error{};
   const auto body = [&](int i) {
     try {
@@ -118,10 +122,13 @@ std::array<std::vector<double>, 2> run_together(const std::array<const CoRunPart
         for (const FrameSpan& s : spans_of(r.profile)) spans[i].push_back(s);
         if (r.profile.frames_completed == 0) throw RuntimeError("a co-run frame did not complete");
         if (first_start[i].load() == 0) first_start[i].store(spans[i].front().start_ns);
-        // Frames that started after the other party's first one ran under contention.
-        const int64_t other = first_start[1 - i].load();
-        const auto inside = other == 0 ? 0 : std::count_if(spans[i].begin(), spans[i].end(),
-                                                           [&](const FrameSpan& s) { return s.start_ns >= other; });
+        last_end[i].store(spans[i].back().end_ns);
+        // Frames that ran while the other party was running ran under contention.
+        const int64_t other_first = first_start[1 - i].load();
+        const int64_t other_last = last_end[1 - i].load();
+        const auto inside = other_first == 0 ? 0 : std::count_if(spans[i].begin(), spans[i].end(), [&](const FrameSpan& s) {
+          return s.start_ns >= other_first && s.end_ns <= other_last;
+        });
         if (!counted && inside >= frames) {
           counted = true;
           reached.fetch_add(1);
