@@ -565,11 +565,15 @@ TEST(ExternalMeterTest, ReportsFromASavedLog) {
   meter.start();
   // 200 frames (0.45 s): a 1.3 ms meter sees few of these sub-period layers change, and with 60
   // frames the edges it does see left the rate free over +-700 ppm; 200 pin it within +-100.
+  // Layer times vary frame to frame (a fixed pattern, not random): with exactly 0.7 and 1.1 ms on
+  // a host whose busy waits are exact, the edges fall on the same few phases of the 1.3 ms
+  // sampling, and the rate came out 180 ppm off in 2 of 5 runs.
   for (int f = 0; f < 200; ++f) {
     for (uint32_t l = 0; l < 2; ++l) {
       tagger.on_layer_begin('L', l, static_cast<uint64_t>(f));
       spans.on_layer_begin('L', l, static_cast<uint64_t>(f));
-      const int64_t until = profiler::now_ns() + (l == 0 ? 700'000 : 1'100'000);
+      const int64_t layer_ns = l == 0 ? 700'000 + (f * 53'000) % 200'000 : 1'100'000 + (f * 97'000) % 300'000;
+      const int64_t until = profiler::now_ns() + layer_ns;
       while (profiler::now_ns() < until) {
       }
       spans.on_layer_end('L', l, static_cast<uint64_t>(f));
