@@ -23,6 +23,7 @@
 #include "core/workload_runner.h"
 #include "profiler/workload_report.h"
 #include "tests/core/test_support.h"
+#include "tests/core/workload_harness.h"
 
 namespace co_up {
 namespace {
@@ -30,83 +31,23 @@ namespace {
 using testing::build_plugins;
 using testing::host_platform;
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
 using testing::distinct_inputs;
-
-struct Delivered {
-  std::mutex mutex;
-  std::vector<uint64_t> order;  // output 0's frames in delivery order
-  std::map<uint64_t, std::vector<float>> by_frame;
-  void add(uint64_t frame, uint32_t output, std::span<const float> values) {
-    if (output != 0) return;
-    std::lock_guard lock(mutex);
-    order.push_back(frame);
-    by_frame[frame].assign(values.begin(), values.end());
-  }
-};
-
-std::map<uint64_t, std::vector<float>> run_alone(const graph::Graph& g, const std::string& order,
-                                                 const InputSets& inputs) {
-  Executor executor(g, Partition::create(g, order), host_platform(), build_plugins(), ExecutorOptions{});
-  Delivered delivered;
-  RunRequest request;
-  request.frames = inputs.size();
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t f, uint32_t o, std::span<const float> v) { delivered.add(f, o, v); };
-  executor.run(request);
-  return delivered.by_frame;
-}
+using namespace workload_harness;
 
 char other_letter() { return host_platform().find('L') != nullptr ? 'L' : 'B'; }
 
-struct Net {
-  std::string name;
-  graph::Graph graph;
-  std::string order;
-  std::vector<std::string> replicas;
-  InputSets inputs;
-  std::optional<double> rate;
-};
-
 Net make_net(const std::string& name, const std::string& zoo, uint32_t seed, int64_t image_size = 32) {
-  Net n{name, build_network({zoo, "layers", image_size, seed, ""}), "", {}, {}, {}};
+  Net n{name, build_network({zoo, "layers", image_size, seed, ""}), "", {}, {}};
   n.inputs = distinct_inputs(n.graph, 5, seed);
   return n;
 }
 
-struct GroupRun {
-  std::vector<std::unique_ptr<Executor>> executors;
-  std::vector<Delivered> delivered;
-  WorkloadRunResult result;
-};
-
-void run_group(const std::vector<Net>& nets, uint64_t frames, GroupRun& out) {
-  const Platform platform = host_platform();
-  SharedDevices devices;
-  auto share = make_executor_share();
-  ExecutorOptions options;
-  options.profile_level = 1;
-  out.delivered = std::vector<Delivered>(nets.size());
-  std::vector<WorkloadStreamSpec> specs;
-  for (size_t i = 0; i < nets.size(); ++i) {
-    out.executors.push_back(std::make_unique<Executor>(
-        devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
-    WorkloadStreamSpec s;
-    s.executor = out.executors.back().get();
-    for (const std::string& r : nets[i].replicas) {
-      out.executors.push_back(
-          std::make_unique<Executor>(devices.place(nets[i].graph, r, platform, build_plugins()), options, share));
-      s.replicas.push_back(out.executors.back().get());
-    }
-    s.frames = frames;
-    s.rate = nets[i].rate;
-    s.input_sets = nets[i].inputs;
-    Delivered* d = &out.delivered[i];
-    s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
-    specs.push_back(std::move(s));
-  }
-  WorkloadRunner runner(std::move(specs), GroupPolicy::kOldest);
-  out.result = runner.run();
+// Every network `frames` requests, oldest first; `rate` (requests/s) for every network, or as
+// fast as they go.
+void run_group(const std::vector<Net>& nets, uint64_t frames, GroupRun& out, std::optional<double> rate = {}) {
+  workload_harness::run_group(nets, std::vector<uint64_t>(nets.size(), frames),
+                              std::vector<std::optional<double>>(nets.size(), rate), std::vector<int>(nets.size(), 0),
+                              GroupPolicy::kOldest, out);
 }
 
 // Per network frame: the sub-graph runs that computed it (merged sub-graph numbers).
@@ -156,22 +97,11 @@ TEST(WorkloadReplicasTest, EveryRequestRunsOnceOnOneReplicaInOrderWithItsOwnBits
   const uint64_t frames = 500;
   GroupRun got;
   run_group(nets, frames, got);
+  expect_every_frame_as_alone(nets, got, frames);
+  if (HasFatalFailure()) return;
   for (size_t n = 0; n < nets.size(); ++n) {
     SCOPED_TRACE(nets[n].name);
-    const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
-    const Delivered& d = got.delivered[n];
-    ASSERT_EQ(d.order.size(), frames) << "requests lost or duplicated";
-    for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "requests delivered out of order";
-    for (uint64_t f = 0; f < frames; ++f) {
-      const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
-      const std::vector<float>& actual = d.by_frame.at(f);
-      ASSERT_EQ(expected.size(), actual.size());
-      ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
-          << "request " << f << " differs from the network's own run";
-    }
     const WorkloadStreamResult& r = got.result.streams[n];
-    EXPECT_EQ(r.run.profile.frames_completed, frames);
-    EXPECT_FALSE(r.run.profile.interrupted);
     ASSERT_EQ(r.end_ns.size(), frames);
     // Ends are deliveries, in request order: never before the previous request's.
     for (uint64_t f = 1; f < frames; ++f) ASSERT_GE(r.end_ns[f], r.end_ns[f - 1]) << "request " << f;
@@ -231,10 +161,9 @@ TEST(WorkloadReplicasTest, RateLimitedRequestsOnReplicasStartNoEarlierThanTheirA
   Net net = make_net("squeeze", "squeezenet", 3);
   net.order = std::string(net.graph.layer_count(), 'B');
   net.replicas = {std::string(net.graph.layer_count(), o)};
-  net.rate = 400.0;
   const uint64_t frames = 40;
   GroupRun got;
-  run_group({net}, frames, got);
+  run_group({net}, frames, got, 400.0);
   const WorkloadStreamResult& r = got.result.streams[0];
   ASSERT_EQ(r.arrival_ns.size(), frames);
   ASSERT_EQ(got.delivered[0].order.size(), frames);

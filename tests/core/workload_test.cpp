@@ -22,6 +22,7 @@
 #include "core/workload_runner.h"
 #include "profiler/workload_report.h"
 #include "tests/core/test_support.h"
+#include "tests/core/workload_harness.h"
 
 namespace co_up {
 namespace {
@@ -31,89 +32,13 @@ using testing::host_platform;
 
 constexpr int64_t kSmallImage = 32;
 
-using InputSets = std::vector<std::vector<std::vector<float>>>;
 using testing::distinct_inputs;
-
-// Frame outputs (output 0) in delivery order.
-struct Delivered {
-  std::mutex mutex;
-  std::vector<uint64_t> order;
-  std::map<uint64_t, std::vector<float>> by_frame;
-  void add(uint64_t frame, uint32_t output, std::span<const float> values) {
-    if (output != 0) return;
-    std::lock_guard lock(mutex);
-    order.push_back(frame);
-    by_frame[frame].assign(values.begin(), values.end());
-  }
-};
-
-// The network alone: what each distinct input gives, on the same order.
-std::map<uint64_t, std::vector<float>> run_alone(const graph::Graph& g, const std::string& order,
-                                                 const InputSets& inputs) {
-  ExecutorOptions options;
-  Executor executor(g, Partition::create(g, order), host_platform(), build_plugins(), options);
-  Delivered delivered;
-  RunRequest request;
-  request.frames = inputs.size();
-  request.input_sets = inputs;
-  request.on_output = [&](uint64_t f, uint32_t o, std::span<const float> v) { delivered.add(f, o, v); };
-  executor.run(request);
-  return delivered.by_frame;
-}
+using namespace workload_harness;
 
 // Orders over a graph's layers: "first half on B, rest on L", "first third on L, rest on B",
 // and alternating blocks (non-contiguous: B owns two sub-graphs).
 std::string split_order(uint32_t layers, uint32_t first, char a, char b) {
   return std::string(first, a) + std::string(layers - first, b);
-}
-
-struct Net {
-  std::string name;
-  graph::Graph graph;
-  std::string order;
-  InputSets inputs;
-  std::vector<std::string> replicas;  // more orders over the network's one request stream
-};
-
-struct GroupRun {
-  std::vector<std::unique_ptr<Executor>> executors;
-  std::vector<Delivered> delivered;
-  WorkloadRunResult result;
-};
-
-void run_group(const std::vector<Net>& nets, const std::vector<uint64_t>& frames,
-               const std::vector<std::optional<double>>& rates, const std::vector<int>& priorities,
-               GroupPolicy policy, GroupRun& out, const Workload* plan = nullptr) {
-  const Platform platform = host_platform();
-  SharedDevices devices;
-  auto share = make_executor_share();
-  ExecutorOptions options;
-  options.profile_level = 1;
-  out.delivered = std::vector<Delivered>(nets.size());
-  std::vector<WorkloadStreamSpec> specs;
-  std::optional<PlanRanks> ranks;
-  if (plan != nullptr) ranks.emplace(*plan);
-  for (size_t i = 0; i < nets.size(); ++i) {
-    out.executors.push_back(std::make_unique<Executor>(
-        devices.place(nets[i].graph, nets[i].order, platform, build_plugins()), options, share));
-    WorkloadStreamSpec s;
-    s.executor = out.executors.back().get();
-    for (const std::string& r : nets[i].replicas) {
-      out.executors.push_back(
-          std::make_unique<Executor>(devices.place(nets[i].graph, r, platform, build_plugins()), options, share));
-      s.replicas.push_back(out.executors.back().get());
-    }
-    s.frames = frames[i];
-    s.rate = rates[i];
-    s.priority = priorities[i];
-    s.input_sets = nets[i].inputs;
-    Delivered* d = &out.delivered[i];
-    s.on_output = [d](uint64_t f, uint32_t o, std::span<const float> v) { d->add(f, o, v); };
-    if (ranks) s.plan_rank = [&ranks, i](uint64_t f) { return ranks->rank(i, f); };
-    specs.push_back(std::move(s));
-  }
-  WorkloadRunner runner(std::move(specs), policy);
-  out.result = runner.run();
 }
 
 // Sub-graph runs per processor letter, across networks: (begin, end, network, frame).
@@ -135,28 +60,6 @@ std::map<char, std::vector<SubGraphRun>> runs_by_processor(const WorkloadRunResu
     std::sort(runs.begin(), runs.end(), [](const SubGraphRun& a, const SubGraphRun& b) { return a.begin < b.begin; });
   }
   return out;
-}
-
-// Every network delivered each of its `frames` once, in order, each the bits of its run alone.
-void expect_every_frame_as_alone(const std::vector<Net>& nets, const GroupRun& got, uint64_t frames) {
-  for (size_t n = 0; n < nets.size(); ++n) {
-    SCOPED_TRACE(nets[n].name + " " + nets[n].order);
-    const auto alone = run_alone(nets[n].graph, nets[n].order, nets[n].inputs);
-    const Delivered& d = got.delivered[n];
-    ASSERT_EQ(d.order.size(), frames) << "frames lost or duplicated";
-    for (uint64_t f = 0; f < frames; ++f) ASSERT_EQ(d.order[f], f) << "frames reordered";
-    for (uint64_t f = 0; f < frames; ++f) {
-      const std::vector<float>& expected = alone.at(f % nets[n].inputs.size());
-      const std::vector<float>& actual = d.by_frame.at(f);
-      ASSERT_EQ(expected.size(), actual.size());
-      ASSERT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0)
-          << "frame " << f << " differs from the network's own run";
-    }
-    const profiler::RunProfile& p = got.result.streams[n].run.profile;
-    EXPECT_EQ(p.frames_completed, frames);
-    EXPECT_FALSE(p.interrupted);
-    EXPECT_EQ(got.result.streams[n].arrival_ns.size(), frames);
-  }
 }
 
 Net make_net(const std::string& name, const std::string& zoo, const std::string& order_kind,
