@@ -48,7 +48,9 @@ void check_given_orders(const Workload& spec, const planner::WorkloadProblem& pr
 
 // The user's workload with the plan's orders, run in pipeline mode with the plan's request order
 // ("plan": one cycle, the runtime repeats it). The networks stay listed as the user listed them.
-Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& plan) {
+// Each network's batch is the problem's (workload_problem chooses it before planning).
+Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& plan,
+                           const std::vector<uint32_t>& batches) {
   Workload out = spec;
   out.mode = Mode::kPipeline;
   out.policy = GroupPolicy::kPlan;
@@ -57,6 +59,7 @@ Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& pl
   for (size_t i = 0; i < out.networks.size(); ++i) {
     out.networks[i].order = plan.orders[i];
     out.networks[i].replicas = i < plan.replicas.size() ? plan.replicas[i] : std::vector<std::string>{};
+    if (i < batches.size()) out.networks[i].batch = batches[i];
   }
   // Affinity (a processor keeps to the network it ran last) only where every network runs whole
   // on one processor: a switch to another network costs the next frame its warm caches, but in
@@ -212,8 +215,8 @@ int run_workload_plan_command(const Options& o) {
   if (!files.empty()) fs::create_directories(o.out_dir);
   const std::optional<uint64_t> run_frames = whole_run_frames(spec);
   for (size_t p = 0; p < plans.size(); ++p) {
-    PlannedWorkload w{plans[p].planner, runnable_workload(spec, plans[p]), files.empty() ? fs::path() : files[p],
-                      plans[p].predicted.throughput_fps};
+    PlannedWorkload w{plans[p].planner, runnable_workload(spec, plans[p], problem.batches),
+                      files.empty() ? fs::path() : files[p], plans[p].predicted.throughput_fps};
     if (run_frames) {
       w.predicted_fps = predict_whole_run(problem, plans[p], *run_frames);
       w.whole_run = true;

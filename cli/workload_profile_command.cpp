@@ -288,6 +288,53 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
     wp.networks.push_back(std::move(w));
   }
 
+  // Network i (graph g: its own, or built for a batch) whole on one processor: its layers there,
+  // those the processor declines on its host.
+  const auto whole_party = [&](const graph::Graph& g, std::vector<std::vector<float>> input, size_t i, char letter) {
+    CoRunParty p{&g, std::move(input), std::string(g.layer_count(), letter)};
+    const ProcessorSpec* ps = platform.find(letter);
+    for (const auto& [layer, why] : profilers[i]->declined_layers(letter)) p.order[layer] = ps->host;
+    if (p.order.find_first_of(calibrating) != std::string::npos) p.warmup_extra = static_cast<int>(o.calibration);
+    p.cpu_time = computes_on_its_thread(*ps);
+    return p;
+  };
+
+  // Batch times (planner/batch_time.h): each zoo network whole on each processor alone at
+  // kProfiledBatches, in interleaved rounds, a frame costed as the co-runs cost it.
+  for (size_t i = 0; i < profilers.size() && !stopped(); ++i) {
+    const WorkloadNetwork& net = spec.networks[i];
+    if (!net.model.empty() || net.batch != 1) continue;
+    std::vector<graph::Graph> batched;
+    for (uint32_t b : kProfiledBatches) {
+      NetworkSpec ns{net.graph, "layers", net.image_size, o.seed, o.data};
+      ns.split = net.split;
+      ns.batch = b;
+      batched.push_back(build_network(ns));
+    }
+    for (char letter : wp.processors) {
+      if (stopped()) break;
+      std::cerr << "co_up profile: network '" << net.name << "': batch times on " << letter << "\n";
+      std::vector<CoRunParty> parties;
+      std::vector<std::unique_ptr<Executor>> executors;
+      std::vector<std::vector<double>> costs(batched.size());
+      for (const graph::Graph& g : batched) {
+        CoRunParty p = whole_party(g, seeded_inputs(g, o.seed), i, letter);
+        executors.push_back(executor_for(p, platform, registry));
+        solo_frames(*executors.back(), p, kWarmupFrames + p.warmup_extra);  // discarded
+        parties.push_back(std::move(p));
+      }
+      const int per_round = std::max(2, (repetitions + kCoRunRounds - 1) / kCoRunRounds);
+      for (int r = 0; r < kCoRunRounds && !stopped(); ++r) {
+        for (size_t j = 0; j < batched.size(); ++j) {
+          const std::vector<double> c = solo_frames(*executors[j], parties[j], per_round).cost_us;
+          costs[j].insert(costs[j].end(), c.begin(), c.end());
+        }
+      }
+      std::vector<planner::BatchTime>& points = wp.networks[i].batch_times[letter];
+      for (size_t j = 0; j < batched.size(); ++j) points.push_back({kProfiledBatches[j], median(costs[j])});
+    }
+  }
+
   // Co-runs: per processor pair, network pairs with different networks first.
   const size_t n = wp.networks.size();
   std::vector<std::pair<size_t, size_t>> combos;
@@ -303,14 +350,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
         const auto [ia, ib] = combos[c];
         const planner::WorkloadProfileNetwork& na = wp.networks[ia];
         const planner::WorkloadProfileNetwork& nb = wp.networks[ib];
-        const auto party = [&](size_t i, char letter) {
-          CoRunParty p{&graphs[i], inputs[i], std::string(graphs[i].layer_count(), letter)};
-          const ProcessorSpec* ps = platform.find(letter);
-          for (const auto& [layer, why] : profilers[i]->declined_layers(letter)) p.order[layer] = ps->host;
-          if (p.order.find_first_of(calibrating) != std::string::npos) p.warmup_extra = static_cast<int>(o.calibration);
-          p.cpu_time = computes_on_its_thread(*ps);
-          return p;
-        };
+        const auto party = [&](size_t i, char letter) { return whole_party(graphs[i], inputs[i], i, letter); };
         std::cerr << "co_up profile: co-run " << na.name << " on " << letters[x] << " with " << nb.name << " on "
                   << letters[y] << "\n";
         const CoRunTimes t = measure_corun(party(ia, letters[x]), party(ib, letters[y]), platform, registry, repetitions);
@@ -358,6 +398,17 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
                   std::find(wp.held_out_coruns.begin(), wp.held_out_coruns.end(), s.corun) != wp.held_out_coruns.end()
                       ? "  (held out)" : "");
     out << line;
+  }
+  for (const planner::WorkloadProfileNetwork& w : wp.networks) {
+    for (const auto& [letter, points] : w.batch_times) {
+      out << "batch times of " << w.name << " on " << letter << " (whole frames alone; ms per frame, per request):";
+      for (const planner::BatchTime& t : points) {
+        char item[96];
+        std::snprintf(item, sizeof item, " b%u %.2f, %.2f;", t.batch, t.frame_us / 1e3, t.frame_us / 1e3 / t.batch);
+        out << item;
+      }
+      out << "\n";
+    }
   }
   if (wp.contention) {
     char line[256];

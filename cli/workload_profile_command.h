@@ -18,6 +18,7 @@
 // Throws InputError (exit 2) or RuntimeError (exit 1); returns 0, or 128+signal when stopped.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,8 @@ namespace co_up::cli {
 
 inline constexpr int kDefaultCoRunsPerPair = 6;
 inline constexpr int kCoRunRounds = 3;  // (a alone, b alone, both) per co-run
+// Batch sizes whose whole-network frames are profiled for the affine batch time.
+inline constexpr std::array<uint32_t, 3> kProfiledBatches = {1, 2, 4};
 
 int run_workload_profile_command(const Options& options, StopSignal& stop);
 

@@ -37,6 +37,9 @@ struct WorkloadProblem {
   // Per stage: the backend plugin that runs it ("" unknown). Stages with the same non-empty one
   // compute the same bits, so a network may have replicas on them (run-time balancing).
   std::vector<std::string> backends;
+  // Per network: requests per frame the planner chose (workload_problem; 1: unbatched). A batched
+  // network's costs are per request, so every planner and the simulator count requests alike.
+  std::vector<uint32_t> batches;
 };
 
 struct WorkloadPlan {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/io/input_file.h"
@@ -68,6 +69,24 @@ WorkloadProfile parse_workload_profile(const std::string& text, const std::strin
     w.activation_bytes = json_integer(need(n, "activation_bytes", where), origin + ": " + where + ".\"activation_bytes\"", 0, INT64_MAX / 4);
     w.macs = json_integer(need(n, "macs", where), origin + ": " + where + ".\"macs\"", 0, INT64_MAX / 4);
     w.profile = parse_layer_profile(need(n, "profile", where).dump(), origin + " " + where + ".\"profile\"");
+    if (n.contains("batch_times")) {
+      const nlohmann::json& bt = n["batch_times"];
+      const std::string at = origin + ": " + where + ".\"batch_times\"";
+      if (!bt.is_object()) throw InputError(at + " must be an object of processor letters");
+      for (const auto& [letter, points] : bt.items()) {
+        if (letter.size() != 1) throw InputError(at + ": key '" + letter + "' is not one processor letter");
+        if (!points.is_array()) throw InputError(at + ".\"" + letter + "\" must be an array");
+        std::vector<BatchTime>& out = w.batch_times[letter[0]];
+        for (size_t j = 0; j < points.size(); ++j) {
+          const std::string pw = where + ".\"batch_times\".\"" + letter + "\"[" + std::to_string(j) + "]";
+          BatchTime t;
+          t.batch = static_cast<uint32_t>(
+              json_integer(need(points[j], "batch", pw), origin + ": " + pw + ".\"batch\"", 1, 4096));
+          t.frame_us = json_number(need(points[j], "frame_us", pw), origin + ": " + pw + ".\"frame_us\"", 0, 1e12);
+          out.push_back(t);
+        }
+      }
+    }
     if (p.find(w.name) != nullptr) throw InputError(origin + ": network '" + w.name + "' appears twice");
     p.networks.push_back(std::move(w));
   }
@@ -127,6 +146,15 @@ std::string workload_profile_json(const WorkloadProfile& p) {
     o["activation_bytes"] = n.activation_bytes;
     o["macs"] = n.macs;
     o["profile"] = nlohmann::ordered_json::parse(layer_profile_json(n.profile));
+    if (!n.batch_times.empty()) {
+      nlohmann::ordered_json bt = nlohmann::ordered_json::object();
+      for (const auto& [letter, points] : n.batch_times) {
+        nlohmann::ordered_json a = nlohmann::ordered_json::array();
+        for (const BatchTime& t : points) a.push_back({{"batch", t.batch}, {"frame_us", t.frame_us}});
+        bt[std::string(1, letter)] = std::move(a);
+      }
+      o["batch_times"] = std::move(bt);
+    }
     root["networks"].push_back(std::move(o));
   }
   root["contention"] = p.contention ? nlohmann::ordered_json(p.contention->to_json()) : nlohmann::ordered_json();
@@ -153,6 +181,44 @@ std::vector<double> solo_runs_us(const std::vector<CoRunSample>& coruns, const s
     if (s.victim == network && s.victim_processor == letter && s.solo_us > 0) us.push_back(s.solo_us);
   }
   return us;
+}
+
+// The batch of one network (batch_time.h) and its costs made per request. Only where nothing waits
+// for a batch to fill (no rate: every request is there at the start), the user left "batch" at 1,
+// the graph is the zoo's (an ONNX model's batch is its input shape) and the profile has batch times
+// on every processor of the problem.
+uint32_t plan_batch(const WorkloadProfileNetwork& profiled, const WorkloadNetwork& spec, const std::string& letters,
+                    NetworkCosts& costs, std::vector<std::string>& notes) {
+  if (spec.rate || spec.batch != 1 || !spec.model.empty() || profiled.batch_times.empty()) return spec.batch;
+  std::vector<AffineBatchTime> fits;
+  std::vector<uint32_t> candidates;
+  for (char letter : letters) {
+    const auto points = profiled.batch_times.find(letter);
+    if (points == profiled.batch_times.end()) return 1;
+    try {
+      fits.push_back(fit_affine_batch_time(points->second));
+    } catch (const std::invalid_argument&) {
+      return 1;
+    }
+    for (const BatchTime& t : points->second) candidates.push_back(t.batch);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  const uint32_t batch = choose_batch(fits, candidates, spec.frames);
+  if (batch == 1) return 1;
+  std::string fitted;
+  for (size_t k = 0; k < letters.size(); ++k) {
+    // Per request, a frame of `batch` takes t(batch) / batch where one request alone takes t(1).
+    const double scale = fits[k].frame_us(batch) / (batch * fits[k].frame_us(1));
+    for (double& t : costs.layer_us[k]) t *= scale;
+    fitted += (fitted.empty() ? "" : ", ") + std::string(1, letters[k]) + " t(b) = " +
+              format_number("%.2f", fits[k].fixed_us / 1e3) + " + " +
+              format_number("%.2f", fits[k].per_request_us / 1e3) + " b ms (per request " +
+              format_number("%+.0f %%", 100 * (scale - 1)) + ")";
+  }
+  notes.push_back("batch " + std::to_string(batch) + " for " + spec.name + " (as fast as possible; affine batch time " +
+                  fitted + ")");
+  return batch;
 }
 
 }  // namespace
@@ -242,6 +308,7 @@ WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload&
       c.receive_us.push_back(std::move(receive));
       c.input_us.push_back(model.input_us(p));
     }
+    problem.batches.push_back(plan_batch(*matched[i], spec.networks[i], problem.letters, c, notes));
     problem.networks.push_back(std::move(c));
   }
   const size_t n = matched.size(), k = problem.letters.size();

@@ -6,7 +6,8 @@
 //
 //   {"format": "co_up-workload-profile", "version": 1, "platform": "host", "processors": "BLG",
 //    "networks": [{"name", "graph", "model", "image_size", "split", "weight_bytes",
-//                  "activation_bytes", "macs", "profile": {<layer profile>}}],
+//                  "activation_bytes", "macs", "profile": {<layer profile>},
+//                  "batch_times": {"B": [{"batch": 1, "frame_us": 5100.0}, ...], ...}}],  (optional)
 //    "contention": {<ContentionModel::to_json>} | null,
 //    "coruns": [<CoRunSample>...], "held_out_coruns": [ids...],
 //    "held_out_error": {"samples", "mean_abs_points", "max_abs_points", "mean_abs_time_pct"},
@@ -16,11 +17,13 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/workload.h"
+#include "planner/batch_time.h"
 #include "planner/contention_model.h"
 #include "planner/layer_profile.h"
 #include "planner/workload_planner.h"
@@ -34,6 +37,9 @@ struct WorkloadProfileNetwork {
   int64_t activation_bytes = 0;  // every layer unit's output
   int64_t macs = 0;
   LayerProfile profile;
+  // Per processor: whole-network frames alone at a few batch sizes (zoo graphs only: an ONNX
+  // model's batch is its input shape), the points of the affine batch time.
+  std::map<char, std::vector<BatchTime>> batch_times;
 };
 
 struct WorkloadProfile {
@@ -68,7 +74,10 @@ void scale_to_whole_runs(std::vector<double>& layer_us, double input_us, std::ve
 // which must have been made of the same network (graph or model, image_size, split), on the
 // processors every network was measured on, layer times scaled to the network's whole solo runs
 // (scale_to_whole_runs); the contention table from the regression (pairs without co-runs: 0,
-// noted). Throws InputError naming the network and the field.
+// noted). Networks as fast as possible, built from a zoo graph, with "batch" 1 and batch times in
+// the profile get the batch choose_batch picks (problem.batches; one note each); their costs are
+// then per request (a frame's time / its batch), so the simulator schedules requests as before.
+// Throws InputError naming the network and the field.
 WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload& spec,
                                  std::vector<std::string>& notes);
 

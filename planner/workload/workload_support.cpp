@@ -16,6 +16,7 @@ WorkloadProblem reorder_stages(const WorkloadProblem& problem, const std::string
   WorkloadProblem out;
   out.letters = letters;
   out.simulation = problem.simulation;
+  out.batches = problem.batches;
   for (size_t k : from) out.backends.push_back(k < problem.backends.size() ? problem.backends[k] : "");
   for (const NetworkCosts& c : problem.networks) {
     NetworkCosts r;

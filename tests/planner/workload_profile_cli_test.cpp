@@ -44,6 +44,16 @@ TEST_F(WorkloadProfileCli, MeasuresNetworksAloneAndCoRunsAndHoldsSomeOut) {
     ASSERT_NE(n.profile.find_layer_times('B', 0), nullptr);
     ASSERT_NE(n.profile.find_layer_times('L', 0), nullptr);
     EXPECT_NE(n.profile.find_transfer('B', 'L'), nullptr);
+    // Whole frames alone at batch 1, 2 and 4 on both processors (the affine batch time's points).
+    ASSERT_EQ(n.batch_times.size(), 2u) << n.name;
+    for (const auto& [letter, points] : n.batch_times) {
+      ASSERT_EQ(points.size(), 3u) << n.name << " on " << letter;
+      for (size_t j = 0; j < points.size(); ++j) {
+        EXPECT_EQ(points[j].batch, 1u << j);
+        EXPECT_GT(points[j].frame_us, 0);
+      }
+    }
+    EXPECT_THAT(x.out, HasSubstr("batch times of " + n.name + " on B (whole frames alone; ms per frame, per request): b1 "));
   }
   // One processor pair, 4 co-runs of 2 networks (sq|alex, alex|sq, then each with itself): 8 samples.
   ASSERT_EQ(wp.coruns.size(), 8u);
