@@ -184,6 +184,26 @@ TEST(WorkloadPlanners, Hetero2PipeWithReplicasNeverPredictsLessThanABaseline) {
   EXPECT_GT(balanced_kept, 0) << "the balanced plan never competed: the test does not test it";
 }
 
+// Pipelines are kept over the balanced plan only when predicted more than kPipelineWaiting faster,
+// also where a baseline is predicted a little faster than the balanced plan (that baseline is then
+// the plan, never the pipelines it did not clearly beat either).
+TEST(WorkloadPlanners, Hetero2PipeKeepsPipelinesOnlyWhenClearlyFasterThanTheBalancedPlan) {
+  int pipelines_kept = 0;
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    WorkloadProblem p = random_problem(seed, 3 + seed % 3, 2);
+    p.backends = {"cpu", "cpu"};
+    const WorkloadPlan full = create_workload_planner("hetero2pipe")->plan(p);
+    const bool pipelined = std::any_of(full.orders.begin(), full.orders.end(), [](const std::string& o) {
+      return o.find_first_not_of(o.front()) != std::string::npos;
+    });
+    if (!pipelined) continue;
+    ++pipelines_kept;
+    const double balanced = create_workload_planner("balanced")->plan(p).predicted.throughput_fps;
+    EXPECT_LT(balanced, full.predicted.throughput_fps * (1 - 0.08)) << "seed " << seed << ": " << full.note;
+  }
+  EXPECT_GT(pipelines_kept, 0) << "no pipelines kept: the test does not test it";
+}
+
 TEST(WorkloadPlanners, UnknownNameListsTheKnownOnes) {
   try {
     create_workload_planner("nope");
