@@ -74,6 +74,23 @@ Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& pl
   return out;
 }
 
+// `spec` as written into `dir`: its model and input paths relative to `dir` (read_workload made
+// them absolute, and reads a file's relative paths against the file's directory), so a folder
+// holding the plans and the models together can move.
+Workload relative_to(Workload spec, const fs::path& dir) {
+  const fs::path base = fs::absolute(dir).lexically_normal();
+  const auto relative = [&](std::string& path) {
+    if (path.empty() || !fs::path(path).is_absolute()) return;
+    const fs::path r = fs::path(path).lexically_normal().lexically_relative(base);
+    if (!r.empty()) path = r.string();
+  };
+  for (WorkloadNetwork& n : spec.networks) {
+    relative(n.model);
+    relative(n.input);
+  }
+  return spec;
+}
+
 // Creates `path` and writes `text`; an existing file (created since the check) is left alone.
 void write_new_file(const fs::path& path, const std::string& text) {
   std::FILE* f = std::fopen(path.c_str(), "wx");  // "x": O_EXCL, never replaces
@@ -221,7 +238,7 @@ int run_workload_plan_command(const Options& o) {
       w.predicted_fps = predict_whole_run(problem, plans[p], *run_frames);
       w.whole_run = true;
     }
-    if (!files.empty()) write_new_file(files[p], workload_json(w.spec));
+    if (!files.empty()) write_new_file(files[p], workload_json(relative_to(w.spec, o.out_dir)));
     planned.push_back(std::move(w));
   }
   out.flush();

@@ -51,7 +51,7 @@ TEST_F(WorkloadOnnxCli, ProfilePlanVerifyAndEveryWrittenPlanRunWithTheTransforme
     // --verify ran the plan: every request of both networks completed.
     std::smatch row;
     const std::string out = plan.out;
-    ASSERT_TRUE(std::regex_search(out, row, std::regex(std::string("\n") + name + " +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9]+)/([0-9]+)\n")))
+    ASSERT_TRUE(std::regex_search(out, row, std::regex(std::string("\n") + name + " +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9]+)/([0-9]+)\n")))
         << out;
     EXPECT_EQ(row[1].str(), "12");
     EXPECT_EQ(row[2].str(), "12");
@@ -66,6 +66,28 @@ TEST_F(WorkloadOnnxCli, ProfilePlanVerifyAndEveryWrittenPlanRunWithTheTransforme
       EXPECT_FALSE(n["interrupted"].get<bool>()) << n["name"];
     }
   }
+}
+
+TEST_F(WorkloadOnnxCli, WrittenPlansNameTheModelRelativeToThemselvesAndMoveWithIt) {
+  const test::Exit profile = run({"profile", "--workload=models/w.json", "--profile-out=p.json", "--processors=BL",
+                                  "--repetitions=1", "--coruns=1"});
+  ASSERT_EQ(profile.code, 0) << profile.out << profile.err;
+  const test::Exit plan = run({"plan", "--workload=models/w.json", "--profile=p.json", "--out=site/plans"});
+  ASSERT_EQ(plan.code, 0) << plan.out << plan.err;
+  const nlohmann::json written = nlohmann::json::parse(test::read_file(dir_ / "site/plans/hetero2pipe.json"));
+  for (const nlohmann::json& n : written["networks"]) {
+    if (n["name"] != "vit") continue;
+    EXPECT_EQ(n["model"], "../../models/vit_tiny.onnx");
+    EXPECT_EQ(n["input"], "../../models/vit_tiny_input.npy");
+  }
+  // The plans and the models moved together, one folder deeper: the plan still finds its model.
+  fs::create_directories(dir_ / "moved/site");
+  fs::rename(dir_ / "models", dir_ / "moved/models");
+  fs::rename(dir_ / "site/plans", dir_ / "moved/site/plans");
+  const test::Exit x = run({"--workload=moved/site/plans/hetero2pipe.json", "--profile-out=r.json"});
+  ASSERT_EQ(x.code, 0) << x.out << x.err;
+  const nlohmann::json r = nlohmann::json::parse(test::read_file(dir_ / "r.json"));
+  for (const nlohmann::json& n : r["networks"]) EXPECT_EQ(n["frames_completed"], 6) << n["name"];
 }
 
 TEST_F(WorkloadOnnxCli, AMissingModelIsOneLineNamingTheFileAsResolved) {

@@ -1,7 +1,7 @@
 // `co_up plan --workload --verify` predicts what it measures: with equal frame counts and requests
 // as fast as possible, the plans are scored and the verify table's prediction is the simulator over
 // that whole run (fill and drain included, the processor that finishes last); otherwise the steady
-// state, and the output says which. Below the table: each plan's on-CPU share and measured / (predicted x on CPU).
+// state, and the output says which. Each row: predicted and measured requests/s, their ratio, on CPU %.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -75,23 +75,15 @@ TEST(WorkloadVerifyWholeRun, EqualFramesArePredictedOverTheWholeRun) {
     ASSERT_TRUE(std::regex_search(out, planned, std::regex("\n" + std::string(r.name) + " +([0-9.]+) fps aggregate")))
         << r.name << "\n" << out;
     ASSERT_TRUE(std::regex_search(out, row, std::regex("\n" + std::string(r.name) + " +([0-9.]+) +([0-9.]+) +"
-                                                       "([0-9.]+) +18/18\n")))
+                                                       "([0-9.]+) +([0-9.]+) +18/18\n")))
         << r.name << "\n" << out;
     EXPECT_EQ(planned[1].str(), two_decimals(whole)) << r.name;
     EXPECT_EQ(row[1].str(), two_decimals(whole)) << r.name;
   }
-  // Below the table: each plan's on-CPU share and the prediction's error net of it.
-  std::smatch share, adjusted;
-  const std::string out = x.out;
-  ASSERT_TRUE(std::regex_search(out, share, std::regex("\non CPU \\(processor threads' CPU time / wall time of "
-                                                       "their sub-graph runs\\): alone-best ([0-9.]+) %, ")))
-      << out;
-  EXPECT_GT(std::stod(share[1]), 0);
-  EXPECT_LE(std::stod(share[1]), 102);
-  EXPECT_TRUE(std::regex_search(out, adjusted, std::regex("\nmeasured / \\(predicted x on CPU\\), the model's "
-                                                          "error without the time other processes took: "
-                                                          "alone-best [0-9.]+, band-greedy [0-9.]+, balanced [0-9.]+, ")))
-      << out;
+  // Below the table, once, what the on-CPU column means; no ratio over it (it read as a second
+  // measured/predicted).
+  EXPECT_THAT(x.out, HasSubstr("\non CPU % = the processor threads' CPU time / the wall time of their sub-graph runs"));
+  EXPECT_THAT(x.out, Not(HasSubstr("predicted x on CPU")));
 }
 
 TEST(WorkloadVerifyWholeRun, UnequalFramesKeepTheSteadyStateAndSaySo) {
