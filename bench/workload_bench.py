@@ -51,6 +51,17 @@ def read_json(path):
         return json.load(f)
 
 
+def read_plan(path):
+    """A workload file written by co_up plan, its model and input paths made absolute (they are
+    relative to the file's folder), so the derived files written elsewhere name the same files."""
+    plan = read_json(path)
+    for n in plan["networks"]:
+        for key in ("model", "input"):
+            if n.get(key) and not os.path.isabs(n[key]):
+                n[key] = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), n[key]))
+    return plan
+
+
 def write_text(path, text):
     with open(path, "w") as f:
         f.write(text)
@@ -285,7 +296,7 @@ def main():
     write_text(os.path.join(out, "plan.txt"), plan_text)
     predicted = {m.group(1): float(m.group(2))
                  for m in re.finditer(r"^(\S+)\s+([0-9.]+) fps aggregate", plan_text, re.M)}
-    planned = read_json(f"{out}/plans/hetero2pipe.json")
+    planned = read_plan(f"{out}/plans/hetero2pipe.json")
     print(f"planned: co_up profile --workload --processors=BL --repetitions=6, then co_up plan --workload "
           f"({time.monotonic() - t0:.1f} s): hetero2pipe predicts {predicted.get('hetero2pipe', 0):.2f} requests/s "
           f"(balanced {predicted.get('balanced', 0):.2f}, hetero2pipe-h {predicted.get('hetero2pipe-h', 0):.2f}); "
@@ -307,14 +318,27 @@ def main():
         rest = {k: v for k, v in plan.items() if k not in ("affinity", "networks")}
         return write_workload(name, plan["networks"], **rest)
 
+    # The planner batches networks where a frame of several requests costs less per request
+    # (planner/batch_time.h); the baseline stays unbatched, and two more rows show what batching
+    # alone buys: the plan with every batch 1, and the baseline with the plan's batches.
+    batches = {n["name"]: n.get("batch", 1) for n in planned["networks"]}
+    batched = any(b > 1 for b in batches.values())
+
+    def unbatched(name, plan):
+        rest = {k: v for k, v in plan.items() if k != "networks"}
+        return write_workload(name, [dict(n, batch=1) for n in plan["networks"]], **rest)
+
     files = {"planned": f"{out}/plans/hetero2pipe.json",
              "planned-interleaved": without_affinity("planned_interleaved", planned),
              "balanced": f"{out}/plans/balanced.json",
-             "balanced-interleaved": without_affinity("balanced_interleaved", read_json(f"{out}/plans/balanced.json")),
+             "balanced-interleaved": without_affinity("balanced_interleaved", read_plan(f"{out}/plans/balanced.json")),
              "pipelines": f"{out}/plans/hetero2pipe-h.json",
              "alone-per-processor": write_workload("alone", alone), "split-pipelines": write_workload("split", split)}
+    if batched:
+        files["planned-unbatched"] = unbatched("planned_unbatched", planned)
     for n in nets:
         files["B-" + n] = write_workload("b_" + n, [network(n, "B" * layers[n])])
+        files["B-batched-" + n] = write_workload("b_batched_" + n, [network(n, "B" * layers[n], batch=batches.get(n, 1))])
 
     def run_co_up(path, tag):
         prof = os.path.join(out, tag + ".profile.json")
@@ -375,8 +399,10 @@ def main():
         return res, total * 1000 / (t1 - t0), others
 
     # Throughput: rounds of every arrangement, forward on odd rounds and reversed on even ones.
-    configs = ["baseline", "planned", "planned-interleaved", "balanced", "balanced-interleaved", "pipelines",
-               "alone-per-processor", "split-pipelines"] + (["ort"] if use_ort else [])
+    configs = (["baseline"] + (["baseline-batched"] if batched else []) + ["planned"] +
+               (["planned-unbatched"] if batched else []) +
+               ["planned-interleaved", "balanced", "balanced-interleaved", "pipelines", "alone-per-processor",
+                "split-pipelines"] + (["ort"] if use_ort else []))
     fps = {c: [] for c in configs}
     ratio = {c: [] for c in configs}
     others = {c: [] for c in configs}
@@ -384,17 +410,21 @@ def main():
     busy = {}
     # per round: where the arrangement loses against 2.0x
     losses = {"planned": [], "planned-interleaved": [], "balanced": [], "balanced-interleaved": [], "pipelines": []}
+    if batched:
+        losses["planned-unbatched"] = []
     for r in range(1, rounds + 1):
         order = configs if r % 2 else configs[::-1]
-        got, profs, alone_ms, alone_cpu_ms = {}, {}, {}, {}
+        got, profs = {}, {}
+        alone_ms, alone_cpu_ms = {"baseline": {}, "baseline-batched": {}}, {"baseline": {}, "baseline-batched": {}}
         for c in order:
-            if c == "baseline":
+            if c in ("baseline", "baseline-batched"):
                 ms, oth, share = 0.0, [], []
                 for n in nets:
-                    prof, o = run_co_up(files["B-" + n], f"r{r}_b_{n}")
+                    key = ("B-" if c == "baseline" else "B-batched-") + n
+                    prof, o = run_co_up(files[key], f"r{r}_{key}")
                     ms += prof["wall_ms"]
-                    alone_ms[n] = prof["wall_ms"]
-                    alone_cpu_ms[n] = sum(p.get("run_cpu_ms", 0) for p in prof["processors"])
+                    alone_ms[c][n] = prof["wall_ms"]
+                    alone_cpu_ms[c][n] = sum(p.get("run_cpu_ms", 0) for p in prof["processors"])
                     oth.append(o)
                     share.append(on_cpu(prof))
                 got[c], o = total * 1000 / ms, statistics.mean(oth)
@@ -413,15 +443,21 @@ def main():
             record(kind="throughput", round=r, config=c, fps=got[c], others_cores=o,
                    on_cpu=cpu_share[c][-1] if cpu_share[c] and c != "ort" else None)
         for c in losses:
-            losses[c].append(loss_breakdown(profs[c], alone_ms, alone_cpu_ms))
+            # Against the one-core run of the same requests in the same frames: the written plans'
+            # batches, or none.
+            base = "baseline-batched" if batched and c != "planned-unbatched" else "baseline"
+            losses[c].append(loss_breakdown(profs[c], alone_ms[base], alone_cpu_ms[base]))
             record(kind="loss", round=r, config=c, **losses[c][-1])
         for c in configs:
             fps[c].append(got[c])
             ratio[c].append(got[c] / got["baseline"])
         print(f"  round {r}: " + "  ".join(f"{c} {got[c]:.1f}/s [{others[c][-1]:.1f}]" for c in configs))
 
+    batch_text = ", ".join(f"{n} {b}" for n, b in batches.items() if b > 1)
     names = {"baseline": "one after another, each alone on B (baseline)",
+             "baseline-batched": f"the baseline with the plan's batches ({batch_text})",
              "planned": "planned (co_up plan --workload: hetero2pipe)",
+             "planned-unbatched": "the same plan with every batch 1",
              "planned-interleaved": "the same plan without affinity (networks interleaved per request)",
              "balanced": "balanced plan (co_up plan --workload: whole networks, replicas)",
              "balanced-interleaved": "the balanced plan without affinity",
@@ -447,6 +483,10 @@ def main():
         print("planned: processor utilisation " + ", ".join(f"{k} {spread([100 * u for u in v])} %"
                                                               for k, v in busy.items()))
     print()
+    if batched:
+        print(f"The written plans batch {batch_text} (co_up plan --workload: the affine batch time of each network "
+              f"from co_up profile --workload); the losses below compare the batched arrangements with the baseline "
+              f"run with the same batches, the unbatched plan with the baseline.")
     print_losses(losses, rounds)
     print()
     for c, planner in (("planned", "hetero2pipe"), ("planned-interleaved", "hetero2pipe"), ("balanced", "balanced"),
@@ -459,11 +499,13 @@ def main():
                   f"; median {spread(per_round)}")
 
     # Latency at LOAD % of the planned arrangement's capacity (its median measured throughput),
-    # every network at an equal share of the rate; the same rates for ONNX Runtime.
-    capacity = statistics.median(fps["planned"])
+    # every network at an equal share of the rate; the same rates for ONNX Runtime. At a rate the
+    # planner batches nothing (a batch waits for its last request), so the rated file is the plan
+    # with every batch 1 and its capacity is that arrangement's.
+    capacity = statistics.median(fps["planned-unbatched" if batched else "planned"])
     rate = capacity * load_pct / 100 / len(nets)
     rated = dict(planned)
-    rated["networks"] = [dict(n, rate=round(rate, 3)) for n in planned["networks"]]
+    rated["networks"] = [dict(n, rate=round(rate, 3), batch=1) for n in planned["networks"]]
     rated_path = write_workload("planned_rate", rated["networks"], **{k: v for k, v in rated.items()
                                                                       if k != "networks"})
     p99 = {"co_up": [], "ort": []}
@@ -485,7 +527,8 @@ def main():
             record(kind="latency", round=r, config=side, p99_ms=p99[side][-1], p50_ms=percentile(lat, 50),
                    others_cores=o)
     print()
-    print(f"Latency at {load_pct:.0f} % of the planned arrangement's capacity ({capacity:.1f} requests/s): every "
+    print(f"Latency at {load_pct:.0f} % of the planned arrangement's capacity ({capacity:.1f} requests/s"
+          f"{', the plan without batches' if batched else ''}): every "
           f"network {rate:.2f} requests/s, evenly spaced; per-request latency from arrival to completion, all "
           f"networks' requests together; p99 per round (nearest rank), median [min-max] over {rounds} rounds.")
     print()
@@ -517,6 +560,10 @@ def main():
     for label, value, bound, at_least in checks:
         ok = value >= bound if at_least else value <= bound if "<=" in label else value < bound
         print(f"  {label}: {value:.2f} {'met' if ok else 'NOT met'}")
+    if batched:
+        print(f"For reference, not targets: planned / the baseline with the plan's batches "
+              f"{statistics.median([a / b for a, b in zip(fps['planned'], fps['baseline-batched'])]):.2f}; "
+              f"the plan without batches / the baseline {statistics.median(ratio['planned-unbatched']):.2f}.")
     print(f"load average after: {' '.join(read_text('/proc/loadavg').split()[:3])}")
     runs_file.close()
 
