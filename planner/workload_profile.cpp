@@ -183,28 +183,29 @@ std::vector<double> solo_runs_us(const std::vector<CoRunSample>& coruns, const s
   return us;
 }
 
-// The batch of one network (batch_time.h) and its costs made per request. Only where nothing waits
-// for a batch to fill (no rate: every request is there at the start), the user left "batch" at 1,
-// the graph is the zoo's (an ONNX model's batch is its input shape) and the profile has batch times
-// on every processor of the problem.
+// The batch of one network (batch_time.h) and its costs made per request. Chosen only where nothing
+// waits for a batch to fill (no rate: every request is there at the start), the user left "batch"
+// at 1 (a batch the user gave is kept, its costs made per request too), the graph is the zoo's (an
+// ONNX model's batch is its input shape) and the profile has batch times on every processor of the
+// problem.
 uint32_t plan_batch(const WorkloadProfileNetwork& profiled, const WorkloadNetwork& spec, const std::string& letters,
                     NetworkCosts& costs, std::vector<std::string>& notes) {
-  if (spec.rate || spec.batch != 1 || !spec.model.empty() || profiled.batch_times.empty()) return spec.batch;
+  if (spec.rate || !spec.model.empty() || profiled.batch_times.empty()) return spec.batch;
   std::vector<AffineBatchTime> fits;
   std::vector<uint32_t> candidates;
   for (char letter : letters) {
     const auto points = profiled.batch_times.find(letter);
-    if (points == profiled.batch_times.end()) return 1;
+    if (points == profiled.batch_times.end()) return spec.batch;
     try {
       fits.push_back(fit_affine_batch_time(points->second));
     } catch (const std::invalid_argument&) {
-      return 1;
+      return spec.batch;
     }
     for (const BatchTime& t : points->second) candidates.push_back(t.batch);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  const uint32_t batch = choose_batch(fits, candidates, spec.frames);
+  const uint32_t batch = spec.batch != 1 ? spec.batch : choose_batch(fits, candidates, spec.frames);
   if (batch == 1) return 1;
   std::string fitted;
   for (size_t k = 0; k < letters.size(); ++k) {
@@ -216,8 +217,8 @@ uint32_t plan_batch(const WorkloadProfileNetwork& profiled, const WorkloadNetwor
               format_number("%.2f", fits[k].per_request_us / 1e3) + " b ms (per request " +
               format_number("%+.0f %%", 100 * (scale - 1)) + ")";
   }
-  notes.push_back("batch " + std::to_string(batch) + " for " + spec.name + " (as fast as possible; affine batch time " +
-                  fitted + ")");
+  notes.push_back("batch " + std::to_string(batch) + " for " + spec.name +
+                  (spec.batch != 1 ? " (as given" : " (as fast as possible") + "; affine batch time " + fitted + ")");
   return batch;
 }
 

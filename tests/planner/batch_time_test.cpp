@@ -1,6 +1,6 @@
 // The affine batch time (planner/batch_time.h) and where the planner batches: the fit, the choice
-// of batch, and workload_problem batching only networks that nothing waits on, with per-request
-// costs and the profile's batch times surviving the JSON round trip.
+// of batch, and workload_problem batching only networks that nothing waits on (a batch the user
+// gave is kept), with per-request costs and the profile's batch times surviving the JSON round trip.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -97,6 +97,15 @@ TEST(BatchTime, TheProblemBatchesNetworksAsFastAsPossibleWithCostsPerRequest) {
       notes);
   EXPECT_EQ(kept.batches, (std::vector<uint32_t>{1, 2}));
   EXPECT_NEAR(total_us(kept.networks[0], 0), total_us(plain.networks[0], 0), 1e-9);
+  // The user's batch is planned per request too: sq at batch 2 as given, (700 + 600) / 2 / 1000.
+  notes.clear();
+  const WorkloadProblem given = workload_problem(
+      profile,
+      parse_workload_json(R"({"networks": [{"name": "sq", "graph": "squeezenet", "image_size": 32, "frames": 40, "batch": 2},
+        {"name": "mb", "graph": "mobilenet", "image_size": 32, "frames": 40}]})", "w", Orders::kOptional),
+      notes);
+  EXPECT_EQ(given.batches, (std::vector<uint32_t>{2, 1}));
+  EXPECT_NEAR(total_us(given.networks[0], 1), total_us(plain.networks[0], 1) * 0.65, 1e-6);
 }
 
 TEST(BatchTime, BatchTimesSurviveTheProfileJson) {
