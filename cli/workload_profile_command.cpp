@@ -303,7 +303,7 @@ int run_workload_profile_command(const Options& o, StopSignal& stop) {
   // kProfiledBatches, in interleaved rounds, a frame costed as the co-runs cost it.
   for (size_t i = 0; i < profilers.size() && !stopped(); ++i) {
     const WorkloadNetwork& net = spec.networks[i];
-    if (!net.model.empty() || net.batch != 1) continue;
+    if (!net.model.empty()) continue;
     std::vector<graph::Graph> batched;
     for (uint32_t b : kProfiledBatches) {
       NetworkSpec ns{net.graph, "layers", net.image_size, o.seed, o.data};

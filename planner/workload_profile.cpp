@@ -201,6 +201,7 @@ uint32_t plan_batch(const WorkloadProfileNetwork& profiled, const WorkloadNetwor
     } catch (const std::invalid_argument&) {
       return spec.batch;
     }
+    if (!(fits.back().frame_us(1) > 0)) return spec.batch;  // no line through positive times
     for (const BatchTime& t : points->second) candidates.push_back(t.batch);
   }
   std::sort(candidates.begin(), candidates.end());
