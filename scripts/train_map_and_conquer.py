@@ -75,7 +75,7 @@ N_REF = 16
 # Joint exit training: the earlier exits' loss weight (the last exit's is --last-exit-weight),
 # distillation temperature and weight.
 EARLY_EXIT_WEIGHT = 1.0
-LAST_EXIT_WEIGHT = 2.0
+LAST_EXIT_WEIGHT = 4.0
 KD_T = 3.0
 KD_ALPHA = 0.5
 N_SUBSET = 1000
