@@ -274,28 +274,27 @@ def policy_accuracy(exit_logits, labels, thresholds):
 
 def pick_thresholds(val_logits, val_labels, static_correct, macs):
     """The softmax-max thresholds (grid 0.50..1.00 and off, one per exit before the final) with the
-    fewest mean multiply-accumulates per frame whose accuracy on each half of the validation set
-    is at least the static CNN's on that half minus VAL_SLACK less than a point (the target); when
-    none reaches it, the cheapest whose accuracy on each half is at least the last exit's alone
-    there (the exits then cost no accuracy on either half: a pair lucky on one half has to be
-    confirmed on the other, where taking the most accurate pair of 2,704 overfits). Ties in cost
-    go to the more accurate. Returns (MACs, thresholds, validation accuracy, accuracy per half,
-    whether the target was met); a threshold of 2.0 is off (never stops)."""
+    fewest mean multiply-accumulates per frame whose validation accuracy is at least the static
+    CNN's minus VAL_SLACK less than a point (the target); when none reaches it, the cheapest whose
+    accuracy on each half of the validation set is at least the last exit's alone there (the exits
+    then cost no accuracy on either half: a pair lucky on one half has to be confirmed on the
+    other, where taking the most accurate of 2,704 pairs overfits). Ties in cost go to the more
+    accurate. Returns (MACs, thresholds, validation accuracy, accuracy per half, whether the target
+    was met); a threshold of 2.0 is off (never stops)."""
     grid = [round(0.5 + 0.01 * i, 2) for i in range(51)] + [2.0]
     cum = np.cumsum(macs)
     n = len(val_labels)
     halves = [np.arange(n) < n // 2, np.arange(n) >= n // 2]
     half_acc = lambda correct: [float(correct[h].mean()) for h in halves]
-    target = [a - 0.01 + VAL_SLACK for a in half_acc(static_correct)]
+    target = float(static_correct.mean()) - 0.01 + VAL_SLACK
     last = half_acc(val_logits[:, -1].argmax(1) == val_labels)
     best, fallback = None, None
     for t0 in grid:
         for t1 in grid:
             acc, taken = policy_accuracy(val_logits, val_labels, [t0, t1])
-            correct = val_logits[np.arange(n), taken].argmax(1) == val_labels
-            per_half = half_acc(correct)
+            per_half = half_acc(val_logits[np.arange(n), taken].argmax(1) == val_labels)
             key = (float(cum[taken].mean()), -acc)
-            if all(a >= t - 1e-12 for a, t in zip(per_half, target)) and (best is None or key < best[0]):
+            if acc >= target - 1e-12 and (best is None or key < best[0]):
                 best = (key, [t0, t1], acc, per_half)
             if all(a >= l - 1e-12 for a, l in zip(per_half, last)) and (fallback is None or key < fallback[0]):
                 fallback = (key, [t0, t1], acc, per_half)
@@ -327,35 +326,8 @@ def export_partial_reuse(out, seed):
                       input_names=["input"], output_names=names)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join(HERE, "..", "tests", "fixtures", "map_and_conquer"))
-    ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--last-exit-weight", type=float, default=LAST_EXIT_WEIGHT,
-                    help="the last exit's loss weight in the multi-exit network (the earlier exits' is 1)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--jobs", type=int, default=2, choices=(1, 2),
-                    help="2: train the two networks in two processes (same results as 1)")
-    ap.add_argument("--distill", type=float, default=0.0,
-                    help="weight of distillation from the static CNN in each exit's loss (0: none)")
-    ap.add_argument("--limit", type=int, default=0, help="train on the first N images only (smoke test)")
-    args = ap.parse_args()
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    os.makedirs(args.out, exist_ok=True)
-
-    train_images = read_idx("train-images-idx3-ubyte.gz")
-    train_labels = read_idx("train-labels-idx1-ubyte.gz").astype(np.int64)
-    test_images = read_idx("t10k-images-idx3-ubyte.gz")
-    test_labels = read_idx("t10k-labels-idx1-ubyte.gz").astype(np.int64)
-    # The last N_VAL training images are held out: the validation set for thresholds and planner.
-    x_train, y_train = to_input(train_images[:-N_VAL]), torch.from_numpy(train_labels[:-N_VAL])
-    x_val, y_val = to_input(train_images[-N_VAL:]), train_labels[-N_VAL:]
-    x_test, y_test = to_input(test_images), test_labels
-    if args.limit:
-        x_train, y_train = x_train[:args.limit], y_train[:args.limit]
-
+def train_both(args, x_train, y_train):
+    """Trains the static CNN and the multi-exit CNN; returns both with batch norm folded."""
     # Both networks train alike: the same epochs, schedule, flips and seed, cross-entropy with the
     # labels (every exit's, for the multi-exit one); distillation from the static CNN only with
     # --distill (it needs the trained static CNN first, so the two then train one after the other).
@@ -407,11 +379,81 @@ def main():
         static.eval()
     static.fold_batch_norm()
 
+    return static, multi
+
+
+def load_exported(out):
+    """The two networks with the weights of the exported (batch norm folded) ONNX models in out."""
+    import onnx
+    from onnx import numpy_helper
+    nets = []
+    for net, name in ((StaticCnn(), "static.onnx"), (MultiExitCnn(PLAN_P, PLAN_I), "multi_exit.onnx")):
+        path = os.path.join(out, name)
+        if not os.path.exists(path):
+            sys.exit(f"train_map_and_conquer.py: --rethreshold: no {path}; train the fixtures first")
+        net.fold_batch_norm()
+        weights = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+                   for t in onnx.load(path).graph.initializer}
+        net.load_state_dict(weights)
+        nets.append(net.eval())
+    return tuple(nets)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "..", "tests", "fixtures", "map_and_conquer"))
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--last-exit-weight", type=float, default=LAST_EXIT_WEIGHT,
+                    help="the last exit's loss weight in the multi-exit network (the earlier exits' is 1)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2, choices=(1, 2),
+                    help="2: train the two networks in two processes (same results as 1)")
+    ap.add_argument("--distill", type=float, default=0.0,
+                    help="weight of distillation from the static CNN in each exit's loss (0: none)")
+    ap.add_argument("--limit", type=int, default=0, help="train on the first N images only (smoke test)")
+    ap.add_argument("--rethreshold", action="store_true",
+                    help="no training: choose the exit thresholds again for the models in --out and rewrite "
+                         "its accuracy.json")
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+
+    train_images = read_idx("train-images-idx3-ubyte.gz")
+    train_labels = read_idx("train-labels-idx1-ubyte.gz").astype(np.int64)
+    test_images = read_idx("t10k-images-idx3-ubyte.gz")
+    test_labels = read_idx("t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    # The last N_VAL training images are held out: the validation set for thresholds and planner.
+    x_train, y_train = to_input(train_images[:-N_VAL]), torch.from_numpy(train_labels[:-N_VAL])
+    x_val, y_val = to_input(train_images[-N_VAL:]), train_labels[-N_VAL:]
+    x_test, y_test = to_input(test_images), test_labels
+    if args.limit:
+        x_train, y_train = x_train[:args.limit], y_train[:args.limit]
+
+    if args.rethreshold:
+        static, multi = load_exported(args.out)
+        with open(os.path.join(args.out, "accuracy.json")) as f:
+            trained = json.load(f)
+        for key in ("seed", "epochs", "last_exit_weight", "distillation_weight"):
+            if key not in trained:
+                sys.exit(f"train_map_and_conquer.py: --rethreshold: {args.out}/accuracy.json has no '{key}'; "
+                         "train the fixtures with this script first")
+        args.seed, args.epochs, args.last_exit_weight, args.distill = (
+            trained["seed"], trained["epochs"], trained["last_exit_weight"], trained["distillation_weight"])
+    else:
+        static, multi = train_both(args, x_train, y_train)
+
     static_test = logits(static, x_test, False).numpy()
     multi_test = logits(multi, x_test, True).numpy()
     static_val_correct = logits(static, x_val, False).numpy().argmax(1) == y_val
     static_val = float(static_val_correct.mean())
     val_logits = logits(multi, x_val, True).numpy().astype(np.float32)
+    if args.rethreshold:
+        saved = np.load(os.path.join(args.out, "val_exit_logits.npy"))
+        if saved.shape != val_logits.shape or np.abs(saved - val_logits).max() > 1e-4:
+            sys.exit(f"train_map_and_conquer.py: --rethreshold: the models in {args.out} do not give its "
+                     "val_exit_logits.npy; retrain the fixtures")
     macs = stage_macs(multi)
     cost, thresholds, val_acc, val_halves, met = pick_thresholds(val_logits, y_val, static_val_correct, macs)
     test_acc, test_taken = policy_accuracy(multi_test, y_test, thresholds)
@@ -432,8 +474,8 @@ def main():
         "policy": {
             "exit": "softmax-max>=" + ",".join(f"{t:g}" if t <= 1 else "off" for t in thresholds),
             "target_met_on_validation": met,
-            "chosen_on": f"validation, on each half: fewest mean MACs with accuracy >= static - 1 point + "
-                         f"{VAL_SLACK * 100:g}; else fewest with accuracy >= the last exit's",
+            "chosen_on": f"validation: fewest mean MACs with accuracy >= static - 1 point + {VAL_SLACK * 100:g}; "
+                         "else fewest with accuracy >= the last exit's on each half",
             "validation_accuracy": val_acc,
             "validation_half_accuracy": val_halves,
             "test_accuracy": test_acc,
@@ -442,6 +484,11 @@ def main():
         },
     }
     print(json.dumps(acc, indent=1))
+    if args.rethreshold:
+        with open(os.path.join(args.out, "accuracy.json"), "w") as f:
+            json.dump(acc, f, indent=1)
+            f.write("\n")
+        return 0
 
     x1 = x_test[:1]
     torch.onnx.export(static, x1, os.path.join(args.out, "static.onnx"), opset_version=13,
