@@ -86,9 +86,9 @@ for ((rep = 1; rep <= REPS; ++rep)); do
   fi
   for name in "${order[@]}"; do run "$name" "$rep"; done
 done
-python3 - "$OUT" "$POLICY" "$REPS" <<'PY'
+python3 - "$OUT" "$POLICY" "$REPS" "$F/accuracy.json" <<'PY'
 import json, os, statistics, sys
-out, policy, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out, policy, reps, accuracy_json = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 med = statistics.median
 rows = [("static CNN, BLGG", "static_cnn_blgg"), ("static CNN, BBBB (one core)", "static_cnn_bbbb"),
         ("static width split, BLG (--exit=none)", "static_split_blg"),
@@ -125,4 +125,14 @@ for dyn, label, name in (("dynamic_blg", "static CNN BLGG", "static_cnn_blgg"),
     acc = med(d[i][1] - s[i][1] for i in range(reps))
     print(f"{dyn} vs {label}: latency {spread(lat)} lower (median latency {spread(lat_median)}), modelled energy {spread(energy)} lower, "
           f"accuracy {100 * acc:+.1f} points")
+# The runs above count the first FRAMES test images; the whole test set's accuracy is the
+# training script's (PyTorch, the same models), recorded with the fixtures.
+with open(accuracy_json) as f:
+    a = json.load(f)
+p = a["policy"]
+print()
+print(f"accuracy on all {a['test_images']} test images (accuracy.json, from the training script): static CNN "
+      f"{100 * a['static']:.2f} %, last exit alone {100 * a['exits'][-1]:.2f} % ({100 * (a['exits'][-1] - a['static']):+.2f} points), "
+      f"dynamic {p['exit']} {100 * p['test_accuracy']:.2f} % ({100 * (p['test_accuracy'] - a['static']):+.2f} points; "
+      f"chosen on {a['validation_images']} validation images, target met there: {'yes' if p['target_met_on_validation'] else 'no'})")
 PY

@@ -103,8 +103,8 @@ TEST(MapAndConquerFixture, LabelledSubsetsAreConsistent) {
   ASSERT_EQ(labels.shape, (std::vector<int64_t>{1000}));
   for (float v : labels.data) EXPECT_TRUE(v >= 0 && v <= 9 && v == static_cast<int>(v)) << v;
   const graph::NpyArray val = graph::read_npy(kDir / "val_exit_logits.npy");
-  EXPECT_EQ(val.shape, (std::vector<int64_t>{2000, 3, 10}));
-  EXPECT_EQ(graph::read_npy(kDir / "val_labels.npy").shape, (std::vector<int64_t>{2000}));
+  EXPECT_EQ(val.shape, (std::vector<int64_t>{10000, 3, 10}));
+  EXPECT_EQ(graph::read_npy(kDir / "val_labels.npy").shape, (std::vector<int64_t>{10000}));
 }
 
 }  // namespace
