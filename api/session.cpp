@@ -88,6 +88,7 @@ namespace {
 uint32_t pipeline_depth(const Partition& partition, Mode mode, uint32_t buffers) {
   const size_t n = partition.subgraphs().size();
   if (mode == Mode::kSwitch || n == 0) return 1;
+  if (mode == Mode::kOverlap) return 2;  // never more than two frames in flight
   const auto capacities = receiver_capacities(partition, std::max(buffers, 1u));
   // depth[b]: frames held from the graph input through sub-graph b (edges point to higher indices).
   std::vector<uint32_t> depth(n, 1);
@@ -339,6 +340,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const bool use_meter = !values_.meter.empty() || !values_.meter_log.empty();
   if (use_meter) power::ExternalMeter::validate(meter_options, !values_.gpio_tags.empty());
   options.receiver_buffers = values_.buffers;
+  options.share_boundaries = values_.share_boundaries;
   options.profile_level = values_.profile;
   if (!values_.exit.empty()) options.exit_policy = ExitPolicy::parse(values_.exit);
   check_cores_exist(platform_);

@@ -141,7 +141,7 @@ Options parse_options(const std::vector<std::string>& args) {
 std::string usage() {
   return R"(co_up — run one CNN across the processors of a heterogeneous SoC (ARM-CO-UP)
 
-usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
+usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch|overlap] [--n=FRAMES] [options]
        co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
        co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-regions | --list-constants
        co_up --workload=FILE.json | --workload='GRAPH:ORDER[:key=value...];...' [options]
@@ -196,7 +196,8 @@ workload (several networks at once, sharing the processors; README "Several netw
 
 mapping and execution (paper Table 2)
   --order=LETTERS       one processor letter per layer: B big CPU, L LITTLE CPU, G GPU, N NPU
-  --mode=pipeline|switch  overlap frames across processors, or one frame at a time
+  --mode=pipeline|switch|overlap  overlap frames across processors, or one frame at a time,
+                        or a second frame only where a processor is done with the first
   --n=FRAMES            frames to run (default 10)
   --threads=N --cores=N                 big cluster: worker threads, cores used
   --threads_little=N --cores_little=N   LITTLE cluster: worker threads, cores used
@@ -209,6 +210,8 @@ mapping and execution (paper Table 2)
                         (levels count from 1 = lowest frequency: --list-frequencies)
   --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
   --buffers=N           receive buffers between adjacent stages (default 3)
+  --share-boundaries=0|1  switch and overlap modes: boundary tensors shared in place (1, default)
+                        or copied at every boundary (0, as a pipeline does; for comparison)
   --npu_fallback=B|L|G  layers the NPU/DSP cannot run move to that processor, and the placement
                         used is printed (default: such a layer is an error naming it)
 
