@@ -22,6 +22,7 @@ std::string para_pipe_kind(const DagCostModel& model, const Mapping& m) {
     if (used.find(c) == std::string::npos) used += c;
   }
   if (used.size() <= 1) return "single";
+  if (m.mode == Mode::kOverlap) return "overlap";
   bool split = false;
   for (const SplitGroup& g : split_groups(model.model())) {
     const std::string parts = m.order.substr(g.first, g.parts);
@@ -132,6 +133,17 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
     for (const Candidate& c : std::vector<Candidate>(pool)) {
       const Mode other = c.mapping.mode == Mode::kSwitch ? Mode::kPipeline : Mode::kSwitch;
       pool.push_back(predicted(Candidate{Mapping{c.mapping.order, other, c.mapping.levels}, {}, c.source}));
+    }
+    // Every plan on several processors also in overlap mode (a second frame fills the idle tails
+    // of the first): a spread plan's one-frame latency with up to twice its throughput, the only
+    // shape that can be well above one processor on both (docs/para_pipe.md).
+    std::set<std::pair<std::string, std::vector<int>>> overlapped;
+    for (const Candidate& c : std::vector<Candidate>(pool)) {
+      if (c.mapping.mode != Mode::kSwitch || c.mapping.order.find_first_not_of(c.mapping.order[0]) == std::string::npos ||
+          !cost.runs(c.mapping.order) || !overlapped.insert({c.mapping.order, c.mapping.levels}).second) {
+        continue;
+      }
+      pool.push_back(predicted(Candidate{Mapping{c.mapping.order, Mode::kOverlap, c.mapping.levels}, {}, c.source}));
     }
   }
   pool.push_back(predicted(chain.single_processor));
