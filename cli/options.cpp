@@ -250,7 +250,8 @@ layer profiles (co_up profile --graph=NAME|--model=FILE --profile-out=FILE [opti
 planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --profile=FILE        the layer profile to plan from (for runs --profile is the level above)
   --objective=throughput|latency|energy|pareto  what the printed mappings optimise (default
-                        throughput; latency plans switch mode, the others pipeline mode)
+                        throughput; latency plans switch mode, the others pipeline mode; a
+                        pareto front of a network with parallel regions has overlap plans too)
   --top=K               mappings printed (default 5), then single-processor and HEFT baselines
   --min-fps=X, --max-latency-ms=Y  only plans predicted to reach them (an error when none does)
                         (a network with parallel regions is planned with the DAG cost model and

@@ -7,8 +7,9 @@
 //   kPareto      non-dominated in (period, latency, energy when known) over both modes: the
 //                mappings each search accepted on its way, each in switch and pipeline mode, and
 //                the path from the best pipeline to the least-latency branch assignment, one
-//                region at a time ("hybrid-path"), and every switch candidate on several
-//                processors in overlap mode too; sorted by throughput, descending
+//                region at a time ("hybrid-path"), every switch candidate on several
+//                processors in overlap mode too, and descents in overlap mode from them under
+//                latency bounds ("overlap-descent"); sorted by throughput, descending
 // Every candidate's source says which search found it and its kind: "single" (one processor),
 // "pipe-only" (pipeline, every region on one processor), "para-only" (switch, some region's
 // branches on several processors), "switch" (switch, no region spread), "hybrid" (pipeline with
