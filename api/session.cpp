@@ -329,8 +329,9 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
   std::vector<uint32_t> subgraph_of_layer;
   for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
+  // Overlap mode has two frames in flight: like a pipeline, a domain keeps one level for the run.
   const power::DvfsSchedule schedule = power::resolve_schedule(
-      frequency_plan, platform_, order_, subgraph_of_layer, options.mode == Mode::kPipeline, policy, warn);
+      frequency_plan, platform_, order_, subgraph_of_layer, options.mode != Mode::kSwitch, policy, warn);
   const auto gpio_layers = power::parse_layer_filter(values_.gpio_tags);
   if (!values_.gpio_tags.empty() && !platform_.gpio.present()) {
     throw InputError("--gpio-tags is set but platform '" + platform_.name +
