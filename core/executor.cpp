@@ -177,7 +177,9 @@ struct Executor::Impl {
   };
   std::vector<std::unique_ptr<std::byte, AlignedFree>> shared_buffers;
   std::vector<std::vector<co_up_io_memory>> io_memory;
-  std::map<graph::TensorId, std::string> shared_tensors;  // placed tensors: "shared" or "slice"
+  // Placed tensors: whether each is a whole buffer or a channel slice of a Concat's output.
+  enum class InPlace { kShared, kSlice };
+  std::map<graph::TensorId, InPlace> shared_tensors;
   std::vector<std::unique_ptr<Processor>> processors;
   std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
 
@@ -416,7 +418,7 @@ void Executor::Impl::plan_shared_tensors() {
       place[e.tensor] = {new_buffer(e.tensor), 0, 0};
     }
   }
-  for (const auto& [t, where] : place) shared_tensors[t] = where.pixel_stride == 0 ? "shared" : "slice";
+  for (const auto& [t, where] : place) shared_tensors[t] = where.pixel_stride == 0 ? InPlace::kShared : InPlace::kSlice;
   for (const SubGraph& sg : sgs) {
     auto add = [&](int32_t direction, size_t index, graph::TensorId t) {
       auto it = place.find(t);
@@ -499,7 +501,10 @@ void Executor::Impl::connect() {
       // A shared tensor's receivers only count frames: the data stays in the shared buffer.
       const auto shared = shared_tensors.find(edge.tensor);
       const size_t bytes = shared != shared_tensors.end() ? 0 : t.desc.byte_size();
-      receiver_in_place.push_back(shared != shared_tensors.end() ? shared->second : "");
+      // ReceiverInfo::in_place's words.
+      receiver_in_place.push_back(shared == shared_tensors.end()          ? ""
+                                  : shared->second == InPlace::kShared ? "shared"
+                                                                       : "slice");
       receivers.push_back(std::make_unique<Receiver>(t.name, bytes, capacities[e][k],
                                                      edge.source, edge.destinations[k]));
       receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
