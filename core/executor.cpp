@@ -997,13 +997,17 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       m.refresh_admitted();
       SubGraphRuntime* best = nullptr;
       finished = finished && m.closed;
-      if (m.options.mode == Mode::kOverlap) {
+      if (!m.exit_subgraph.empty()) {
+        for (SubGraphRuntime* s : lane.processor->subgraphs) {
+          if (m.pass_stopped_frames(*s)) m.changed.notify_all();
+        }
+      }
+      if (m.options.mode == Mode::kOverlap) {  // after passing stopped frames: what is left to run
         uint64_t floor = UINT64_MAX;
         for (const SubGraphRuntime* s : lane.processor->subgraphs) floor = std::min(floor, s->next_frame);
         lane.processor->frame_floor = floor;
       }
       for (SubGraphRuntime* s : lane.processor->subgraphs) {
-        if (!m.exit_subgraph.empty() && m.pass_stopped_frames(*s)) m.changed.notify_all();
         if (s->next_frame < m.frames) finished = false;
         // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
         if (m.runnable(*s) && (best == nullptr || s->next_frame < best->next_frame)) best = s;
