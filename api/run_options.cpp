@@ -19,7 +19,8 @@ int to_int(int64_t x) { return static_cast<int>(x); }
 constexpr RunOption kOptions[] = {
     {"order", "order", K::kText, S::kBoth, "one processor letter per layer unit (empty: every layer on B)",
      [](RunValues& v, const std::string& s) { v.order = s; }},
-    {"mode", "mode", K::kValue, S::kBoth, "pipeline (frames overlap) or switch (one frame at a time)",
+    {"mode", "mode", K::kValue, S::kBoth,
+     "pipeline (frames overlap), switch (one frame at a time) or overlap (a second frame where the first is done)",
      [](RunValues& v, const std::string& s) { v.mode = s; }},
     {"split", "split", K::kText, S::kBoth, "UNIT:PARTS[,...]: split a layer unit's op by output channels",
      [](RunValues& v, const std::string& s) { v.split = s; }},
@@ -44,6 +45,9 @@ constexpr RunOption kOptions[] = {
      [](RunValues& v, const std::string& s) {
        v.buffers = static_cast<uint32_t>(parse_int_option("buffers", s, 1, 64));
      }},
+    {"share-boundaries", "share_boundaries", K::kValue, S::kBoth,
+     "switch and overlap modes: 1 shares boundary tensors in place (default), 0 copies them",
+     [](RunValues& v, const std::string& s) { v.share_boundaries = parse_int_option("share-boundaries", s, 0, 1) != 0; }},
     {"threads", "threads", K::kValue, S::kBoth, "big cluster: worker threads",
      [](RunValues& v, const std::string& s) { v.threads = to_int(parse_int_option("threads", s, 1, 1024)); }},
     {"threads_little", "threads_little", K::kValue, S::kBoth, "LITTLE cluster: worker threads",

@@ -30,6 +30,7 @@ struct RunValues {
   std::string dvfs = "strict";
   int profile = 0;  // profiling level 0|1|2
   uint32_t buffers = 3;
+  bool share_boundaries = true;  // ExecutorOptions::share_boundaries
   std::optional<int> threads, cores, threads_little, cores_little;
   int64_t image_size = 0;
   uint64_t seed = 1;

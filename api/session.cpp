@@ -88,6 +88,7 @@ namespace {
 uint32_t pipeline_depth(const Partition& partition, Mode mode, uint32_t buffers) {
   const size_t n = partition.subgraphs().size();
   if (mode == Mode::kSwitch || n == 0) return 1;
+  if (mode == Mode::kOverlap) return 2;  // never more than two frames in flight
   const auto capacities = receiver_capacities(partition, std::max(buffers, 1u));
   // depth[b]: frames held from the graph input through sub-graph b (edges point to higher indices).
   std::vector<uint32_t> depth(n, 1);
@@ -328,8 +329,9 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   auto warn = [this](const std::string& message) { warn_dvfs(message); };
   std::vector<uint32_t> subgraph_of_layer;
   for (uint32_t l = 0; l < order_.size(); ++l) subgraph_of_layer.push_back(partition.subgraph_of_layer(l));
+  // Overlap mode has two frames in flight: like a pipeline, a domain keeps one level for the run.
   const power::DvfsSchedule schedule = power::resolve_schedule(
-      frequency_plan, platform_, order_, subgraph_of_layer, options.mode == Mode::kPipeline, policy, warn);
+      frequency_plan, platform_, order_, subgraph_of_layer, options.mode != Mode::kSwitch, policy, warn);
   const auto gpio_layers = power::parse_layer_filter(values_.gpio_tags);
   if (!values_.gpio_tags.empty() && !platform_.gpio.present()) {
     throw InputError("--gpio-tags is set but platform '" + platform_.name +
@@ -339,6 +341,7 @@ Session::Impl::Impl(NetworkSpec spec, const SessionOptions::Values& values)
   const bool use_meter = !values_.meter.empty() || !values_.meter_log.empty();
   if (use_meter) power::ExternalMeter::validate(meter_options, !values_.gpio_tags.empty());
   options.receiver_buffers = values_.buffers;
+  options.share_boundaries = values_.share_boundaries;
   options.profile_level = values_.profile;
   if (!values_.exit.empty()) options.exit_policy = ExitPolicy::parse(values_.exit);
   check_cores_exist(platform_);

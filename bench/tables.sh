@@ -388,7 +388,7 @@ t_para_pipe() {
   quick && { frames=3; reps=1; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
   local gn_split iv3_split
   gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
-  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 1 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --reps=${reps} --pareto=${pareto} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians)"
+  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 1 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --reps=${reps} --pareto=${pareto} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians; overlap rows: the best latency plan run with --mode=overlap, and the Pareto front's overlap points of highest throughput and predicted nearest the target)"
   "${build}/co_up" profile --graph=googlenet --units=branches --image-size="${gn_size}" --split="${gn_split}" \
     --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/googlenet_split${gn_size}_bl.json" >/dev/null &&
     "${build}/co_up" profile --graph=inception_v3 --units=branches --image-size="${iv3_size}" --split="${iv3_split}" \

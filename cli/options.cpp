@@ -141,7 +141,7 @@ Options parse_options(const std::vector<std::string>& args) {
 std::string usage() {
   return R"(co_up — run one CNN across the processors of a heterogeneous SoC (ARM-CO-UP)
 
-usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch] [--n=FRAMES] [options]
+usage: co_up --graph=NAME [--order=BBLGGNNN] [--mode=pipeline|switch|overlap] [--n=FRAMES] [options]
        co_up --model=FILE.onnx [--input-shape=N,C,H,W] [--order=...] [options]
        co_up --graph=NAME | --model=FILE.onnx --list-layers | --list-regions | --list-constants
        co_up --workload=FILE.json | --workload='GRAPH:ORDER[:key=value...];...' [options]
@@ -196,7 +196,8 @@ workload (several networks at once, sharing the processors; README "Several netw
 
 mapping and execution (paper Table 2)
   --order=LETTERS       one processor letter per layer: B big CPU, L LITTLE CPU, G GPU, N NPU
-  --mode=pipeline|switch  overlap frames across processors, or one frame at a time
+  --mode=pipeline|switch|overlap  overlap frames across processors, or one frame at a time,
+                        or a second frame only where a processor is done with the first
   --n=FRAMES            frames to run (default 10)
   --threads=N --cores=N                 big cluster: worker threads, cores used
   --threads_little=N --cores_little=N   LITTLE cluster: worker threads, cores used
@@ -209,6 +210,8 @@ mapping and execution (paper Table 2)
                         (levels count from 1 = lowest frequency: --list-frequencies)
   --dvfs=strict|best-effort  a DVFS failure stops the run (default), or warns once and runs on
   --buffers=N           receive buffers between adjacent stages (default 3)
+  --share-boundaries=0|1  switch and overlap modes: boundary tensors shared in place (1, default)
+                        or copied at every boundary (0, as a pipeline does; for comparison)
   --npu_fallback=B|L|G  layers the NPU/DSP cannot run move to that processor, and the placement
                         used is printed (default: such a layer is an error naming it)
 
@@ -247,7 +250,8 @@ layer profiles (co_up profile --graph=NAME|--model=FILE --profile-out=FILE [opti
 planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --profile=FILE        the layer profile to plan from (for runs --profile is the level above)
   --objective=throughput|latency|energy|pareto  what the printed mappings optimise (default
-                        throughput; latency plans switch mode, the others pipeline mode)
+                        throughput; latency plans switch mode, the others pipeline mode; a
+                        pareto front of a network with parallel regions has overlap plans too)
   --top=K               mappings printed (default 5), then single-processor and HEFT baselines
   --min-fps=X, --max-latency-ms=Y  only plans predicted to reach them (an error when none does)
                         (a network with parallel regions is planned with the DAG cost model and

@@ -179,7 +179,7 @@ int run_plan_command(const Options& o, StopSignal& stop) {
            : objective == planner::Objective::kLatency  ? "minimum latency, switch mode"
            : objective == planner::Objective::kEnergy   ? "minimum energy per frame, pipeline mode"
                                                         : "Pareto front of throughput, latency and energy, "
-                                                          "switch and pipeline mode";
+                                                          "switch, pipeline and overlap mode";
     out << graph::find_unit_regions(*dag).size()
         << " parallel regions: hybrid para/pipe search, DAG cost model (critical path of the "
            "sub-graph DAG)\n";

@@ -41,6 +41,10 @@ struct Processor {
   bool owns_its_cores = false;  // no other processor thread of this run shares a host core
   std::vector<SubGraphRuntime*> subgraphs;
   std::vector<Event> events;  // written only by this processor's thread while running
+  // Overlap mode: the oldest frame any of its sub-graphs has still to run (their least
+  // next_frame), taken by its thread under the scheduling lock before each choice. A sub-graph
+  // may run frame g only when this is g: the frame before has nothing left on this processor.
+  uint64_t frame_floor = 0;
 };
 
 struct InputPort {
@@ -89,6 +93,11 @@ struct SubGraphRuntime {
   // Whether committing a frame that stops here must wake the other processor threads (see
   // Impl::stop_wakes_others); set up once.
   bool stop_wakes_others = true;
+  // Overlap mode: the sub-graphs of other processors that read or write a shared buffer this one
+  // reads or writes. Frame g runs here only after each of them has finished frame g - 1, so a
+  // buffer is never written for frame g while another processor still reads frame g - 1's
+  // (one buffer per tensor serves both frames in flight). Set up once.
+  std::vector<const SubGraphRuntime*> buffer_guards;
 };
 
 // State the layer hooks need; lives on the processor thread's stack during one sub-graph run.
@@ -168,7 +177,9 @@ struct Executor::Impl {
   };
   std::vector<std::unique_ptr<std::byte, AlignedFree>> shared_buffers;
   std::vector<std::vector<co_up_io_memory>> io_memory;
-  std::map<graph::TensorId, std::string> shared_tensors;  // placed tensors: "shared" or "slice"
+  // Placed tensors: whether each is a whole buffer or a channel slice of a Concat's output.
+  enum class InPlace { kShared, kSlice };
+  std::map<graph::TensorId, InPlace> shared_tensors;
   std::vector<std::unique_ptr<Processor>> processors;
   std::vector<std::unique_ptr<SubGraphRuntime>> subgraphs;
 
@@ -244,6 +255,7 @@ struct Executor::Impl {
   void compile_all();
   void connect();
   void connect_exits();
+  void guard_shared_buffers();
 
   void refresh_admitted();
   bool inputs_ready(const SubGraphRuntime& s) const;
@@ -278,6 +290,7 @@ void Executor::Impl::set_up() {
   compile_all();
   connect();
   connect_exits();
+  guard_shared_buffers();
   setup_ns = placement.setup_ns() + (now_ns() - start);
 }
 
@@ -319,14 +332,17 @@ void Executor::Impl::create_processors() {
 // reads it there (co_up_io_memory, ABI 1.3). And where a channel Concat gathers convolution
 // results from other sub-graphs (the parts of a spread split layer, the branches of an inception
 // module), each producer writes its slice of the Concat's output and the Concat is not run.
-// Switch mode only: frame f + 1 enters after every sub-graph has finished frame f, so one buffer
-// per tensor holds every frame in turn; a pipeline needs the receivers' rings (several frames in
-// flight), where the copies stay. Only 4-D f32 tensors passed in NHWC between backends that
+// Switch mode: frame f + 1 enters after every sub-graph has finished frame f, so one buffer per
+// tensor holds every frame in turn. Overlap mode: two frames may be in flight, but a sub-graph
+// touching a shared buffer runs frame g only after every other processor's sub-graph touching it
+// finished frame g - 1 (guard_shared_buffers), and those of its own processor did (the
+// processor's frame floor), so the buffer again holds one frame at a time. A pipeline needs the
+// receivers' rings (several frames in flight), where the copies stay. Only 4-D f32 tensors passed in NHWC between backends that
 // declare co_up_plugin_api.external_io, never a graph input or output, never with exits.
 void Executor::Impl::plan_shared_tensors() {
   const std::vector<SubGraph>& sgs = partition.subgraphs();
   io_memory.assign(sgs.size(), {});
-  if (!options.share_boundaries || options.mode != Mode::kSwitch || graph.has_exits()) return;
+  if (!options.share_boundaries || options.mode == Mode::kPipeline || graph.has_exits()) return;
   const std::set<graph::TensorId>& nhwc = placement.nhwc_tensors();
   auto caps = [&](uint32_t subgraph) { return subgraphs[subgraph]->processor->device->plugin().external_io(); };
   struct Place {
@@ -335,11 +351,11 @@ void Executor::Impl::plan_shared_tensors() {
   };
   std::map<graph::TensorId, Place> place;
   const auto& edges = partition.edges();
+  std::map<graph::TensorId, const Edge*> edge_by_tensor;  // one edge per tensor (Partition)
+  for (const Edge& e : edges) edge_by_tensor.emplace(e.tensor, &e);
   auto edge_of = [&](graph::TensorId t) -> const Edge* {
-    for (const Edge& e : edges) {
-      if (e.tensor == t) return &e;
-    }
-    return nullptr;
+    const auto it = edge_by_tensor.find(t);
+    return it == edge_by_tensor.end() ? nullptr : it->second;
   };
   auto shareable = [&](const Edge* e, uint32_t bit) {
     return e != nullptr && e->source != kGraphInput && !e->is_graph_output && !e->destinations.empty() &&
@@ -402,7 +418,7 @@ void Executor::Impl::plan_shared_tensors() {
       place[e.tensor] = {new_buffer(e.tensor), 0, 0};
     }
   }
-  for (const auto& [t, where] : place) shared_tensors[t] = where.pixel_stride == 0 ? "shared" : "slice";
+  for (const auto& [t, where] : place) shared_tensors[t] = where.pixel_stride == 0 ? InPlace::kShared : InPlace::kSlice;
   for (const SubGraph& sg : sgs) {
     auto add = [&](int32_t direction, size_t index, graph::TensorId t) {
       auto it = place.find(t);
@@ -485,7 +501,10 @@ void Executor::Impl::connect() {
       // A shared tensor's receivers only count frames: the data stays in the shared buffer.
       const auto shared = shared_tensors.find(edge.tensor);
       const size_t bytes = shared != shared_tensors.end() ? 0 : t.desc.byte_size();
-      receiver_in_place.push_back(shared != shared_tensors.end() ? shared->second : "");
+      // ReceiverInfo::in_place's words.
+      receiver_in_place.push_back(shared == shared_tensors.end()          ? ""
+                                  : shared->second == InPlace::kShared ? "shared"
+                                                                       : "slice");
       receivers.push_back(std::make_unique<Receiver>(t.name, bytes, capacities[e][k],
                                                      edge.source, edge.destinations[k]));
       receiver_of[{edge.tensor, edge.destinations[k]}] = receivers.back().get();
@@ -539,6 +558,27 @@ void Executor::Impl::connect() {
   }
 }
 
+void Executor::Impl::guard_shared_buffers() {
+  if (options.mode != Mode::kOverlap) return;
+  std::map<const void*, std::vector<SubGraphRuntime*>> touching;  // shared buffer -> sub-graphs
+  for (auto& s : subgraphs) {
+    for (const co_up_io_memory& m : io_memory[s->subgraph->index]) {
+      auto& list = touching[m.host_ptr];
+      if (std::find(list.begin(), list.end(), s.get()) == list.end()) list.push_back(s.get());
+    }
+  }
+  for (const auto& [buffer, list] : touching) {
+    for (SubGraphRuntime* a : list) {
+      for (const SubGraphRuntime* b : list) {
+        if (b->processor != a->processor &&
+            std::find(a->buffer_guards.begin(), a->buffer_guards.end(), b) == a->buffer_guards.end()) {
+          a->buffer_guards.push_back(b);
+        }
+      }
+    }
+  }
+}
+
 void Executor::Impl::refresh_admitted() {
   // closed() first: a producer closes after its last admission, so admitted() is then final.
   closed = stream->closed();
@@ -549,6 +589,16 @@ bool Executor::Impl::inputs_ready(const SubGraphRuntime& s) const {
   if (s.next_frame >= frames || !exits_decided(s)) return false;
   if (s.reads_graph_input && options.mode == Mode::kSwitch && completed < s.next_frame) {
     return false;  // switch mode: one frame in flight
+  }
+  if (options.mode == Mode::kOverlap) {
+    // Frame g enters once g - 2 has left (two frames in flight at most), and runs on a processor
+    // only after g - 1 has nothing left there: it fills that processor's idle tail of g - 1 and
+    // never delays g - 1 on it.
+    if (s.reads_graph_input && completed + 1 < s.next_frame) return false;
+    if (s.processor->frame_floor < s.next_frame) return false;
+    for (const SubGraphRuntime* g : s.buffer_guards) {
+      if (g->next_frame < s.next_frame) return false;
+    }
   }
   for (const InputPort& in : s.inputs) {
     if (in.receiver != nullptr && !in.receiver->has_frame()) return false;
@@ -947,8 +997,17 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       m.refresh_admitted();
       SubGraphRuntime* best = nullptr;
       finished = finished && m.closed;
+      if (!m.exit_subgraph.empty()) {
+        for (SubGraphRuntime* s : lane.processor->subgraphs) {
+          if (m.pass_stopped_frames(*s)) m.changed.notify_all();
+        }
+      }
+      if (m.options.mode == Mode::kOverlap) {  // after passing stopped frames: what is left to run
+        uint64_t floor = UINT64_MAX;
+        for (const SubGraphRuntime* s : lane.processor->subgraphs) floor = std::min(floor, s->next_frame);
+        lane.processor->frame_floor = floor;
+      }
       for (SubGraphRuntime* s : lane.processor->subgraphs) {
-        if (!m.exit_subgraph.empty() && m.pass_stopped_frames(*s)) m.changed.notify_all();
         if (s->next_frame < m.frames) finished = false;
         // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
         if (m.runnable(*s) && (best == nullptr || s->next_frame < best->next_frame)) best = s;

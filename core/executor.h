@@ -12,6 +12,9 @@
 //   pipeline mode: frames overlap across processors (throughput);
 //   switch mode:   frame f+1 enters only after frame f has left (latency), the same machinery
 //                  with one frame in flight.
+//   overlap mode:  switch, except that frame f+1 may enter while f is in flight (never while
+//                  f-1 is), and runs on a processor only once f has nothing left to run there:
+//                  it fills the processors' idle tails of f without delaying f.
 // Frames are numbered; receivers check the numbers, so a lost, duplicated or reordered frame is
 // an error, never a silent wrong answer.
 //
@@ -53,8 +56,8 @@ struct ExecutorOptions {
   // them, so a frame that is slow on one stage does not stall the other.
   uint32_t receiver_buffers = 3;
   int profile_level = 0;  // 0: frames; 1: + sub-graphs and transfers; 2: + layers
-  // Switch mode: boundary tensors between backends that take runtime memory (ABI 1.3 io_memory)
-  // live in one shared buffer each, written and read in place, and a channel Concat of
+  // Switch and overlap modes: boundary tensors between backends that take runtime memory (ABI
+  // 1.3 io_memory) live in one shared buffer each, written and read in place, and a channel Concat of
   // convolution results from other sub-graphs is written in place by them and not run: no copy
   // at those boundaries. False: every boundary copies (what `co_up profile` times as transfers,
   // the cost a pipeline still pays).

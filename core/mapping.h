@@ -12,16 +12,22 @@
 
 namespace co_up {
 
-// "pipeline" / "switch", as --mode takes.
+// "pipeline" / "switch" / "overlap", as --mode takes.
 inline const char* mode_name(Mode mode) {
-  return mode == Mode::kPipeline ? "pipeline" : "switch";
+  switch (mode) {
+    case Mode::kPipeline: return "pipeline";
+    case Mode::kSwitch: return "switch";
+    case Mode::kOverlap: return "overlap";
+  }
+  return "?";
 }
 
-// Throws InputError for anything but "pipeline" or "switch".
+// Throws InputError for anything but "pipeline", "switch" or "overlap".
 inline Mode parse_mode(const std::string& text) {
   if (text == "pipeline") return Mode::kPipeline;
   if (text == "switch") return Mode::kSwitch;
-  throw InputError("unknown mode '" + text + "' (use --mode=pipeline or --mode=switch)");
+  if (text == "overlap") return Mode::kOverlap;
+  throw InputError("unknown mode '" + text + "' (use --mode=pipeline, --mode=switch or --mode=overlap)");
 }
 
 struct Mapping {

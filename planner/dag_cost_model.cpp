@@ -28,6 +28,7 @@ struct DagCostModel::Plan {
   struct Out {
     uint32_t destination;
     uint32_t capacity;
+    bool shared_across = false;  // a tensor shared in place with another processor's sub-graph
   };
   std::vector<size_t> processor;  // per sub-graph: index in letters()
   std::vector<uint32_t> first, last;
@@ -144,7 +145,11 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   std::vector<uint32_t> charged_for(n, UINT32_MAX);      // per producing unit: last destination
   std::vector<uint32_t> linked_to(count, UINT32_MAX);    // per source sub-graph: last destination
   // Sub-graph edges (source, destination) in unit order, so destinations never decrease.
-  std::vector<std::pair<uint32_t, uint32_t>> links;
+  struct Link {
+    uint32_t source, destination;
+    bool shared_across;
+  };
+  std::vector<Link> links;
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
@@ -164,26 +169,27 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       // would (graph::shareable_boundary, UnitDag::shareable): no copy to charge.
       // (A split layer's Concat is then written in place by its parts too; the profile timed it
       // inside one sub-graph, where the backend does the same, so its unit time stays.)
-      const bool in_place = m.mode == Mode::kSwitch && in_place_[ps] && in_place_[pd] &&
+      const bool in_place = m.mode != Mode::kPipeline && in_place_[ps] && in_place_[pd] &&
                             (dag_.shareable.empty() || dag_.shareable[q]);
       if (!in_place) {
         plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
         plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
       }
-      if (m.mode == Mode::kSwitch && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
+      if (m.mode != Mode::kPipeline && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
       if (linked_to[s] != d) {
         linked_to[s] = d;
-        links.emplace_back(s, d);
+        links.push_back({s, d, false});
       }
+      if (in_place && ps != pd) links.back().shared_across = true;
     }
   }
   // Both lists by counting: sources grouped by destination (already in order, each group sorted),
   // destinations grouped by source (stable, so ascending).
   plan.source_begin.assign(count + 1, 0);
   plan.out_begin.assign(count + 1, 0);
-  for (const auto& [s, d] : links) {
-    ++plan.source_begin[d + 1];
-    ++plan.out_begin[s + 1];
+  for (const Link& l : links) {
+    ++plan.source_begin[l.destination + 1];
+    ++plan.out_begin[l.source + 1];
   }
   for (size_t i = 0; i < count; ++i) {
     plan.source_begin[i + 1] += plan.source_begin[i];
@@ -194,8 +200,9 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   {
     std::vector<uint32_t> fill(plan.out_begin.begin(), plan.out_begin.end() - 1);
     for (size_t i = 0; i < links.size(); ++i) {
-      plan.source_list[i] = links[i].first;  // links are grouped by destination already
-      plan.out_list[fill[links[i].first]++] = {links[i].second, options_.receiver_buffers};
+      plan.source_list[i] = links[i].source;  // links are grouped by destination already
+      plan.out_list[fill[links[i].source]++] = {links[i].destination, options_.receiver_buffers,
+                                                links[i].shared_across};
     }
   }
   for (size_t d = 0; d < count; ++d) {
@@ -237,7 +244,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
 }
 
 std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mode mode,
-                                           FrameSchedule* first) const {
+                                           FrameSchedule* first, std::vector<double>* ends) const {
   const size_t count = plan.processor.size();
   const size_t n_proc = model_->letters().size();
   std::vector<std::vector<uint32_t>> of_processor(n_proc);
@@ -252,11 +259,19 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   uint64_t completed = 0;
   double now = 0;
   std::vector<size_t> ending;  // processors whose run ends now (reused: no allocation per event)
+  std::vector<uint64_t> floor(n_proc, 0);  // overlap: the oldest frame a processor has left
 
   auto ready = [&](uint32_t s) {
     const uint64_t f = next[s];
     if (f >= frames) return false;
     if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
+    if (mode == Mode::kOverlap) {  // as the executor's overlap gate
+      if (plan.reads_input[s] && completed + 1 < f) return false;
+      if (floor[plan.processor[s]] < f) return false;
+      for (const Plan::Out& out : plan.outs(s)) {
+        if (out.shared_across && next[out.destination] < f) return false;
+      }
+    }
     for (uint32_t src : plan.sources(s)) {
       if (next[src] <= f) return false;
     }
@@ -269,6 +284,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   while (true) {
     for (size_t p = 0; p < n_proc; ++p) {
       if (running[p] != UINT32_MAX) continue;
+      if (mode == Mode::kOverlap) {
+        floor[p] = UINT64_MAX;
+        for (uint32_t s : of_processor[p]) floor[p] = std::min(floor[p], next[s]);
+      }
       uint32_t pick = UINT32_MAX;
       for (uint32_t s : of_processor[p]) {
         if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) {
@@ -330,6 +349,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 
   std::vector<double> latency(frames);
   for (uint32_t f = 0; f < frames; ++f) latency[f] = frame_end[f] - std::max(0.0, frame_start[f]);
+  if (ends != nullptr) *ends = frame_end;
   if (first != nullptr) {
     FrameSchedule& fs = *first;
     const double t0 = std::max(0.0, frame_start[0]);
@@ -353,10 +373,11 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 }
 
 Prediction DagCostModel::predict(const Mapping& m) const {
-  const Plan plan = build(m, m.mode == Mode::kPipeline);
+  const Plan plan = build(m, m.mode != Mode::kSwitch);
   Prediction out;
   const uint32_t frames = m.mode == Mode::kSwitch ? 1 : options_.pipeline_frames;
-  const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr);
+  std::vector<double> ends;
+  const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr, &ends);
   out.latency_ms = median(latency) / 1000.0;
   out.resources.resize(model_->resource_count());
   for (size_t p = 0; p < model_->letters().size(); ++p) {
@@ -366,6 +387,12 @@ Prediction DagCostModel::predict(const Mapping& m) const {
   double bottleneck = 0;
   for (const ResourceTime& r : out.resources) bottleneck = std::max(bottleneck, r.busy_us);
   out.period_us = m.mode == Mode::kPipeline ? bottleneck : latency[0];
+  if (m.mode == Mode::kOverlap) {
+    // Frames leave in pairs or unevenly (the gate leaves idle time that the busiest resource
+    // cannot see): the mean period over the steady frames, after the first quarter.
+    const size_t from = frames / 4, to = frames - 1;
+    out.period_us = (ends[to] - ends[from]) / static_cast<double>(to - from);
+  }
   out.throughput_fps = out.period_us > 0 ? 1e6 / out.period_us : std::numeric_limits<double>::infinity();
   out.energy_mj_per_frame = model_->energy_mj(plan.busy_us, plan.used, out.period_us, m.levels);
   return out;

@@ -27,6 +27,12 @@
 //   pipeline: latency = median frame latency over `pipeline_frames` frames all admitted at once
 //             (what `co_up` and `plan --verify` measure: queueing included); period = the busiest
 //             resource as in CostModel (sub-graph times summed per resource), throughput 1/period.
+//   overlap:  the executor's overlap mode: frame g enters once g - 2 completed, and runs on a
+//             processor only when g - 1 has nothing left there and, for a tensor shared in
+//             place with another processor, that processor's readers finished g - 1; boundary
+//             copies and wake-ups as in switch mode. Latency = median frame latency over
+//             `pipeline_frames` frames; period = mean time between completions over the frames
+//             after the first quarter (the gate's idle time counts; not the busiest resource).
 // Energy: CostModel::energy_mj over the sub-graph times per processor.
 // Resources that share cores (a GPU's host thread) are not slowed by each other here.
 #pragma once
@@ -105,7 +111,9 @@ class DagCostModel {
   // `capacities`: receiver capacities as the runtime's (a pipeline simulation needs them); else
   // every edge gets the base (one switch frame, or no simulation at all).
   Plan build(const Mapping& mapping, bool capacities) const;
-  std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first) const;
+  // One latency per frame; `ends`, when given, gets each frame's completion time.
+  std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
+                               std::vector<double>* ends = nullptr) const;
 
   const CostModel* model_;
   graph::UnitDag dag_;

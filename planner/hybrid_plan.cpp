@@ -12,9 +12,6 @@
 #include "planner/split_plan.h"
 
 namespace co_up::planner {
-namespace {
-
-}  // namespace
 
 std::string para_pipe_kind(const DagCostModel& model, const Mapping& m) {
   std::string used;
@@ -22,6 +19,7 @@ std::string para_pipe_kind(const DagCostModel& model, const Mapping& m) {
     if (used.find(c) == std::string::npos) used += c;
   }
   if (used.size() <= 1) return "single";
+  if (m.mode == Mode::kOverlap) return "overlap";
   bool split = false;
   for (const SplitGroup& g : split_groups(model.model())) {
     const std::string parts = m.order.substr(g.first, g.parts);
@@ -41,6 +39,88 @@ std::string para_pipe_kind(const DagCostModel& model, const Mapping& m) {
   if (m.mode == Mode::kSwitch) return spread ? "para-only" : "switch";
   return spread ? "hybrid" : "pipe-only";
 }
+
+namespace {
+
+// Plans shaped for overlap mode. A switch plan re-run in overlap mode gains little when both
+// processors work from a frame's start to its end (the next frame then waits, and two frames in
+// flight double the latency); what gains is a plan whose processors each work in a shorter
+// window of the frame (a pipeline whose middle is spread): the "overlap-window" candidates below.
+// Then, from the overlap candidate that best meets each latency bound (1, 1.15 and 1.3 times the
+// least switch latency in the pool), a descent over single units (each moved to every other
+// letter, first improvement, at most three passes) minimises the overlap period plus ten times
+// any latency over the bound ("overlap-descent").
+void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& pool) {
+  const CostModel& cost = model.model();
+  const std::string& letters = cost.letters();
+  double switch_ms = kInf;
+  for (const Candidate& c : pool) {
+    if (c.mapping.mode == Mode::kSwitch) switch_ms = std::min(switch_ms, c.prediction.latency_ms);
+  }
+  if (switch_ms == kInf || letters.size() < 2) return;
+  // Windows: the least-latency switch plan with its first units all on one letter and its last
+  // units all on another (cuts every twentieth of the units): the front and back processors then
+  // each work in a window of the frame, the spread middle between them.
+  const Candidate* fastest = nullptr;
+  for (const Candidate& c : pool) {
+    if (c.mapping.mode == Mode::kSwitch && (fastest == nullptr || c.prediction.latency_ms < fastest->prediction.latency_ms)) {
+      fastest = &c;
+    }
+  }
+  const Mapping spread = fastest->mapping;
+  const size_t n = spread.order.size(), step = std::max<size_t>(1, n / 20);
+  for (char front : letters) {
+    for (char back : letters) {
+      if (front == back) continue;
+      for (size_t a = 0; a < n; a += step) {
+        for (size_t b = a + step; b <= n; b += step) {
+          Mapping m = spread;
+          m.mode = Mode::kOverlap;
+          std::fill(m.order.begin(), m.order.begin() + static_cast<std::ptrdiff_t>(a), front);
+          std::fill(m.order.begin() + static_cast<std::ptrdiff_t>(b), m.order.end(), back);
+          if (m.order.find_first_not_of(m.order[0]) == std::string::npos || !cost.runs(m.order)) continue;
+          const Prediction p = model.predict(m);
+          pool.push_back(Candidate{std::move(m), p, "overlap-window"});
+        }
+      }
+    }
+  }
+  for (double factor : {1.0, 1.15, 1.3}) {
+    const double bound_ms = factor * switch_ms;
+    auto score = [&](const Prediction& p) { return p.period_us + 10'000 * std::max(0.0, p.latency_ms - bound_ms); };
+    const Candidate* start = nullptr;
+    for (const Candidate& c : pool) {
+      if (c.mapping.mode == Mode::kOverlap && (start == nullptr || score(c.prediction) < score(start->prediction))) {
+        start = &c;
+      }
+    }
+    if (start == nullptr) return;
+    Mapping best = start->mapping;
+    double best_score = score(start->prediction);
+    for (int pass = 0; pass < 3; ++pass) {
+      bool improved = false;
+      for (size_t u = 0; u < best.order.size(); ++u) {
+        for (char letter : letters) {
+          if (letter == best.order[u]) continue;
+          Mapping m = best;
+          m.order[u] = letter;
+          if (!cost.runs(m.order)) continue;
+          const double s = score(model.predict(m));
+          if (s < best_score) {
+            best_score = s;
+            best = std::move(m);
+            improved = true;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+    Candidate c{best, model.predict(best), "overlap-descent"};
+    pool.push_back(std::move(c));
+  }
+}
+
+}  // namespace
 
 PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t top,
                        const HybridPlanOptions& options) {
@@ -133,6 +213,18 @@ PlanResult plan_hybrid(const DagCostModel& model, Objective objective, size_t to
       const Mode other = c.mapping.mode == Mode::kSwitch ? Mode::kPipeline : Mode::kSwitch;
       pool.push_back(predicted(Candidate{Mapping{c.mapping.order, other, c.mapping.levels}, {}, c.source}));
     }
+    // Every plan on several processors also in overlap mode (a second frame fills the idle tails
+    // of the first): a spread plan's one-frame latency with up to twice its throughput, the only
+    // shape that can be well above one processor on both (docs/para_pipe.md).
+    std::set<std::pair<std::string, std::vector<int>>> overlapped;
+    for (const Candidate& c : std::vector<Candidate>(pool)) {
+      if (c.mapping.mode != Mode::kSwitch || c.mapping.order.find_first_not_of(c.mapping.order[0]) == std::string::npos ||
+          !cost.runs(c.mapping.order) || !overlapped.insert({c.mapping.order, c.mapping.levels}).second) {
+        continue;
+      }
+      pool.push_back(predicted(Candidate{Mapping{c.mapping.order, Mode::kOverlap, c.mapping.levels}, {}, c.source}));
+    }
+    add_overlap_descents(model, pool);
   }
   pool.push_back(predicted(chain.single_processor));
   pool.erase(std::remove_if(pool.begin(), pool.end(), [&](const Candidate& c) { return !cost.runs(c.mapping.order); }),

@@ -69,7 +69,7 @@ typedef struct co_up_tensor_view {
 /* ---------------------------------------------------------------------------------------------- */
 /* Options: key/value strings named as the command line's options without dashes: "order", "mode",
  * "split", "platform", "plugins", "sysfs-root", "frequency", "dvfs", "profile", "buffers",
- * "threads", "cores", "threads_little", "cores_little", "image-size", "seed", "data", "units",
+ * "share-boundaries", "threads", "cores", "threads_little", "cores_little", "image-size", "seed", "data", "units",
  * "input-shape", "queue-capacity" (docs/api.md). */
 
 typedef struct co_up_options co_up_options;

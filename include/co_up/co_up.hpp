@@ -129,6 +129,8 @@ struct TensorInfo {
 enum class Mode {
   kPipeline,  // frames overlap across processors (throughput)
   kSwitch,    // one frame in flight at a time (latency)
+  kOverlap,   // switch, except that frame g may start on a processor frame g-1 no longer needs
+              // (at most two frames in flight): latency near switch's, throughput above it
 };
 
 // How a Session is built and run; the names follow the command line's options. Every setter

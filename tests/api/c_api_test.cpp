@@ -144,7 +144,7 @@ TEST(CApi, ReleasingWithFramesInFlightAndNullArguments) {
   ASSERT_EQ(co_up_options_create(&options), nullptr);
   error = co_up_options_set(options, "mode", "sideways");
   ASSERT_NE(error, nullptr);
-  EXPECT_STREQ(co_up_error_message(error), "unknown mode 'sideways' (use --mode=pipeline or --mode=switch)");
+  EXPECT_STREQ(co_up_error_message(error), "unknown mode 'sideways' (use --mode=pipeline, --mode=switch or --mode=overlap)");
   co_up_error_release(error);
   co_up_options_release(options);
 }

@@ -333,6 +333,8 @@ TEST_F(CliTest, OutputIsTheSameWhateverTheOrderAndMode) {
       {"--order=BBBBBBBB"},
       {"--order=BLBLBLBL", "--mode=switch"},
       {"--order=BBBBLLLL", "--mode=pipeline"},
+      {"--order=BLBLBLBL", "--mode=overlap"},
+      {"--order=BLBLBLBL", "--mode=overlap", "--share-boundaries=0"},
   };
   std::vector<std::string> outputs;
   for (size_t i = 0; i < variants.size(); ++i) {
@@ -347,6 +349,8 @@ TEST_F(CliTest, OutputIsTheSameWhateverTheOrderAndMode) {
   EXPECT_EQ(first.shape, (std::vector<int64_t>{1, 1000}));
   EXPECT_EQ(outputs[0], outputs[1]) << "BBBBBBBB and BLBLBLBL --mode=switch differ";
   EXPECT_EQ(outputs[0], outputs[2]) << "BBBBBBBB and BBBBLLLL --mode=pipeline differ";
+  EXPECT_EQ(outputs[0], outputs[3]) << "BBBBBBBB and BLBLBLBL --mode=overlap differ";
+  EXPECT_EQ(outputs[0], outputs[4]) << "BBBBBBBB and BLBLBLBL --mode=overlap --share-boundaries=0 differ";
 }
 
 TEST_F(CliTest, ImageAndLabelsPrintTheTopFive) {
@@ -409,7 +413,11 @@ TEST_F(CliTest, ALetterWhosePluginIsMissingNamesThePlugin) {
 }
 
 TEST_F(CliTest, UnknownModeIsAUsageError) {
-  expect_usage_error(alexnet({"--mode=turbo"}), {"'turbo'", "pipeline", "switch"});
+  expect_usage_error(alexnet({"--mode=turbo"}), {"'turbo'", "pipeline", "switch", "overlap"});
+}
+
+TEST_F(CliTest, ShareBoundariesTakesZeroOrOne) {
+  expect_usage_error(alexnet({"--share-boundaries=2"}), {"--share-boundaries=2", "out of range"});
 }
 
 TEST_F(CliTest, UnknownGraphIsAUsageError) {

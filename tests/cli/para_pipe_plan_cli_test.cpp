@@ -77,7 +77,7 @@ TEST(PlanRegions, ParetoFrontListsBothModesWithCommands) {
   const CommandResult r = run_program(
       CO_UP_BINARY, {"plan", "--profile=" + profile.string(), "--objective=pareto", "--top=20"}, scratch.path());
   ASSERT_EQ(r.exit_code, 0) << r;
-  EXPECT_THAT(r.out, HasSubstr("Pareto front of throughput, latency and energy, switch and pipeline mode"));
+  EXPECT_THAT(r.out, HasSubstr("Pareto front of throughput, latency and energy, switch, pipeline and overlap mode"));
   EXPECT_THAT(r.out, HasSubstr("--mode=pipeline"));
   EXPECT_THAT(r.out, HasSubstr(" fps "));
   EXPECT_THAT(r.out, HasSubstr(" ms "));

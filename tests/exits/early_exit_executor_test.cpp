@@ -48,7 +48,7 @@ TEST(EarlyExitExecutorTest, ThresholdsThatNeverStopEarlyGiveTheStaticOutputsBitF
   for (uint64_t i = 0; i < 4; ++i) inputs.push_back(scaled_input(fixed, 50 + i, 1.0f));
   const ExitRun reference = run(fixed, "BBB", Mode::kSwitch, 4, inputs, "none");
   ASSERT_TRUE(reference.result.profile.exits.empty());
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     const ExitRun got = run(dynamic, "BLD", mode, 12, inputs, "softmax-max>=1");
     ASSERT_EQ(got.result.profile.frames_completed, 12u);
     ASSERT_EQ(got.result.profile.frame_exit, std::vector<uint32_t>(12, 2u)) << "a frame stopped early";
@@ -69,7 +69,7 @@ TEST(EarlyExitExecutorTest, StoppingAtTheFirstExitRunsNoLaterSubGraph) {
     SCOPED_TRACE(independent ? "independent stages" : "chained stages");
     const graph::Graph g = exit_network(true, 11, {"exit0", "exit1", "exit2"}, independent);
     const InputSets inputs = {scaled_input(g, 7, 1.0f), scaled_input(g, 8, 1.0f)};
-    for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+    for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
       const ExitRun got = run(g, "BLD", mode, 40, inputs, "softmax-max>=0");
       const profiler::RunProfile& p = got.result.profile;
       ASSERT_EQ(p.frames_completed, 40u);
@@ -103,7 +103,7 @@ TEST(EarlyExitExecutorTest, ThousandMixedFramesFinishInOrderOnceEachInBothModes)
   const std::vector<uint32_t> expected_exit = {0, 2, 0, 2, 2};
   const ExitRun reference = run(fixed, "BBB", Mode::kSwitch, 5, inputs, "none");
   const uint64_t frames = 1000;
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, "BLD", mode, frames, inputs, "softmax-max>=0.9");
     const profiler::RunProfile& p = got.result.profile;
@@ -114,6 +114,11 @@ TEST(EarlyExitExecutorTest, ThousandMixedFramesFinishInOrderOnceEachInBothModes)
     if (mode == Mode::kSwitch) {
       for (uint64_t f = 1; f < frames; ++f) {
         ASSERT_GE(p.frame_start_ns[f], p.frame_end_ns[f - 1]) << "frame " << f << " overlapped";
+      }
+    }
+    if (mode == Mode::kOverlap) {  // two frames in flight at most
+      for (uint64_t f = 2; f < frames; ++f) {
+        ASSERT_GE(p.frame_start_ns[f], p.frame_end_ns[f - 2]) << "frame " << f << " entered with " << f - 2 << " in flight";
       }
     }
     // Exit 0's sub-graph sees every frame, in order, once.
@@ -143,7 +148,7 @@ TEST(EarlyExitExecutorTest, NonContiguousMappingsWithExitsDoNotDeadlock) {
   const graph::Graph g = exit_network();
   const InputSets inputs = {scaled_input(g, 31, kConfidentScale), scaled_input(g, 32, kUnsureScale)};
   for (const char* order : {"BLB", "LBL", "BDL"}) {
-    for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+    for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
       const ExitRun got = run(g, order, mode, 60, inputs, "softmax-max>=0.9");
       EXPECT_EQ(got.result.profile.frames_completed, 60u) << order;
       EXPECT_EQ(got.deliveries, 60 * 3) << order;

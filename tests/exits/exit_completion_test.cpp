@@ -86,7 +86,7 @@ uint64_t transfers_into(const profiler::RunProfile& p, uint32_t source, uint32_t
 TEST(ExitCompletionTest, AFrameStoppedAtStageOneIsHandedToNoLaterSubGraph) {
   const graph::Graph g = shared_feature_network(true);
   const InputSets inputs = {test::scaled_input(g, 7, 1.0f), test::scaled_input(g, 8, 1.0f)};
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, "BLD", mode, 50, inputs, "softmax-max>=0");
     const profiler::RunProfile& p = got.result.profile;
@@ -129,7 +129,7 @@ TEST(ExitCompletionTest, ThousandFramesWithEveryExitFinishInOrderOnceEach) {
   InputSets inputs;
   for (size_t i : pattern) inputs.push_back(distinct[i]);
   const uint64_t frames = 1000;
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, "BLD", mode, frames, inputs, policy);
     const profiler::RunProfile& p = got.result.profile;
@@ -189,7 +189,7 @@ TEST(ExitCompletionTest, ThresholdsThatNeverStopGiveTheStaticOutputs) {
   for (uint64_t i = 0; i < 3; ++i) inputs.push_back(test::scaled_input(fixed, 60 + i, 1.0f));
   inputs.push_back(test::scaled_input(fixed, 63, test::kConfidentScale));
   const ExitRun reference = run(fixed, "BBB", Mode::kSwitch, 4, inputs, "none");
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, "BLD", mode, 20, inputs, "softmax-max>=off,off");
     ASSERT_EQ(got.result.profile.frames_completed, 20u);
@@ -254,7 +254,7 @@ TEST(ExitCompletionTest, AStreamOfMostlyEarlyExitsCompletesEveryFrameInOrder) {
   // Mostly confident inputs (exit 0), now and then an unsure one (runs to exit 2).
   InputSets inputs(7, test::scaled_input(g, 41, test::kConfidentScale));
   inputs[3] = test::scaled_input(g, 42, test::kUnsureScale);
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     for (uint64_t step : {1u, 5u}) {
       SCOPED_TRACE(std::string(mode_name(mode)) + ", admitted " + std::to_string(step) + " at a time");
       ExecutorOptions options;

@@ -64,7 +64,7 @@ TEST(SameProcessorExitTest, EachStageOfAMultiExitNetworkIsASubGraphOnItsLetter) 
 TEST(SameProcessorExitTest, StoppingAtStageOneRunsNoLaterLayerOnTheProcessor) {
   const graph::Graph g = test::exit_network(true);
   const InputSets inputs = {test::scaled_input(g, 7, 1.0f), test::scaled_input(g, 8, 1.0f)};
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, mode, 50, inputs, "softmax-max>=0");
     const profiler::RunProfile& p = got.result.profile;
@@ -96,7 +96,7 @@ TEST(SameProcessorExitTest, ThousandMixedFramesFinishInOrderOnceEachRunningOnlyT
   InputSets inputs;
   for (size_t i : pattern) inputs.push_back(distinct[i]);
   const uint64_t frames = 1000;
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, mode, frames, inputs, policy);
     const profiler::RunProfile& p = got.result.profile;
@@ -138,7 +138,7 @@ TEST(SameProcessorExitTest, ThresholdsThatNeverStopGiveTheStaticOutputsBitForBit
   inputs.push_back(test::scaled_input(fixed, 63, test::kConfidentScale));
   const ExitRun reference = run(fixed, Mode::kSwitch, 4, inputs, "none");
   ASSERT_EQ(reference.result.profile.subgraphs.size(), 1u);
-  for (Mode mode : {Mode::kPipeline, Mode::kSwitch}) {
+  for (Mode mode : {Mode::kPipeline, Mode::kSwitch, Mode::kOverlap}) {
     SCOPED_TRACE(mode_name(mode));
     const ExitRun got = run(g, mode, 20, inputs, "softmax-max>=off,off");
     ASSERT_EQ(got.result.profile.frames_completed, 20u);

@@ -167,6 +167,58 @@ TEST(DagCostModel, LowerBoundsNeverExceedTheValue) {
   }
 }
 
+// Overlap mode, by hand. Frame g enters once g - 2 completed and runs on a processor only when
+// g - 1 has nothing left there.
+TEST(DagCostModel, OverlapFillsAProcessorsIdleTailWithTheNextFrame) {
+  // The diamond BLBL (switch: 48 us a frame). Frame 0: B 0 [0,10], L 1 [10,35], B 2 [10,40],
+  // L 3 [40,48]. Frame 1's unit 0 may enter at 10 but B still has unit 2 of frame 0 to run: it
+  // starts at 40 [40,50] (while L 3 finishes frame 0), then L 1 [50,75], B 2 [50,80], L 3
+  // [80,88]. Every frame 48 us, one every 40 us: 1.2x switch's throughput at its latency.
+  const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
+  const DagCostModel dag_model(model, dag(kDiamond));
+  const Prediction p = dag_model.predict({"BLBL", Mode::kOverlap, {}});
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.048);
+  EXPECT_DOUBLE_EQ(p.period_us, 40);
+  EXPECT_DOUBLE_EQ(p.throughput_fps, 1e6 / 40);
+  EXPECT_DOUBLE_EQ(dag_model.predict({"BLBL", Mode::kSwitch, {}}).period_us, 48);
+}
+
+TEST(DagCostModel, OverlapNeverDelaysTheFrameBeforeOnAProcessor) {
+  // Chain 0 -> 1 -> 2 on B, L, B (10, 20, 10 us). Frame 1's unit 0 could run on B at 10, but
+  // frame 0 still has unit 2 on B (at 30): B waits, frame 1 starts at 40, as in switch mode.
+  const CostModel model(profile({10, 50, 10}, {50, 20, 50}));
+  const DagCostModel dag_model(model, dag({{}, {0}, {1}}));
+  const Prediction p = dag_model.predict({"BLB", Mode::kOverlap, {}});
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.040);
+  EXPECT_DOUBLE_EQ(p.period_us, 40);
+}
+
+TEST(DagCostModel, OverlapHoldsAtMostTwoFramesInFlight) {
+  // Chain 0 -> 1 on B (10 us), L (30 us). Frame 0: B [0,10], L [10,40]; frame 1: B [10,20],
+  // L [40,70]; frame 2 enters when frame 0 has left (40): B [40,50], L [70,100]; frame 3 at 70.
+  // Latencies 40, 60, 60, 60, ...: median 60; one frame every 30 us. (A pipeline admits every
+  // frame at once and lets them queue before L.)
+  const CostModel model(profile({10, 50}, {50, 30}));
+  const DagCostModel dag_model(model, dag({{}, {0}}));
+  const Prediction p = dag_model.predict({"BL", Mode::kOverlap, {}});
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.060);
+  EXPECT_DOUBLE_EQ(p.period_us, 30);
+  EXPECT_GT(dag_model.predict({"BL", Mode::kPipeline, {}}).latency_ms, 0.060);
+}
+
+TEST(DagCostModel, OverlapWaitsForOtherProcessorsReadersOfASharedBuffer) {
+  // As OverlapHoldsAtMostTwoFramesInFlight, but B and L share boundaries in place: the tensor
+  // 0 -> 1 is one buffer, which frame 1's unit 0 may write only once L has read frame 0's
+  // (at 40): B [40,50], L [50,80], ... one frame every 40 us, each 40 us long.
+  LayerProfile shared = profile({10, 50}, {50, 30}, 1, 2);
+  for (ProfileProcessor& x : shared.processors) x.in_place_boundaries = true;
+  const CostModel model(shared);
+  const DagCostModel dag_model(model, dag({{}, {0}}));
+  const Prediction p = dag_model.predict({"BL", Mode::kOverlap, {}});
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.040);  // no copies charged, as in switch mode
+  EXPECT_DOUBLE_EQ(p.period_us, 40);
+}
+
 TEST(DagCostModel, AUnitGraphOfAnotherSizeIsAnInputError) {
   const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
   EXPECT_THROW(DagCostModel(model, dag({{}, {0}})), InputError);
