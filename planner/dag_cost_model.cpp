@@ -143,7 +143,10 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   // build a plan per candidate, hundreds of thousands of times. A sub-graph's units are
   // consecutive, so "already charged for destination d" is "the mark holds d".
   std::vector<uint32_t> charged_for(n, UINT32_MAX);      // per producing unit: last destination
-  std::vector<uint32_t> linked_to(count, UINT32_MAX);    // per source sub-graph: last destination
+  // Per source sub-graph: the index in `links` of its link to the destination last seen. A
+  // destination may read s, then s2, then s again: its units are consecutive, so the link to
+  // mark is links[link_of[s]] when that link's destination is d, not the last one pushed.
+  std::vector<uint32_t> link_of(count, UINT32_MAX);
   // Sub-graph edges (source, destination) in unit order, so destinations never decrease.
   struct Link {
     uint32_t source, destination;
@@ -176,11 +179,11 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
         plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
       }
       if (m.mode != Mode::kPipeline && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
-      if (linked_to[s] != d) {
-        linked_to[s] = d;
+      if (link_of[s] == UINT32_MAX || links[link_of[s]].destination != d) {
+        link_of[s] = static_cast<uint32_t>(links.size());
         links.push_back({s, d, false});
       }
-      if (in_place && ps != pd) links.back().shared_across = true;
+      if (in_place && ps != pd) links[link_of[s]].shared_across = true;
     }
   }
   // Both lists by counting: sources grouped by destination (already in order, each group sorted),
