@@ -68,7 +68,11 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       if (q >= u) throw std::logic_error("unit DAG: a predecessor is not before its unit");
     }
   }
-  if (options_.pipeline_frames < 2) options_.pipeline_frames = 2;
+  // A period is a time between completions: it takes two frames (one would divide by zero).
+  if (options_.pipeline_frames < 2) {
+    throw InputError("DAG cost model: pipeline_frames is " + std::to_string(options_.pipeline_frames) +
+                     "; simulate at least 2 frames");
+  }
   if (options_.receiver_buffers < 1) options_.receiver_buffers = 1;
   std::vector<std::string> names;
   for (const ProfileLayer& l : model.profile().network.layers) names.push_back(l.name);
@@ -268,7 +272,13 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     const uint64_t f = next[s];
     if (f >= frames) return false;
     if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
-    if (mode == Mode::kOverlap) {  // as the executor's overlap gate
+    // Overlap mode as modelled: admission (g enters once g - 2 completed), the processor floor
+    // (g runs on a processor once g - 1 has nothing left there) and, per edge shared in place
+    // across processors, the writer waits until its reader has finished g - 1. The executor's
+    // guard covers every pair of other-processor sub-graphs touching a shared buffer; not
+    // modelled here: two readers of one buffer on different processors waiting for each
+    // other, and the writers of one Concat's slices waiting for each other.
+    if (mode == Mode::kOverlap) {
       if (plan.reads_input[s] && completed + 1 < f) return false;
       if (floor[plan.processor[s]] < f) return false;
       for (const Plan::Out& out : plan.outs(s)) {

@@ -239,6 +239,9 @@ TEST(DagCostModel, OverlapGuardsTheSourceWhoseBufferIsSharedNotTheLastOneLinked)
 TEST(DagCostModel, AUnitGraphOfAnotherSizeIsAnInputError) {
   const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
   EXPECT_THROW(DagCostModel(model, dag({{}, {0}})), InputError);
+  DagCostOptions one_frame;
+  one_frame.pipeline_frames = 1;  // no period between completions to measure
+  EXPECT_THROW(DagCostModel(model, dag(kDiamond), one_frame), InputError);
 }
 
 }  // namespace
