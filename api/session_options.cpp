@@ -69,6 +69,10 @@ SessionOptions& SessionOptions::set_buffers(uint32_t buffers) {
   values_->buffers = buffers;
   return *this;
 }
+SessionOptions& SessionOptions::set_share_boundaries(bool share) {
+  values_->share_boundaries = share;
+  return *this;
+}
 SessionOptions& SessionOptions::set_threads(int big, int little) {
   values_->threads = big > 0 ? std::optional<int>(big) : std::nullopt;
   values_->threads_little = little > 0 ? std::optional<int>(little) : std::nullopt;

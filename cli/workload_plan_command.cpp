@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <optional>
 
 #include "cli/workload_verify.h"
@@ -74,14 +75,23 @@ Workload runnable_workload(const Workload& spec, const planner::WorkloadPlan& pl
   return out;
 }
 
-// `spec` as written into `dir`: its model and input paths relative to `dir` (read_workload made
-// them absolute, and reads a file's relative paths against the file's directory), so a folder
-// holding the plans and the models together can move.
+// `spec` as written into `dir`: its model and input paths relative to `dir` (read_workload reads
+// a file's relative paths against the file's directory), so a folder holding the plans and the
+// models together can move. A path the short form left relative to the working directory is
+// made absolute first. A model that shares no directory with `dir` below the root (/usr/share
+// against /home/...) stays absolute: the relative form would only climb to the root and back.
 Workload relative_to(Workload spec, const fs::path& dir) {
   const fs::path base = fs::absolute(dir).lexically_normal();
   const auto relative = [&](std::string& path) {
-    if (path.empty() || !fs::path(path).is_absolute()) return;
-    const fs::path r = fs::path(path).lexically_normal().lexically_relative(base);
+    if (path.empty()) return;
+    const fs::path absolute = fs::absolute(path).lexically_normal();
+    path = absolute.string();
+    const auto top = [](const fs::path& p) { return std::next(p.begin()); };  // after the root
+    if (std::distance(absolute.begin(), absolute.end()) < 2 || std::distance(base.begin(), base.end()) < 2 ||
+        *top(absolute) != *top(base)) {
+      return;
+    }
+    const fs::path r = absolute.lexically_relative(base);
     if (!r.empty()) path = r.string();
   };
   for (WorkloadNetwork& n : spec.networks) {

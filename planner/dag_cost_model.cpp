@@ -68,7 +68,11 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       if (q >= u) throw std::logic_error("unit DAG: a predecessor is not before its unit");
     }
   }
-  if (options_.pipeline_frames < 2) options_.pipeline_frames = 2;
+  // A period is a time between completions: it takes two frames (one would divide by zero).
+  if (options_.pipeline_frames < 2) {
+    throw InputError("DAG cost model: pipeline_frames is " + std::to_string(options_.pipeline_frames) +
+                     "; simulate at least 2 frames");
+  }
   if (options_.receiver_buffers < 1) options_.receiver_buffers = 1;
   std::vector<std::string> names;
   for (const ProfileLayer& l : model.profile().network.layers) names.push_back(l.name);
@@ -143,7 +147,10 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   // build a plan per candidate, hundreds of thousands of times. A sub-graph's units are
   // consecutive, so "already charged for destination d" is "the mark holds d".
   std::vector<uint32_t> charged_for(n, UINT32_MAX);      // per producing unit: last destination
-  std::vector<uint32_t> linked_to(count, UINT32_MAX);    // per source sub-graph: last destination
+  // Per source sub-graph: the index in `links` of its link to the destination last seen. A
+  // destination may read s, then s2, then s again: its units are consecutive, so the link to
+  // mark is links[link_of[s]] when that link's destination is d, not the last one pushed.
+  std::vector<uint32_t> link_of(count, UINT32_MAX);
   // Sub-graph edges (source, destination) in unit order, so destinations never decrease.
   struct Link {
     uint32_t source, destination;
@@ -176,11 +183,11 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
         plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
       }
       if (m.mode != Mode::kPipeline && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
-      if (linked_to[s] != d) {
-        linked_to[s] = d;
+      if (link_of[s] == UINT32_MAX || links[link_of[s]].destination != d) {
+        link_of[s] = static_cast<uint32_t>(links.size());
         links.push_back({s, d, false});
       }
-      if (in_place && ps != pd) links.back().shared_across = true;
+      if (in_place && ps != pd) links[link_of[s]].shared_across = true;
     }
   }
   // Both lists by counting: sources grouped by destination (already in order, each group sorted),
@@ -265,7 +272,13 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     const uint64_t f = next[s];
     if (f >= frames) return false;
     if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
-    if (mode == Mode::kOverlap) {  // as the executor's overlap gate
+    // Overlap mode as modelled: admission (g enters once g - 2 completed), the processor floor
+    // (g runs on a processor once g - 1 has nothing left there) and, per edge shared in place
+    // across processors, the writer waits until its reader has finished g - 1. The executor's
+    // guard covers every pair of other-processor sub-graphs touching a shared buffer; not
+    // modelled here: two readers of one buffer on different processors waiting for each
+    // other, and the writers of one Concat's slices waiting for each other.
+    if (mode == Mode::kOverlap) {
       if (plan.reads_input[s] && completed + 1 < f) return false;
       if (floor[plan.processor[s]] < f) return false;
       for (const Plan::Out& out : plan.outs(s)) {

@@ -50,7 +50,7 @@ namespace co_up::planner {
 struct DagCostOptions {
   // Per cross-processor edge, switch mode; negative: the profile's per-pair value (0 if absent).
   double switch_edge_us = -1;
-  uint32_t pipeline_frames = 32; // simulated frames for pipeline latency
+  uint32_t pipeline_frames = 32; // simulated frames for pipeline and overlap mode; at least 2
   uint32_t receiver_buffers = 3; // ExecutorOptions::receiver_buffers
 };
 

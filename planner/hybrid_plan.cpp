@@ -97,6 +97,7 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
     if (start == nullptr) return;
     Mapping best = start->mapping;
     double best_score = score(start->prediction);
+    bool moved = false;  // no move improved: the start is in the pool already
     for (int pass = 0; pass < 3; ++pass) {
       bool improved = false;
       for (size_t u = 0; u < best.order.size(); ++u) {
@@ -114,7 +115,9 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
         }
       }
       if (!improved) break;
+      moved = true;
     }
+    if (!moved) continue;
     Candidate c{best, model.predict(best), "overlap-descent"};
     pool.push_back(std::move(c));
   }

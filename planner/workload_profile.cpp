@@ -208,6 +208,19 @@ uint32_t plan_batch(const WorkloadProfileNetwork& profiled, const WorkloadNetwor
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   const uint32_t batch = spec.batch != 1 ? spec.batch : choose_batch(fits, candidates, spec.frames);
   if (batch == 1) return 1;
+  // The line is a fit over the profiled batches: past the largest it is a guess, and a falling
+  // line reaches zero. Either way the network keeps one request's time t(1) per request.
+  const auto refuse = [&](const std::string& why) {
+    notes.push_back("batch " + std::to_string(batch) + " for " + spec.name + ": " + why +
+                    "; planned at one request's time per request (profile larger batches to plan it)");
+    return spec.batch;
+  };
+  if (batch > candidates.back()) {
+    return refuse("larger than the largest profiled batch (" + std::to_string(candidates.back()) + ")");
+  }
+  for (const AffineBatchTime& fit : fits) {
+    if (!(fit.frame_us(batch) > 0)) return refuse("the affine batch time is not positive there");
+  }
   std::string fitted;
   for (size_t k = 0; k < letters.size(); ++k) {
     // Per request, a frame of `batch` takes t(batch) / batch where one request alone takes t(1).

@@ -77,6 +77,9 @@ void scale_to_whole_runs(std::vector<double>& layer_us, double input_us, std::ve
 // noted). Networks as fast as possible, built from a zoo graph, with "batch" 1 and batch times in
 // the profile get the batch choose_batch picks (problem.batches; one note each); their costs are
 // then per request (a frame's time / its batch), so the simulator schedules requests as before.
+// A batch the user gave is planned the same way, except that a network with a rate, an ONNX
+// model, no batch times, a batch larger than the largest profiled one or a fitted time not
+// positive at its batch keeps one request's cost t(1) per request (the last two noted).
 // Throws InputError naming the network and the field.
 WorkloadProblem workload_problem(const WorkloadProfile& profile, const Workload& spec,
                                  std::vector<std::string>& notes);

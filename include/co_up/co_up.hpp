@@ -167,6 +167,9 @@ class CO_UP_PUBLIC SessionOptions {
   SessionOptions& set_profile_level(int level);
   // --buffers: receive buffers between adjacent stages (>= 1).
   SessionOptions& set_buffers(uint32_t buffers);
+  // --share-boundaries=0|1: switch and overlap modes share boundary tensors in place between
+  // backends that can (true, default) or copy them (false).
+  SessionOptions& set_share_boundaries(bool share);
   // --threads/--cores (big cluster), --threads_little/--cores_little; 0 keeps the platform's.
   SessionOptions& set_threads(int big, int little);
   SessionOptions& set_cores(int big, int little);
@@ -180,7 +183,7 @@ class CO_UP_PUBLIC SessionOptions {
   SessionOptions& set_input_shape(std::vector<int64_t> shape);
   // Streaming: frames submitted and not yet handed back (by the callback or wait_result) at most;
   // 0 (default): twice the pipeline's depth (the frames its sub-graphs and receive buffers hold
-  // at once along its deepest path; 1 in switch mode), so that a producer resuming at half the
+  // at once along its deepest path; 1 in switch mode, 2 in overlap mode), so that a producer resuming at half the
   // queue (see submit) still finds the pipeline full.
   SessionOptions& set_queue_capacity(uint32_t frames);
 

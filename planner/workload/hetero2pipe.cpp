@@ -123,8 +123,7 @@ class Hetero2Pipe final : public WorkloadPlanner {
     WorkloadPlan baseline = create_workload_planner("alone-best")->plan(problem);
     if (band_greedy.predicted.throughput_fps > baseline.predicted.throughput_fps) baseline = band_greedy;
     // Pipelines not clearly faster than run-time balancing: whole networks, the balanced plan or
-    // a baseline predicted faster than it. (Before, a baseline predicted 0.1 % above the balanced
-    // plan raised the bar for it, and pipelines predicted 4.6 % above both were kept.)
+    // a baseline predicted faster than it.
     const bool pipelines_not_clearly_faster =
         has_replicas && balanced.predicted.throughput_fps >=
                             best.predicted.throughput_fps * (best_pipelined ? 1 - kPipelineWaiting : 1.0);

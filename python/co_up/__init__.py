@@ -72,7 +72,7 @@ class Session:
     Session(model, **options) opens an ONNX file; Session.zoo(name, **options) a built-in network
     ("alexnet", "googlenet", "mobilenet", "resnet50", "squeezenet", ...). Options are keywords named
     after SessionOptions' setters (co_up.OPTIONS lists them): order="BBBLLLLL",
-    mode="pipeline"|"switch", image_size=64, threads=2 or threads=(big, little), input_shape=(1, 3,
+    mode="pipeline"|"switch"|"overlap", image_size=64, threads=2 or threads=(big, little), input_shape=(1, 3,
     224, 224), ... Closing (close(), a with block, or the last reference going) stops what is in
     flight, joins the session's threads and restores DVFS levels.
 

@@ -115,5 +115,12 @@ TEST(RunOptionViews, OneParseGivesTheCommandLineAndTheSessionTheSameValues) {
   EXPECT_EQ(o.data, v.data);
 }
 
+TEST(RunOptionViews, TheTypedSetterAndTheKeySetTheSameValue) {
+  EXPECT_TRUE(SessionOptions().values().share_boundaries);
+  EXPECT_FALSE(SessionOptions().set_share_boundaries(false).values().share_boundaries);
+  EXPECT_FALSE(SessionOptions().set("share-boundaries", "0").values().share_boundaries);
+  EXPECT_TRUE(SessionOptions().set_share_boundaries(false).set_share_boundaries(true).values().share_boundaries);
+}
+
 }  // namespace
 }  // namespace co_up

@@ -40,11 +40,7 @@ struct RunResultSummary {
 };
 
 RunResultSummary run_order(const graph::Graph& g, const std::string& order, Mode mode, bool share) {
-  ExecutorOptions options;
-  options.mode = mode;
-  options.profile_level = 1;
-  options.share_boundaries = share;
-  Executor executor(g, Partition::create(g, order), host_platform(), build_plugins(), options);
+  Executor executor = testing::profiled_executor(g, order, mode, share);
   RunRequest request;
   request.frames = 3;
   request.input_sets = {seeded_inputs(g, 11), seeded_inputs(g, 12)};

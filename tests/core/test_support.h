@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/executor.h"
+#include "core/mapping.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/graph.h"
@@ -23,6 +25,17 @@ inline const PluginRegistry& build_plugins() {
 
 // B = first half of the cores, L = second half (core 0 / core 1 on a 2-core machine).
 inline Platform host_platform() { return detect_host_platform("/nonexistent-sysfs"); }
+
+// An executor of `g` in `order` on this host whose run records sub-graph and transfer events
+// (profile level 1), in `mode`, with boundaries shared in place or copied.
+inline Executor profiled_executor(const graph::Graph& g, const std::string& order, Mode mode,
+                                  bool share_boundaries) {
+  ExecutorOptions options;
+  options.mode = mode;
+  options.profile_level = 1;
+  options.share_boundaries = share_boundaries;
+  return Executor(g, Partition::create(g, order), host_platform(), build_plugins(), options);
+}
 
 // `count` input sets for `g` (one vector per graph input), uniform in [-1, 1) from `seed`: frames
 // whose outputs differ, so that a lost, repeated or reordered frame shows.

@@ -3,6 +3,7 @@
 // gave is kept), with per-request costs and the profile's batch times surviving the JSON round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -106,6 +107,33 @@ TEST(BatchTime, TheProblemBatchesNetworksAsFastAsPossibleWithCostsPerRequest) {
       notes);
   EXPECT_EQ(given.batches, (std::vector<uint32_t>{2, 1}));
   EXPECT_NEAR(total_us(given.networks[0], 1), total_us(plain.networks[0], 1) * 0.65, 1e-6);
+}
+
+TEST(BatchTime, NoBatchIsPlannedPastTheProfiledBatchesOrWhereTheFitIsNotPositive) {
+  WorkloadProfile profile = batched_profile();
+  // mb's line falls: t(b) = 1000 - 283 b from positive points, t(4) < 0.
+  for (char letter : {'B', 'L'}) profile.networks[1].batch_times[letter] = {{1, 1000}, {2, 10}, {4, 10}};
+  const std::string sq = R"({"name": "sq", "graph": "squeezenet", "image_size": 32, "frames": 40, "batch": 8})";
+  const std::string mb = R"({"name": "mb", "graph": "mobilenet", "image_size": 32, "frames": 40})";
+  std::vector<std::string> notes;
+  const WorkloadProblem plain = workload_problem(
+      two_network_profile(),
+      parse_workload_json("{\"networks\": [" + sq + ", " + mb + "]}", "w", Orders::kOptional), notes);
+  notes.clear();
+  const WorkloadProblem p = workload_problem(
+      profile, parse_workload_json("{\"networks\": [" + sq + ", " + mb + "]}", "w", Orders::kOptional), notes);
+  EXPECT_EQ(p.batches, (std::vector<uint32_t>{8, 1}));
+  for (size_t net = 0; net < 2; ++net) {
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_NEAR(total_us(p.networks[net], k), total_us(plain.networks[net], k), 1e-9) << net << k;
+      for (double t : p.networks[net].layer_us[k]) EXPECT_GT(t, 0);
+    }
+  }
+  const auto noted = [&](const std::string& start) {
+    return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.rfind(start, 0) == 0; });
+  };
+  EXPECT_TRUE(noted("batch 8 for sq: larger than the largest profiled batch (4)"));
+  EXPECT_TRUE(noted("batch 4 for mb: the affine batch time is not positive there"));
 }
 
 TEST(BatchTime, BatchTimesSurviveTheProfileJson) {

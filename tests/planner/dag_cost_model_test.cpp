@@ -219,9 +219,29 @@ TEST(DagCostModel, OverlapWaitsForOtherProcessorsReadersOfASharedBuffer) {
   EXPECT_DOUBLE_EQ(p.period_us, 40);
 }
 
+TEST(DagCostModel, OverlapGuardsTheSourceWhoseBufferIsSharedNotTheLastOneLinked) {
+  // Sub-graphs s = L {0,1}, x = B {2}, s2 = L {3}, d = B {4,5,6}. d reads s (unit 0, copied),
+  // then s2 (unit 3, copied), then s again (unit 1, shared in place): s must not write frame 1's
+  // unit 1 before d has read frame 0's. Frame 0: s [0,10], x [10,15], s2 [15,20], d [20,50];
+  // frame 1's s waits for d (50), so one frame every 50 us. (Guarding s2 instead lets s run
+  // frame 1 at 20: a frame every 40 us.)
+  LayerProfile shared = profile({100, 100, 5, 100, 10, 10, 10}, {5, 5, 100, 5, 100, 100, 100});
+  for (ProfileProcessor& x : shared.processors) x.in_place_boundaries = true;
+  const CostModel model(shared);
+  graph::UnitDag units = dag({{}, {0}, {1}, {2}, {0}, {3}, {1, 4, 5}});
+  units.shareable = {false, true, true, false, true, true, true};
+  const DagCostModel dag_model(model, units);
+  const Prediction p = dag_model.predict({"LLBLBBB", Mode::kOverlap, {}});
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.050);
+  EXPECT_DOUBLE_EQ(p.period_us, 50);
+}
+
 TEST(DagCostModel, AUnitGraphOfAnotherSizeIsAnInputError) {
   const CostModel model(profile({10, 20, 30, 5}, {100, 25, 40, 8}));
   EXPECT_THROW(DagCostModel(model, dag({{}, {0}})), InputError);
+  DagCostOptions one_frame;
+  one_frame.pipeline_frames = 1;  // no period between completions to measure
+  EXPECT_THROW(DagCostModel(model, dag(kDiamond), one_frame), InputError);
 }
 
 }  // namespace

@@ -90,6 +90,30 @@ TEST_F(WorkloadOnnxCli, WrittenPlansNameTheModelRelativeToThemselvesAndMoveWithI
   for (const nlohmann::json& n : r["networks"]) EXPECT_EQ(n["frames_completed"], 6) << n["name"];
 }
 
+TEST_F(WorkloadOnnxCli, PlansFromTheShortFormNameTheModelsRelativeToThemselves) {
+  // The short form's paths are relative to the working directory, not to a file.
+  const std::string short_form =
+      "models/vit_tiny.onnx:input=models/vit_tiny_input.npy:frames=4;squeezenet:image_size=32:frames=4";
+  const test::Exit profile = run({"profile", "--workload=" + short_form, "--profile-out=p.json", "--processors=BL",
+                                  "--repetitions=1", "--coruns=1"});
+  ASSERT_EQ(profile.code, 0) << profile.out << profile.err;
+  const test::Exit plan = run({"plan", "--workload=" + short_form, "--profile=p.json", "--out=site/plans"});
+  ASSERT_EQ(plan.code, 0) << plan.out << plan.err;
+  const nlohmann::json written = nlohmann::json::parse(test::read_file(dir_ / "site/plans/hetero2pipe.json"));
+  bool found = false;
+  for (const nlohmann::json& n : written["networks"]) {
+    if (!n.contains("model")) continue;
+    found = true;
+    EXPECT_EQ(n["model"], "../../models/vit_tiny.onnx");
+    EXPECT_EQ(n["input"], "../../models/vit_tiny_input.npy");
+  }
+  EXPECT_TRUE(found) << written.dump();
+  const test::Exit x = run({"--workload=site/plans/hetero2pipe.json", "--profile-out=r.json"});
+  ASSERT_EQ(x.code, 0) << x.out << x.err;
+  const nlohmann::json r = nlohmann::json::parse(test::read_file(dir_ / "r.json"));
+  for (const nlohmann::json& n : r["networks"]) EXPECT_EQ(n["frames_completed"], 4) << n["name"];
+}
+
 TEST_F(WorkloadOnnxCli, AMissingModelIsOneLineNamingTheFileAsResolved) {
   dir_.write("models/bad.json", R"({"networks": [{"name": "vit", "model": "nosuch.onnx", "order": "B"}]})");
   const test::Exit x = run({"--workload=models/bad.json"});
