@@ -375,12 +375,12 @@ t_python() {
   method="bench/python_overhead.py ${args[*]:-(defaults: 2000 frames, 7 repeats)}: loops in C++ vs Python on one Session, the tests' tiny network"
   PYTHONPATH=${build}/python CO_UP_PLUGIN_PATH=${build}/plugins "${py}" "${root}/bench/python_overhead.py" "${args[@]}"
 }
-# --split list for every convolution with at least 1 % of the network's MACs, in two (the unit
+# --split list for every convolution with at least 0.5 % of the network's MACs, in two (the unit
 # numbers --list-layers shows without --split); the planner decides which of them to spread.
 para_pipe_split() {  # graph image_size
   "${build}/co_up" --graph="$1" --units=branches --image-size="$2" --list-layers |
     awk '$3 ~ /^Conv/ { macs[$1] = $(NF-1); total += $(NF-1) }
-         END { for (u in macs) if (macs[u] >= total / 100) print u ":2" }' | sort -n | paste -sd, -
+         END { for (u in macs) if (macs[u] >= total / 200) print u ":2" }' | sort -n | paste -sd, -
 }
 t_para_pipe() {
   need co_up co_up_bench_para_pipe || return 1
@@ -388,7 +388,7 @@ t_para_pipe() {
   quick && { frames=3; reps=1; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
   local gn_split iv3_split
   gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
-  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 1 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --reps=${reps} --pareto=${pareto} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians; overlap rows: the best latency plan run with --mode=overlap, and the Pareto front's overlap points of highest throughput and predicted nearest the target)"
+  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 0.5 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --reps=${reps} --pareto=${pareto} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians; overlap rows: the best latency plan run with --mode=overlap, and the Pareto front's overlap points of highest throughput and predicted nearest the target)"
   "${build}/co_up" profile --graph=googlenet --units=branches --image-size="${gn_size}" --split="${gn_split}" \
     --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/googlenet_split${gn_size}_bl.json" >/dev/null &&
     "${build}/co_up" profile --graph=inception_v3 --units=branches --image-size="${iv3_size}" --split="${iv3_split}" \
