@@ -53,11 +53,6 @@ namespace {
 void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& pool) {
   const CostModel& cost = model.model();
   const std::string& letters = cost.letters();
-  double switch_ms = kInf;
-  for (const Candidate& c : pool) {
-    if (c.mapping.mode == Mode::kSwitch) switch_ms = std::min(switch_ms, c.prediction.latency_ms);
-  }
-  if (switch_ms == kInf || letters.size() < 2) return;
   // Windows: the least-latency switch plan with its first units all on one letter and its last
   // units all on another (cuts every twentieth of the units): the front and back processors then
   // each work in a window of the frame, the spread middle between them.
@@ -67,7 +62,9 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
       fastest = &c;
     }
   }
-  const Mapping spread = fastest->mapping;
+  if (fastest == nullptr || letters.size() < 2) return;
+  const double switch_ms = fastest->prediction.latency_ms;
+  const Mapping spread = fastest->mapping;  // copied: the pool grows below
   const size_t n = spread.order.size(), step = std::max<size_t>(1, n / 20);
   for (char front : letters) {
     for (char back : letters) {
@@ -96,7 +93,8 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
     }
     if (start == nullptr) return;
     Mapping best = start->mapping;
-    double best_score = score(start->prediction);
+    Prediction best_prediction = start->prediction;
+    double best_score = score(best_prediction);
     bool moved = false;  // no move improved: the start is in the pool already
     for (int pass = 0; pass < 3; ++pass) {
       bool improved = false;
@@ -106,10 +104,12 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
           Mapping m = best;
           m.order[u] = letter;
           if (!cost.runs(m.order)) continue;
-          const double s = score(model.predict(m));
+          const Prediction p = model.predict(m);
+          const double s = score(p);
           if (s < best_score) {
             best_score = s;
             best = std::move(m);
+            best_prediction = p;
             improved = true;
           }
         }
@@ -118,8 +118,7 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
       moved = true;
     }
     if (!moved) continue;
-    Candidate c{best, model.predict(best), "overlap-descent"};
-    pool.push_back(std::move(c));
+    pool.push_back(Candidate{std::move(best), best_prediction, "overlap-descent"});
   }
 }
 
