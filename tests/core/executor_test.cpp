@@ -321,7 +321,7 @@ TEST(ExecutorTest, StopBeforeRunIsAnInterruptedRunOfNoFrames) {
 // travel in NHWC, with the same results bit for bit as NCHW edges; an edge touching a backend
 // without NHWC (cpu-reference) stays NCHW. The profile's receivers say which.
 TEST(ExecutorTest, EdgesBetweenNhwcBackendsTravelInNhwc) {
-  if (build_plugins().find("cpu-xnnpack") == nullptr) {
+  if (!testing::have_xnnpack()) {
     GTEST_SKIP() << "cpu-xnnpack is not built here (no libxnnpack-dev), so no "
                     "backend holds NHWC";
   }

@@ -27,11 +27,10 @@ namespace co_up {
 namespace {
 
 using testing::build_plugins;
+using testing::have_xnnpack;
 using testing::distinct_inputs;
 
 constexpr uint64_t kFrames = 12;
-
-bool have_xnnpack() { return build_plugins().find("cpu-xnnpack") != nullptr; }
 
 struct OverlapRun {
   std::vector<std::pair<uint64_t, std::vector<float>>> outputs;  // in delivery order

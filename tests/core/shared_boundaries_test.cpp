@@ -28,9 +28,8 @@ namespace co_up {
 namespace {
 
 using testing::build_plugins;
+using testing::have_xnnpack;
 using testing::host_platform;
-
-bool have_xnnpack() { return build_plugins().find("cpu-xnnpack") != nullptr; }
 
 struct RunResultSummary {
   std::map<uint64_t, std::vector<float>> outputs;

@@ -23,6 +23,9 @@ inline const PluginRegistry& build_plugins() {
   return registry;
 }
 
+// Whether this build has cpu-xnnpack (libxnnpack-dev present when it was configured).
+inline bool have_xnnpack() { return build_plugins().find("cpu-xnnpack") != nullptr; }
+
 // B = first half of the cores, L = second half (core 0 / core 1 on a 2-core machine).
 inline Platform host_platform() { return detect_host_platform("/nonexistent-sysfs"); }
 
