@@ -444,18 +444,23 @@ ProfileOutcome profile_network(const ProfileJob& job) {
     progress.note("resuming: " + std::to_string(outcome.steps_done_before) + " of " +
                   std::to_string(steps.size()) + " steps done in '" + job.out.string() + "'");
   }
-  // Written before measuring, so that an interrupted first step leaves a file that resumes.
-  planner::write_layer_profile(out, profile);
-
   const LayerProfiler profiler(*job.graph, *job.platform, *job.plugins, job.input,
                                {profile.repetitions, job.warmup_frames, job.rounds,
                                 job.calibrating, job.calibration_frames});
+  // The file is written once the first step to run has passed its stop check, before it measures:
+  // an interrupted first step leaves a file that resumes, a stop before any step leaves the file
+  // as it was (none, or the earlier run's), and a file that exists means a step is under way.
+  bool written = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     const ProfileStep& step = steps[i];
     if (profile.is_completed(step.id())) continue;
     if (job.stop_requested && job.stop_requested()) {
       outcome.interrupted = true;
       break;
+    }
+    if (!written) {
+      planner::write_layer_profile(out, profile);
+      written = true;
     }
     const std::string what = step.describe(profile);
     progress.started(i + 1, steps.size(), what);
@@ -508,6 +513,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
       outcome.steps_done_before + outcome.steps_run < steps.size()) {
     outcome.interrupted = true;
   }
+  if (!written && !outcome.interrupted) planner::write_layer_profile(out, profile);  // all done before
   return outcome;
 }
 
@@ -651,9 +657,15 @@ int run_profile_command(const Options& o, StopSignal& stop) {
   }
   stop.on_stop(nullptr);
   if (outcome.interrupted) {
-    std::cerr << "co_up: interrupted after " << outcome.steps_done_before + outcome.steps_run
-              << " of " << outcome.steps_total << " steps; '" << o.profile_out
-              << "' keeps them: run the same command again to resume\n";
+    const size_t done = outcome.steps_done_before + outcome.steps_run;
+    if (done == 0) {
+      std::cerr << "co_up: interrupted before the first of " << outcome.steps_total
+                << " steps; nothing was measured or written\n";
+    } else {
+      std::cerr << "co_up: interrupted after " << done << " of " << outcome.steps_total
+                << " steps; '" << o.profile_out
+                << "' keeps them: run the same command again to resume\n";
+    }
     return 128 + (stop.signal_number() != 0 ? stop.signal_number() : SIGINT);
   }
   print_summary(std::cout, outcome, o.profile_out);

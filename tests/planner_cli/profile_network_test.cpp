@@ -206,6 +206,25 @@ TEST_F(ProfileNetworkTest, StopRequestEndsAfterTheCurrentStepAndKeepsTheFile) {
   EXPECT_THAT(planner::read_layer_profile(out).completed, ElementsAre("layers:BL:0"));
 }
 
+TEST_F(ProfileNetworkTest, StopBeforeTheFirstStepWritesNothing) {
+  const fs::path out = dir_ / "never.json";
+  ProfileJob j = job(out);
+  j.stop_requested = [] { return true; };
+  const ProfileOutcome o = profile_network(j);
+  EXPECT_TRUE(o.interrupted);
+  EXPECT_EQ(o.steps_run, 0u);
+  EXPECT_FALSE(fs::exists(out));  // its existence would claim a step under way
+
+  // A file an earlier run left is kept as it was, byte for byte.
+  ProfileJob first = job(out);
+  int polls = 0;
+  first.stop_requested = [&polls] { return ++polls > 1; };
+  ASSERT_TRUE(profile_network(first).interrupted);
+  const std::string before = test::read_file(out);
+  EXPECT_TRUE(profile_network(j).interrupted);
+  EXPECT_EQ(test::read_file(out), before);
+}
+
 TEST_F(ProfileNetworkTest, DvfsLevelsWriteEachTableFrequencyAndRestoreTheGovernors) {
   test::SimSysfs sim("profile");
   sim.add_standard();
