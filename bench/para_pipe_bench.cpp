@@ -27,12 +27,13 @@
 //      latency plan run in overlap mode, and the front's overlap points of highest throughput and
 //      nearest the target (>= 1.8x B alone's throughput with >= 1.3x lower latency, predicted).
 // Prints markdown. Options: --mappings=M (default 60) --frames=N (default 20) --reps=R (3)
-//   --pareto=K (12) --seed=S --plugins=DIR PROFILE.json...
+//   --pareto=K (12) --plans=0 (only parts 1-2: the model's error) --seed=S --plugins=DIR PROFILE.json...
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <chrono>
 #include <iostream>
 #include <random>
@@ -116,18 +117,20 @@ static int run_para_pipe(int argc, char** argv) {
   size_t mappings = 60;
   int frames = 20, reps = 3;
   size_t pareto_points = 12;
+  bool plans_wanted = true;
   uint64_t seed = 1;
   std::string plugin_dir = CO_UP_PLUGIN_DIR;
   std::vector<std::string> profiles;
   constexpr const char* kUsage =
       "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--seed=S] [--pareto=K] "
-      "[--plugins=DIR] PROFILE.json...";
+      "[--plans=0|1] [--plugins=DIR] PROFILE.json...";
   for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
     if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
     else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
     else if (a.is("reps")) reps = static_cast<int>(a.integer(1, 100000));
     else if (a.is("seed")) seed = static_cast<uint64_t>(a.integer(0, INT64_MAX));
     else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
+    else if (a.is("plans")) plans_wanted = a.integer(0, 1) == 1;  // 0: only the model's error (part 2)
     else if (a.is("plugins")) plugin_dir = a.string();
     else if (a.is("help")) {
       std::cout << kUsage << "\n";
@@ -151,9 +154,10 @@ static int run_para_pipe(int argc, char** argv) {
       const graph::Graph g = build_network(spec);
       const graph::UnitDag dag = graph::unit_dag(g);
       planner::DagCostModel dag_model(model, dag);
-      const std::string name = net.graph.empty() ? net.model : net.graph;
-      std::cout << "## " << name << " (" << net.layer_count << " units, --units=" << net.units << ", image "
-                << net.image_size << ", processors " << model.letters() << ", "
+      const std::string name = net.graph.empty() ? std::filesystem::path(net.model).stem().string() : net.graph;
+      std::cout << "## " << name << " (" << net.layer_count << " units, --units=" << net.units
+                << (net.image_size > 0 ? ", image " + std::to_string(net.image_size) : std::string())
+                << ", processors " << model.letters() << ", "
                 << graph::find_unit_regions(dag).size() << " parallel regions, "
                 << planner::split_groups(model).size() << " split layers"
                 << (net.split.empty() ? std::string() : ": --split=" + net.split) << ")\n\n";
@@ -188,6 +192,23 @@ static int run_para_pipe(int argc, char** argv) {
         }
         return profiler::median(e);
       };
+      // What `co_up plan` predicts: the profile's own measured wake-up per edge, nothing fitted to
+      // these runs, so every mapping is held out.
+      {
+        std::vector<double> sw, pl, tp;
+        for (const Run& r : runs) {
+          const planner::Prediction p = dag_model.predict(r.mapping);
+          (r.mapping.mode == planner::Mode::kSwitch ? sw : pl)
+              .push_back(std::abs(rel(p.latency_ms, r.measured_latency_ms)));
+          if (r.mapping.mode == planner::Mode::kPipeline) {
+            tp.push_back(std::abs(rel(p.throughput_fps, r.measured_fps)));
+          }
+        }
+        std::cout << "with the profile's own wake-up per edge (as co_up plan predicts; nothing fitted, all "
+                  << runs.size() / 2 << " mappings): median |error| switch latency " << pct(profiler::median(sw))
+                  << ", pipeline latency " << pct(profiler::median(pl)) << ", pipeline throughput "
+                  << pct(profiler::median(tp)) << "\n\n";
+      }
       // A loaded host's waiting thread comes back a scheduler time slice late (several ms): the
       // grid reaches 20 ms so that the fit is never cut off at its edge.
       const auto next_edge_us = [](double us) { return us < 2000 ? us + 10 : us + 100; };
@@ -241,6 +262,7 @@ static int run_para_pipe(int argc, char** argv) {
       }
       }  // mappings > 0
 
+      if (!plans_wanted) continue;
       // 3. Plans against B alone, interleaved re-measurement.
       const std::string b_alone(net.layer_count, 'B');
       auto measure = [&](const planner::Mapping& m) {

@@ -66,6 +66,7 @@ tables=(
   "api|15|80|yes|docs/api.md \"Cost\"|co_up_bench_api, cpu-reference and cpu-xnnpack"
   "python|6|30|yes|docs/python.md (bench/python_overhead.py paragraph)|bench/python_overhead.py"
   "para_pipe|60|600|yes|docs/para_pipe.md \"Measured\"|co_up profile --units=branches --split (GoogLeNet 224, Inception-v3 299), co_up_bench_para_pipe"
+  "para_pipe_model|60|900|yes|docs/para_pipe.md \"How close the model is\"|co_up_bench_para_pipe --plans=0: the DAG cost model against 100 random mappings x 2 modes of GoogLeNet 224, Inception-v3 299, ViT-Tiny 224, the Inception-v4-style fixture"
   "exits|5|30|yes|docs/map_and_conquer.md \"Running the fixture end to end\"|co_up on the trained multi-exit fixtures, 1000 test images"
   "ort_modern|30|420|yes|bench/README.md \"Modern CNNs: MobileNetV3-Large, EfficientNet-B0, a YOLOv5s-style detector, ConvNeXt-T\"|bench/ort_compare.sh NETS=mobilenet_v3_large,efficientnet_b0,yolo_320,convnext_tiny"
   "ort_intraop|10|360|yes|docs/intra_op_threads.md \"Numbers\" (bench/README.md \"Intra-op threads only\")|bench/ort_intraop.sh on the five torchvision CNNs and the four modern ones"
@@ -395,6 +396,33 @@ t_para_pipe() {
       --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/inception_v3_split${iv3_size}_bl.json" >/dev/null &&
     "${build}/co_up_bench_para_pipe" --mappings=0 --frames="${frames}" --reps="${reps}" --pareto="${pareto}" \
       "${work}/googlenet_split${gn_size}_bl.json" "${work}/inception_v3_split${iv3_size}_bl.json"
+}
+# The DAG cost model's error at the sizes the plans use: each network profiled, then random
+# mappings (region branches and split parts on random letters, or a 2-stage cut) measured in switch
+# and pipeline mode. The profiles are the para_pipe table's (split layers) where the network has
+# them; ViT-Tiny at 224 (patches of 16) and the Inception-v4-style fixture are ONNX models.
+t_para_pipe_model() {
+  need co_up co_up_bench_para_pipe || return 1
+  local mappings=100 frames=10 prof_reps=10 gn_size=224 iv3_size=299 vit=vit_tiny_224
+  quick && { mappings=4; frames=3; prof_reps=2; gn_size=96; iv3_size=96; vit=vit_tiny_64; }
+  if [[ ! -f ${fixtures}/${vit}.onnx ]]; then
+    "${py}" "${root}/bench/export_transformers.py" "${fixtures}" "${vit}" >/dev/null 2>&1 || {
+      echo "${fixtures}/${vit}.onnx missing and its export failed (bench/export_transformers.py needs python3-torch, -torchvision, -onnx)"; return 1; }
+  fi
+  local gn_split iv3_split
+  gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
+  method="co_up profile --units=branches --processors=BL --repetitions=${prof_reps} of GoogLeNet ${gn_size} and Inception-v3 ${iv3_size} (--split as the para_pipe table), ${vit} (bench/export_transformers.py) and tests/fixtures/onnx/inception_v4_tiny.onnx (107x107); then co_up_bench_para_pipe --plans=0 --mappings=${mappings} --frames=${frames}: each mapping run once per mode (2 warm-up frames), the model's wake-up per edge fitted on the even mappings and reported on the odd ones, and the profile's own (what co_up plan uses) on all"
+  local profiles=() name
+  "${build}/co_up" profile --graph=googlenet --units=branches --image-size="${gn_size}" --split="${gn_split}" \
+    --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/model_googlenet.json" >/dev/null || return 1
+  "${build}/co_up" profile --graph=inception_v3 --units=branches --image-size="${iv3_size}" --split="${iv3_split}" \
+    --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/model_inception_v3.json" >/dev/null || return 1
+  for name in "${fixtures}/${vit}.onnx" "${root}/tests/fixtures/onnx/inception_v4_tiny.onnx"; do
+    "${build}/co_up" profile --model="${name}" --units=branches --processors=BL --repetitions="${prof_reps}" \
+      --profile-out="${work}/model_$(basename "${name}" .onnx).json" >/dev/null || return 1
+  done
+  for name in googlenet inception_v3 "${vit}" inception_v4_tiny; do profiles+=("${work}/model_${name}.json"); done
+  "${build}/co_up_bench_para_pipe" --plans=0 --mappings="${mappings}" --frames="${frames}" "${profiles[@]}"
 }
 t_exits() {
   need co_up || return 1
