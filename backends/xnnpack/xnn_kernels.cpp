@@ -171,10 +171,10 @@ CO_UP_LRN_ATTR void lrn_pixel_avx512(const LrnRow& r, const float* src, float* d
 }  // namespace
 
 void lrn_nhwc(const float* x, float* y, int64_t pixels, int64_t channels, int64_t size,
-              float alpha, float beta, float bias, const CpuPool& pool) {
+              float alpha, float beta, float bias, const CpuPool& pool, LrnPath path) {
   const LrnRow row{channels, size, alpha / static_cast<float>(size), beta, bias};
 #if defined(__x86_64__)
-  const bool avx512 = beta == 0.75f && avx512_gemm_available();
+  const bool avx512 = path == LrnPath::kAuto && beta == 0.75f && avx512_gemm_available();
 #endif
   pool.parallel_for(pixels, 1, kMinParallel / std::max<int64_t>(channels, 1) + 1,
                     [&](int64_t begin, int64_t end) {

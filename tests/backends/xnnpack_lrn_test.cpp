@@ -1,6 +1,7 @@
 // cpu-xnnpack's LRN across channels (NHWC): the same bits as the one-channel-at-a-time loop it
 // replaced (window sums in ascending channel order, d^-0.75 as 1 / (sqrt(d) * sqrt(sqrt(d)))),
-// whichever path this CPU takes, and the ONNX formula within float rounding (cpu-reference).
+// on the portable path and on the one this CPU takes (AVX-512 where it has it), and the ONNX
+// formula within float rounding (cpu-reference).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 namespace {
 
 using co_up::xnnpack::CpuPool;
+using co_up::xnnpack::LrnPath;
 using co_up::xnnpack::Schedule;
 
 std::vector<float> random_vector(size_t n, unsigned seed) {
@@ -63,10 +65,15 @@ TEST(XnnpackLrn, SameBitsAsChannelByChannelAndCloseToTheOnnxFormula) {
                                  " beta " + std::to_string(beta);
         const std::vector<float> x = random_vector(size_t(pixels * channels), unsigned(channels * 10 + size));
         const float alpha = 1e-2f, bias = 1.5f;
-        std::vector<float> y(x.size(), -1.0f);
-        co_up::xnnpack::lrn_nhwc(x.data(), y.data(), pixels, channels, size, alpha, beta, bias, pool);
         const std::vector<float> exact = lrn_by_channel(x, pixels, channels, size, alpha, beta, bias);
-        for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], exact[i]) << what << " element " << i;
+        std::vector<float> y(x.size(), -1.0f);
+        for (const LrnPath path : {LrnPath::kPortable, LrnPath::kAuto}) {
+          std::fill(y.begin(), y.end(), -1.0f);
+          co_up::xnnpack::lrn_nhwc(x.data(), y.data(), pixels, channels, size, alpha, beta, bias, pool, path);
+          for (size_t i = 0; i < y.size(); ++i) {
+            ASSERT_EQ(y[i], exact[i]) << what << (path == LrnPath::kAuto ? " auto" : " portable") << " element " << i;
+          }
+        }
 
         std::vector<float> nchw(x.size()), want(x.size());
         for (int64_t p = 0; p < pixels; ++p) {
