@@ -939,18 +939,40 @@ void Executor::Impl::add_exit_profile(profiler::RunProfile& profile) const {
   for (const auto& s : subgraphs) profile.subgraph_frames_skipped.push_back(s->frames_skipped);
 }
 
+namespace {
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Takes the scheduling lock, trying for up to `spin_us` before blocking on it. The other
+// processor thread holds it for one scheduling pass (microseconds), typically just when this
+// one sees the generation change it made; blocking then put this thread to sleep on the
+// mutex's futex, and waking it cost 15-20 us on the development host (the idle vCPU halts),
+// paid at most cross-processor hand-offs: GoogLeNet's switch frames made ~80 futex calls each.
+void lock_spinning(std::unique_lock<std::mutex>& lock, uint32_t spin_us) {
+  if (spin_us > 0) {
+    const int64_t deadline = now_ns() + int64_t{spin_us} * 1000;
+    do {
+      if (lock.try_lock()) return;
+      for (int i = 0; i < 4; ++i) cpu_relax();  // fewer atomic attempts on the holder's cache line
+    } while (now_ns() < deadline);
+  }
+  lock.lock();
+}
+
+}  // namespace
+
 void Executor::Impl::spin_while_unchanged(uint64_t seen) const {
   // A balanced pipeline waits only briefly for its neighbour; blocking at once would let the
   // (virtual) CPU go idle, and it comes back with cold caches or on another physical core.
   if (options.spin_wait_us == 0) return;
   const int64_t deadline = now_ns() + int64_t{options.spin_wait_us} * 1000;
-  while (generation.load(std::memory_order_acquire) == seen && now_ns() < deadline) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
+  while (generation.load(std::memory_order_acquire) == seen && now_ns() < deadline) cpu_relax();
 }
 
 void Executor::Impl::fail(std::exception_ptr e) {
@@ -977,7 +999,10 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
   const auto stopped = [&] {
     return std::any_of(group.begin(), group.end(), [](const Impl* m) { return m->stop; });
   };
-  std::unique_lock lock(first.mutex);
+  // Spinning for the lock too only where no other processor thread needs the core.
+  const uint32_t lock_spin_us = owns_cores ? first.options.spin_wait_us : 0;
+  std::unique_lock lock(first.mutex, std::defer_lock);
+  lock_spinning(lock, lock_spin_us);
   const Lane* last_lane = nullptr;  // whose sub-graph this thread ran last
   std::vector<SubGraphRuntime*> bests(lanes.size());  // each lane's ready sub-graph this round
   const auto elsewhere = [&](size_t member) {  // another thread ran member's network last
@@ -1052,7 +1077,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       if (owns_cores) {
         lock.unlock();
         first.spin_while_unchanged(seen);
-        lock.lock();
+        lock_spinning(lock, lock_spin_us);
       }
       first.changed.wait(lock, [&] {
         return stopped() || first.generation.load(std::memory_order_relaxed) != seen;
@@ -1071,7 +1096,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
       m.fail(std::current_exception());
       return;
     }
-    lock.lock();
+    lock_spinning(lock, lock_spin_us);
     const uint64_t completed_before = m.completed;
     const bool wake = m.commit(*pick);
     FrameStream* const completed_stream = m.completed != completed_before ? m.stream : nullptr;
@@ -1079,7 +1104,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     lock.unlock();
     if (wake) first.changed.notify_all();
     if (completed_stream != nullptr) completed_stream->after_frames_completed();
-    lock.lock();
+    lock_spinning(lock, lock_spin_us);
   }
 }
 

@@ -21,8 +21,10 @@ void nhwc_to_nchw(const float* x, float* y, int64_t batch, int64_t channels, int
                   const CpuPool& pool);
 
 // ONNX LRN across channels, x[pixels, C] (pixels = N*H*W); same formula as cpu-reference.
+// kPortable: the loop every CPU runs, never the AVX-512 one (the same bits; tests compare them).
+enum class LrnPath { kAuto, kPortable };
 void lrn_nhwc(const float* x, float* y, int64_t pixels, int64_t channels, int64_t size,
-              float alpha, float beta, float bias, const CpuPool& pool);
+              float alpha, float beta, float bias, const CpuPool& pool, LrnPath path = LrnPath::kAuto);
 
 // y[p, c] = x[p, c] * multiplier[c] + offset[c] (inference batch norm, folded).
 void channel_affine_nhwc(const float* x, float* y, int64_t pixels, int64_t channels,
