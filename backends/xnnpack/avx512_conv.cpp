@@ -138,6 +138,7 @@ struct Avx512Convolution::State {
   float out_min = 0, out_max = 0;
   bool clamp_low = false, clamp_high = false;  // out_min > -inf, out_max < inf
   bool silu = false;                           // F32ConvParams::silu
+  bool hardswish = false;                      // F32ConvParams::hardswish
 };
 
 #if defined(__x86_64__)
@@ -289,6 +290,16 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
           for (int v = 0; v < kVectors; ++v) acc[r][v] = silu_ps(acc[r][v]);
         }
       }
+      if (st.hardswish) {
+        const __m512 sixth = _mm512_set1_ps(0x1.555556p-3f), half = _mm512_set1_ps(0.5f);
+        const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+        for (int r = 0; r < kRows; ++r) {
+          for (int v = 0; v < kVectors; ++v) {
+            const __m512 gate = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(acc[r][v], sixth, half), zero), one);
+            acc[r][v] = _mm512_mul_ps(gate, acc[r][v]);
+          }
+        }
+      }
     }
     for (int r = 0; r < kRows; ++r) {
       for (int v = 0; v < kVectors; ++v) store_columns<kFull>(out + r * st.y_stride + 16 * v, masks[v], acc[r][v]);
@@ -378,6 +389,7 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.clamp_low = st.out_min > -std::numeric_limits<float>::infinity();
   st.clamp_high = st.out_max < std::numeric_limits<float>::infinity();
   st.silu = params.silu;
+  st.hardswish = params.hardswish;
 
   const int64_t padded_cols = st.col_blocks * kCols;
   st.packed.assign(static_cast<size_t>(s.group * padded_cols * st.taps * st.group_in), 0.0f);
