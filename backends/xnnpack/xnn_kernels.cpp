@@ -256,6 +256,12 @@ void concat_rows(std::span<const float* const> inputs, std::span<const int64_t> 
   });
 }
 
+void copy_floats(const float* x, float* y, int64_t count, const CpuPool& pool) {
+  const float* const inputs[1] = {x};
+  const int64_t widths[1] = {count};
+  concat_rows(inputs, widths, 1, y, pool);
+}
+
 void hard_sigmoid_nc(const float* x, float* y, int64_t count, float alpha, float beta,
                      const CpuPool& pool) {
   pool.parallel_for(count, 64, kMinParallel, [&](int64_t begin, int64_t end) {

@@ -52,6 +52,9 @@ void softmax_lines(const float* x, float* y, int64_t outer, int64_t axis, int64_
 void concat_rows(std::span<const float* const> inputs, std::span<const int64_t> widths, int64_t outer,
                  float* y, const CpuPool& pool);
 
+// y[0, count) = x[0, count) over the pool (Reshape, Flatten, Identity, a one-input Concat).
+void copy_floats(const float* x, float* y, int64_t count, const CpuPool& pool);
+
 // y = max(0, min(1, alpha * x + beta)) over `count` elements (x == y allowed).
 void hard_sigmoid_nc(const float* x, float* y, int64_t count, float alpha, float beta,
                      const CpuPool& pool);

@@ -102,9 +102,9 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                        const std::vector<float*>& buffers, const CpuPool& pool) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   F32Step step;
-  // Convolutions and fully connected layers split over the pool (xnn_sliced_ops.h, the own
-  // kernels). XNNPACK's other operators (pooling, element-wise ops, copies, softmax) are
-  // memory-bound and run on the caller, where they cost no hand-off.
+  // Convolutions, fully connected layers, pooling, element-wise ops and copies split over the
+  // pool (xnn_sliced_ops.h, the own kernels). XNNPACK's operators left unsliced (softmax, channel
+  // shuffle, pooling of other shapes) run on the caller, where they cost no hand-off.
   step.ops_on_pool = false;
   constexpr pthreadpool_t tp = nullptr;
   const CpuPool* pool_ptr = &pool;
@@ -315,7 +315,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       // fails for a one-input Concat (DenseNet's first layer of each block), whose row length
       // then came out larger than the output stride.
       if (p.inputs.size() == 1) {
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        step.own = [=] { copy_floats(x, y, count, *pool_ptr); };
         break;
       }
       int64_t outer = 0, axis_len = 0, inner = 0;
@@ -399,7 +399,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
     case Op::kChannelShuffle: {
       const int64_t groups = p.groups, ch = p.in_dims[1];
       if (groups == 1 || groups == ch) {  // the identity permutation; XNNPACK wants 1 < groups < C
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        step.own = [=] { copy_floats(x, y, count, *pool_ptr); };
         break;
       }
       xnn_operator_t op = nullptr;
@@ -420,7 +420,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const bool in_nhwc = needs_transpose(in);
       const bool out_nhwc = needs_transpose(out);
       if (p.op == Op::kIdentity || (!in_nhwc && !out_nhwc)) {
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        step.own = [=] { copy_floats(x, y, count, *pool_ptr); };
       } else if (in_nhwc && !out_nhwc) {
         step.own = [=] { nhwc_to_nchw(x, y, in[0], in[1], in[2] * in[3], *pool_ptr); };
       } else if (!in_nhwc && out_nhwc) {

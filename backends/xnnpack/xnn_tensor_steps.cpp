@@ -166,7 +166,7 @@ F32Step build_tensor_step(const co_up_subgraph_desc& graph, uint32_t index, cons
       }
     } else {  // Reshape, Flatten, Identity: row-major order is unchanged
       body = [=] {
-        if (x != y) std::memcpy(y, x, static_cast<size_t>(count) * sizeof(float));
+        if (x != y) copy_floats(x, y, count, *pool_ptr);
       };
     }
   } else {

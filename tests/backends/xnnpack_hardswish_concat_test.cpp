@@ -3,7 +3,7 @@
 // the Concat kernel on the pool (concat_rows): every split of the output's elements over one and
 // two threads gives the plain concatenation, for one long row (a detector head's Concat on the
 // last axis), many short rows with widths that are no multiple of the split's alignment, and NHWC
-// channel concatenation.
+// channel concatenation; and one input (copy_floats).
 #include <gtest/gtest.h>
 
 #include <xnnpack.h>
@@ -79,6 +79,7 @@ TEST(XnnpackConcat, EverySplitGivesThePlainConcatenation) {
       {40 * 40, {128, 128}},                  // NHWC channel concatenation
       {333, {3, 17, 1, 100}},                 // ragged everything
       {7, {5, 6}},                            // below the split threshold: on the caller
+      {1, {100003}},                          // one input: copy_floats (Reshape, Identity)
   };
   for (const Case& k : cases) {
     int64_t row = 0;
