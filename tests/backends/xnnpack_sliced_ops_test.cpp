@@ -99,6 +99,27 @@ struct ConvCase {
   bool padding_only_bands = false;  // some cuts would read nothing but padding: kept whole
 };
 
+Conv2dShape shape_of(const ConvCase& k) {
+  Conv2dShape s;
+  s.batch = k.n;
+  s.in_channels = k.cin;
+  s.out_channels = k.cout;
+  s.group = k.group;
+  s.in_height = k.h;
+  s.in_width = k.w;
+  s.kernel_h = k.kh;
+  s.kernel_w = k.kw;
+  s.stride_h = k.sh;
+  s.stride_w = k.sw;
+  s.pad_top = k.pt;
+  s.pad_left = k.pl;
+  s.pad_bottom = k.pb;
+  s.pad_right = k.pr;
+  s.dilation_h = k.dh;
+  s.dilation_w = k.dw;
+  return s;
+}
+
 std::string describe(const ConvCase& k) {
   char text[220];
   std::snprintf(text, sizeof(text), "N%lld C%lld->%lld g%lld %lldx%lld k%lldx%lld s%lldx%lld p%lld,%lld,%lld,%lld d%lldx%lld +%lld",
@@ -123,23 +144,7 @@ TEST_F(SlicedOps, ConvolutionBandsGiveTheBitsOfOneOperator) {
       {1, 8, 8, 1, 3, 3, 1, 1, 1, 1, 2, 0, 2, 0, 1, 1, 0, -kInf, kInf, true},    // padding taller than the kernel
   };
   for (const ConvCase& k : cases) {
-    Conv2dShape s;
-    s.batch = k.n;
-    s.in_channels = k.cin;
-    s.out_channels = k.cout;
-    s.group = k.group;
-    s.in_height = k.h;
-    s.in_width = k.w;
-    s.kernel_h = k.kh;
-    s.kernel_w = k.kw;
-    s.stride_h = k.sh;
-    s.stride_w = k.sw;
-    s.pad_top = k.pt;
-    s.pad_left = k.pl;
-    s.pad_bottom = k.pb;
-    s.pad_right = k.pr;
-    s.dilation_h = k.dh;
-    s.dilation_w = k.dw;
+    const Conv2dShape s = shape_of(k);
     const int64_t y_stride = k.cout + k.extra_stride;
     const int64_t out_pixels = k.n * s.out_height() * s.out_width();
     const auto x = random_floats(size_t(k.n * k.h * k.w * k.cin), 1);
@@ -195,21 +200,7 @@ TEST_F(SlicedOps, HardSwishEpilogueGivesTheBitsOfConvolutionThenHardSwish) {
       {2, 16, 16, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},       // batch 2
   };
   for (const ConvCase& k : cases) {
-    Conv2dShape s;
-    s.batch = k.n;
-    s.in_channels = k.cin;
-    s.out_channels = k.cout;
-    s.group = k.group;
-    s.in_height = k.h;
-    s.in_width = k.w;
-    s.kernel_h = k.kh;
-    s.kernel_w = k.kw;
-    s.stride_h = k.sh;
-    s.stride_w = k.sw;
-    s.pad_top = k.pt;
-    s.pad_left = k.pl;
-    s.pad_bottom = k.pb;
-    s.pad_right = k.pr;
+    const Conv2dShape s = shape_of(k);
     const int64_t y_stride = k.cout + k.extra_stride;
     const int64_t out_pixels = k.n * s.out_height() * s.out_width();
     const auto x = random_floats(size_t(k.n * k.h * k.w * k.cin), 11);
