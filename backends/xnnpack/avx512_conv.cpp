@@ -46,9 +46,6 @@ constexpr int kPairRows = 6;
 constexpr int64_t kPairMinTiles = 128;
 // Below this many input channels (and one group) a convolution runs in row mode (see State).
 constexpr int64_t kRowModeChannels = 8;
-// Row mode's copy into the padded image runs on the pool from this many floats (a copy streams
-// about twice as fast as an element-wise pass, whose threshold is 16 K elements).
-constexpr int64_t kMinParallelCopy = 32768;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -147,6 +144,10 @@ struct Avx512Convolution::State {
 #if defined(__x86_64__)
 
 namespace {
+
+// Row mode's copy into the padded image runs on the pool from this many floats (a copy streams
+// about twice as fast as an element-wise pass, whose threshold is 16 K elements).
+constexpr int64_t kMinParallelCopy = 32768;
 
 // 16 columns of a block: all of them (kFull), or the live ones of `mask`.
 template <bool kFull>
