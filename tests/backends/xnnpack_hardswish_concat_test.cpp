@@ -35,15 +35,20 @@ TEST(XnnpackHardSwish, Avx512ConvolutionFusedEqualsConvolutionThenXnnpackHardSwi
     GTEST_SKIP() << "this CPU has no AVX-512: the own convolution (and its epilogue) never runs here";
   }
   co_up::xnnpack::initialize_xnnpack("(test)");
-  // MobileNetV3-L's 112 -> 672 expansion at 14x14, and a 3x3 with an output wider than the layer.
-  for (const int64_t stride_extra : {0, 24}) {
+  // MobileNetV3-L's 112 -> 672 expansion at 14x14 (tiles of two blocks), a 3x3 with an output
+  // wider than the layer, and a reduction deep enough to run in parts (4200 -> 40 at 3x3: a
+  // partial block).
+  struct Case {
+    int64_t in, out, size, kernel, stride_extra;
+  };
+  for (const Case& k : {Case{112, 672, 14, 1, 0}, Case{64, 96, 10, 3, 24}, Case{4200, 40, 3, 1, 0}}) {
     Conv2dShape s;
-    s.in_channels = stride_extra ? 64 : 112;
-    s.out_channels = stride_extra ? 96 : 672;
-    s.in_height = s.in_width = stride_extra ? 10 : 14;
-    s.kernel_h = s.kernel_w = stride_extra ? 3 : 1;
-    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = stride_extra ? 1 : 0;
-    const int64_t pixels = s.in_height * s.in_width, stride = s.out_channels + stride_extra;
+    s.in_channels = k.in;
+    s.out_channels = k.out;
+    s.in_height = s.in_width = k.size;
+    s.kernel_h = s.kernel_w = k.kernel;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = k.kernel / 2;
+    const int64_t pixels = s.in_height * s.in_width, stride = s.out_channels + k.stride_extra;
     const std::vector<float> x = random_vector(size_t(pixels * s.in_channels), 4.0f, 7);
     const std::vector<float> w =
         random_vector(size_t(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w), 0.1f, 8);
