@@ -3,15 +3,16 @@
 # with two threads (platforms/host-2core-cluster.json) with this tree's cpu-xnnpack plugin (the
 # claiming pool) against the plugin built from BASE (the pthreadpool-only pool), in the same run,
 # alternating; with ONNX Runtime at two intra-op threads where the network is an ONNX fixture, and
-# this tree's co_up at one thread on core 0 for its scaling.
+# both plugins at one thread on core 0 for their scaling.
 #
 #   bench/pool_ab.sh [BUILD_DIR] [FIXTURE_DIR]
 #
-# Per rep, four runs, forward on odd reps and reversed on even ones:
+# Per rep, five runs, forward on odd reps and reversed on even ones:
 #   base-2   all layers on B of the cluster platform, two threads, BASE's cpu-xnnpack plugin
 #   new-2    the same with this tree's plugin
 #   ort-2    ONNX Runtime, two intra-op threads, taskset cores 0-1 (ONNX fixtures only)
 #   new-1    this tree's plugin, one thread, B of the detected host platform (core 0)
+#   base-1   the same with BASE's plugin (each side's own scaling from one thread to two)
 # every run: WARMUP (3) untimed frames then FRAMES (50) timed, switch mode; a latency is the run's
 # median frame time (co_up: profile JSON frames.start_ns/end_ns, ORT: session.run()). Ratios are
 # taken within a rep, then median [min-max] over REPS reps. Other processes' CPU use during each
@@ -108,10 +109,10 @@ run_ort() {  # model input: sets ${lat_ms}
 }
 
 for net in "${nets[@]}"; do
-  configs=(base-2 new-2 new-1)
+  configs=(base-2 new-2 new-1 base-1)
   if [[ -f ${fixtures}/${net}.onnx && -f ${fixtures}/${net}_input.npy ]]; then
     source_args=("--model=${fixtures}/${net}.onnx" "--input=${fixtures}/${net}_input.npy")
-    ((have_ort)) && configs=(base-2 new-2 ort-2 new-1)
+    ((have_ort)) && configs=(base-2 new-2 ort-2 new-1 base-1)
   else
     source_args=("--graph=${net}")
   fi
@@ -127,6 +128,7 @@ for net in "${nets[@]}"; do
         base-2) run_co_up "${base_plugins}" 0-1 "${cluster}" ;;
         new-2) run_co_up "${build}/plugins" 0-1 "${cluster}" ;;
         new-1) run_co_up "${build}/plugins" 0 ;;
+        base-1) run_co_up "${base_plugins}" 0 ;;
         ort-2) run_ort "${fixtures}/${net}.onnx" "${fixtures}/${net}_input.npy" ;;
       esac
       printf '{"net":"%s","config":"%s","rep":%s,"latency_ms":%s%s}\n' \
@@ -147,14 +149,16 @@ spread = lambda v: {"median": med(v), "min": min(v), "max": max(v), "n": len(v)}
 rows = []
 for net in nets:
     by = lambda cfg: {r["rep"]: r["latency_ms"] for r in runs if r["net"] == net and r["config"] == cfg}
-    b2, n2, o2, n1 = by("base-2"), by("new-2"), by("ort-2"), by("new-1")
+    b2, n2, o2, n1, b1 = by("base-2"), by("new-2"), by("ort-2"), by("new-1"), by("base-1")
     paired = lambda a, b: spread([a[k] / b[k] for k in a if k in b])
     # None where the configuration did not run (no ORT for a zoo network or without onnxruntime-node).
     others = {c: med(v) if (v := [r["others_cores"] for r in runs if r["net"] == net and r["config"] == c]) else None
               for c in ("base-2", "new-2", "ort-2")}
     rows.append({"net": net, "base2_ms": spread(list(b2.values())), "new2_ms": spread(list(n2.values())),
                  "ort2_ms": spread(list(o2.values())), "new1_ms": spread(list(n1.values())),
+                 "base1_ms": spread(list(b1.values())),
                  "base2_vs_new2": paired(b2, n2), "ort2_vs_new2": paired(o2, n2), "new_scaling": paired(n1, n2),
+                 "ort2_vs_base2": paired(o2, b2), "base_scaling": paired(b1, b2),
                  "others_cores_median": others})
 json.dump({"commit": sys.argv[5], "base": sys.argv[6], "load_before": sys.argv[3], "load_after": sys.argv[4],
            "rows": rows, "runs": runs}, open(sys.argv[2], "w"), indent=1)
@@ -167,11 +171,12 @@ print(f"Commit {sys.argv[5]} (after) against {sys.argv[6]} (before); medians ove
       f"ratios per rep then median [min-max]; {sys.argv[8]} warm-up + {sys.argv[7]} timed frames per run, switch mode; "
       f"load average before {sys.argv[3]}, after {sys.argv[4]}.")
 print()
-print("| network | before, 2 threads (ms) | after, 2 threads (ms) | before / after | ORT 2 threads (ms) | ORT / after | after, 1 thread (ms) | after 1->2 threads | others' cores (before / after / ORT) |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| network | before, 2 threads (ms) | after, 2 threads (ms) | before / after | ORT 2 threads (ms) | ORT / before | ORT / after | before, 1 thread (ms) | after, 1 thread (ms) | before 1->2 threads | after 1->2 threads | others' cores (before / after / ORT) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for t in rows:
     o = t["others_cores_median"]
     print(f"| {t['net']} | {r(t['base2_ms'])} | {r(t['new2_ms'])} | {x(t['base2_vs_new2'])} | {r(t['ort2_ms'])} | "
-          f"{x(t['ort2_vs_new2'])} | {r(t['new1_ms'])} | {x(t['new_scaling'])} | "
+          f"{x(t['ort2_vs_base2'])} | {x(t['ort2_vs_new2'])} | {r(t['base1_ms'])} | {r(t['new1_ms'])} | "
+          f"{x(t['base_scaling'])} | {x(t['new_scaling'])} | "
           f"{c(o['base-2'])} / {c(o['new-2'])} / {c(o['ort-2'])} |")
 PY

@@ -79,30 +79,33 @@ ResizePlan plan_resize(const std::vector<int64_t>& in, const std::vector<int64_t
   return p;
 }
 
+void resize_rows(const ResizePlan& p, const float* x, float* y, int64_t begin, int64_t end) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t o = row / p.out_h;
+    const auto r = static_cast<size_t>(row % p.out_h);
+    const float* plane = x + o * p.in_h * p.in_w;
+    float* dst = y + row * p.out_w;
+    const float* src0 = plane + p.row0[r] * p.in_w;
+    if (!p.linear) {
+      for (int64_t c = 0; c < p.out_w; ++c) dst[c] = src0[p.col0[static_cast<size_t>(c)]];
+      continue;
+    }
+    const float* src1 = plane + p.row1[r] * p.in_w;
+    const float wy = p.row_weight[r];
+    for (int64_t c = 0; c < p.out_w; ++c) {
+      const auto k = static_cast<size_t>(c);
+      const float wx = p.col_weight[k];
+      const float top = src0[p.col0[k]] + (src0[p.col1[k]] - src0[p.col0[k]]) * wx;
+      const float bottom = src1[p.col0[k]] + (src1[p.col1[k]] - src1[p.col0[k]]) * wx;
+      dst[c] = top + (bottom - top) * wy;
+    }
+  }
+}
+
 void resize(const ResizePlan& p, const float* x, float* y, ThreadPool* pool) {
   const int64_t rows = p.outer * p.out_h;
-  parallel_for(pool_for(pool, rows * p.out_w), rows, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t o = row / p.out_h;
-      const auto r = static_cast<size_t>(row % p.out_h);
-      const float* plane = x + o * p.in_h * p.in_w;
-      float* dst = y + row * p.out_w;
-      const float* src0 = plane + p.row0[r] * p.in_w;
-      if (!p.linear) {
-        for (int64_t c = 0; c < p.out_w; ++c) dst[c] = src0[p.col0[static_cast<size_t>(c)]];
-        continue;
-      }
-      const float* src1 = plane + p.row1[r] * p.in_w;
-      const float wy = p.row_weight[r];
-      for (int64_t c = 0; c < p.out_w; ++c) {
-        const auto k = static_cast<size_t>(c);
-        const float wx = p.col_weight[k];
-        const float top = src0[p.col0[k]] + (src0[p.col1[k]] - src0[p.col0[k]]) * wx;
-        const float bottom = src1[p.col0[k]] + (src1[p.col1[k]] - src1[p.col0[k]]) * wx;
-        dst[c] = top + (bottom - top) * wy;
-      }
-    }
-  });
+  parallel_for(pool_for(pool, rows * p.out_w), rows,
+               [&](int64_t begin, int64_t end) { resize_rows(p, x, y, begin, end); });
 }
 
 PadPlan plan_pad(const std::vector<int64_t>& in, const std::vector<int64_t>& pads,

@@ -29,6 +29,9 @@ struct ResizePlan {
 ResizePlan plan_resize(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
                        const std::vector<float>& scales, const backends::ResizeSpec& spec);
 void resize(const ResizePlan& plan, const float* x, float* y, ThreadPool* pool);
+// Output rows [begin, end) of the plan's outer * out_h rows: what resize() runs per range, for
+// backends that split the rows over their own pools (same bits however the rows are cut).
+void resize_rows(const ResizePlan& plan, const float* x, float* y, int64_t begin, int64_t end);
 
 // Pad of a rank-N tensor: per axis a table from output index to input index, -1 where the constant
 // fills. The last axis is the inner loop.

@@ -138,11 +138,16 @@ struct Avx512Convolution::State {
   float out_min = 0, out_max = 0;
   bool clamp_low = false, clamp_high = false;  // out_min > -inf, out_max < inf
   bool silu = false;                           // F32ConvParams::silu
+  bool hardswish = false;                      // F32ConvParams::hardswish
 };
 
 #if defined(__x86_64__)
 
 namespace {
+
+// Row mode's copy into the padded image runs on the pool from this many floats (a copy streams
+// about twice as fast as an element-wise pass, whose threshold is 16 K elements).
+constexpr int64_t kMinParallelCopy = 32768;
 
 // 16 columns of a block: all of them (kFull), or the live ones of `mask`.
 template <bool kFull>
@@ -296,6 +301,23 @@ CO_UP_AVX512_TARGET void gemm_tile(const Avx512Convolution::State& st, int64_t g
   }
 }
 
+// HardSwish (XNNPACK's formula, so a fused layer equals the convolution then XNNPACK's operator)
+// in place on `columns` channels of `pixels` output pixels `stride` floats apart. Run by the thread
+// that just wrote them (L1-hot), after a run's last part; kept out of the tile kernels, whose
+// epilogue it slowed by 2 % for every other layer (YOLO-320, one thread) when it was a branch there.
+CO_UP_AVX512_TARGET void hardswish_columns(float* y, int64_t stride, int64_t pixels, int64_t columns) {
+  const __m512 sixth = _mm512_set1_ps(0x1.555556p-3f), half = _mm512_set1_ps(0.5f);
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  for (int64_t p = 0; p < pixels; ++p, y += stride) {
+    for (int64_t c = 0; c < columns; c += 16) {
+      const __mmask16 live = columns - c >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (columns - c)) - 1);
+      const __m512 x = _mm512_maskz_loadu_ps(live, y + c);
+      const __m512 gate = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, sixth, half), zero), one);
+      _mm512_mask_storeu_ps(y + c, live, _mm512_mul_ps(gate, x));
+    }
+  }
+}
+
 using TileFn = void (*)(const Avx512Convolution::State&, int64_t, int64_t, int64_t, int64_t,
                        const Avx512Convolution::Part&, const Prefetch&);
 
@@ -378,6 +400,7 @@ Avx512Convolution::Avx512Convolution(const Conv2dShape& s, const F32ConvParams& 
   st.clamp_low = st.out_min > -std::numeric_limits<float>::infinity();
   st.clamp_high = st.out_max < std::numeric_limits<float>::infinity();
   st.silu = params.silu;
+  st.hardswish = params.hardswish;
 
   const int64_t padded_cols = st.col_blocks * kCols;
   st.packed.assign(static_cast<size_t>(s.group * padded_cols * st.taps * st.group_in), 0.0f);
@@ -437,15 +460,19 @@ void Avx512Convolution::run(const CpuPool& pool) const {
 #if defined(__x86_64__)
   State& st = *state_;
   if (!st.padded.empty()) {
-    // Row mode: this frame's input into the padded image's interior (borders stay zero).
+    // Row mode: this frame's input into the padded image's interior (borders stay zero), rows
+    // over the pool (a 224x224 or 320x320 stem's copy of 0.6-1.2 MB took 2-4 % of its layer on
+    // the caller alone).
     const Conv2dShape& s = st.shape;
-    const size_t row = static_cast<size_t>(s.in_width * s.in_channels) * sizeof(float);
-    for (int64_t n = 0; n < s.batch; ++n) {
-      for (int64_t y = 0; y < s.in_height; ++y) {
+    const int64_t row_floats = s.in_width * s.in_channels;
+    pool.parallel_for(s.batch * s.in_height, 1, kMinParallelCopy / std::max<int64_t>(row_floats, 1) + 1,
+                      [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t n = r / s.in_height, y = r % s.in_height;
         std::memcpy(st.padded.data() + ((n * st.padded_height + y + s.pad_top) * st.padded_width + s.pad_left) * s.in_channels,
-                    st.x + (n * s.in_height + y) * s.in_width * s.in_channels, row);
+                    st.x + r * row_floats, static_cast<size_t>(row_floats) * sizeof(float));
       }
-    }
+    });
   }
   const bool pairs = st.pairs;  // see kPairRows
   const int64_t tile_rows = pairs ? kPairRows : kMaxRows;
@@ -529,6 +556,12 @@ void Avx512Convolution::run(const CpuPool& pool) const {
           kernel(st, group, block, first, count, part, next);
           tile += count;
         }
+      }
+      if (st.hardswish) {  // every part of this run's tiles is summed: its outputs are final
+        const int64_t first = tile_begin * tile_rows;
+        hardswish_columns(st.y + first * st.y_stride + group * st.group_out + block * kCols, st.y_stride,
+                          std::min(tile_end * tile_rows, st.pixels) - first,
+                          std::min(step * kCols, st.group_out - block * kCols));
       }
     }
   }, order);

@@ -91,6 +91,9 @@ struct F32ConvParams {
   // SiLU (x * sigmoid(x), avx512_silu.h) after the residual and the clamp: a Conv followed by
   // SiLU (EfficientNet, YOLO) in one pass over the output.
   bool silu = false;
+  // HardSwish (x * min(max(x / 6 + 1/2, 0), 1), XNNPACK's formula) after the residual and the
+  // clamp: MobileNetV3's Conv followed by HardSwish in one pass over the output.
+  bool hardswish = false;
 };
 
 // Any kernel, stride, dilation, padding and group count; x and y are NHWC. Fully connected layers

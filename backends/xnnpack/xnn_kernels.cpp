@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -291,6 +292,34 @@ void softmax_lines(const float* x, float* y, int64_t outer, int64_t axis, int64_
     const int64_t offset = begin * axis * inner;
     reference::softmax(x + offset, y + offset, end - begin, axis, inner, nullptr);
   });
+}
+
+void concat_rows(std::span<const float* const> inputs, std::span<const int64_t> widths, int64_t outer,
+                 float* y, const CpuPool& pool) {
+  int64_t row = 0;
+  for (int64_t w : widths) row += w;
+  // A copy streams about twice as fast as an element-wise pass: split from twice its size.
+  pool.parallel_for(outer * row, 16, 2 * kMinParallel, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin / row; r * row < end; ++r) {
+      const int64_t row_begin = std::max(begin - r * row, int64_t{0});
+      const int64_t row_end = std::min(end - r * row, row);
+      int64_t offset = 0;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const int64_t from = std::max(row_begin, offset), to = std::min(row_end, offset + widths[i]);
+        if (from < to) {
+          std::memcpy(y + r * row + from, inputs[i] + r * widths[i] + (from - offset),
+                      static_cast<size_t>(to - from) * sizeof(float));
+        }
+        offset += widths[i];
+      }
+    }
+  });
+}
+
+void copy_floats(const float* x, float* y, int64_t count, const CpuPool& pool) {
+  const float* const inputs[1] = {x};
+  const int64_t widths[1] = {count};
+  concat_rows(inputs, widths, 1, y, pool);
 }
 
 void hard_sigmoid_nc(const float* x, float* y, int64_t count, float alpha, float beta,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "op_shapes.h"
 #include "ref_kernels.h"
@@ -45,6 +46,16 @@ void average_pool2d_nhwc(const backends::Pool2dShape& shape, const float* x, flo
 // lines); XNNPACK's softmax covers inner == 1.
 void softmax_lines(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner,
                    const CpuPool& pool);
+
+// Concatenation: y holds `outer` rows of sum(widths) floats; input i fills columns
+// [offset_i, offset_i + widths[i]) of every row from its own rows of widths[i] floats. Split over
+// ranges of y's elements (whole cache lines), so one row (a detector head's single concatenated
+// row) or many (NHWC channel concatenation: one row per pixel) both keep every thread busy.
+void concat_rows(std::span<const float* const> inputs, std::span<const int64_t> widths, int64_t outer,
+                 float* y, const CpuPool& pool);
+
+// y[0, count) = x[0, count) over the pool (Reshape, Flatten, Identity, a one-input Concat).
+void copy_floats(const float* x, float* y, int64_t count, const CpuPool& pool);
 
 // y = max(0, min(1, alpha * x + beta)) over `count` elements (x == y allowed).
 void hard_sigmoid_nc(const float* x, float* y, int64_t count, float alpha, float beta,

@@ -73,7 +73,7 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
                                            const float* bias, float lo, float hi, uint32_t flags,
                                            const float* x, float* y, int64_t y_stride,
                                            const std::string& where, int64_t slices,
-                                           int threads) {
+                                           int threads, bool hardswish) {
   const int64_t out_h = s.out_height(), out_w = s.out_width();
   const int64_t macs = out_h * out_w * s.out_channels * s.kernel_h * s.kernel_w * (s.in_channels / s.group);
   // Batch > 1 is cut per image first (each image its own batch-1 operators), so a batch keeps
@@ -84,7 +84,7 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
     // Fewer output rows than threads (a squeeze-excite 1x1 over one pixel): ranges of output
     // channels instead.
     const int64_t n = slice_count(conv_work_us(macs), ceil_div(s.out_channels, kChannelAlign), threads);
-    if (n > 1) return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, n);
+    if (n > 1) return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, n, hardswish);
   }
   const int64_t per_image =
       slices > 0 ? std::max<int64_t>(1, slices / std::max<int64_t>(1, images))
@@ -93,7 +93,8 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
       ceil_div(s.out_channels, kChannelAlign) >= per_image) {
     // Rows that do not divide evenly (7 rows in two bands: 4 + 3) but channels that do: ranges
     // of output channels, which differ by 16 channels at most.
-    return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, per_image);
+    return convolution_channels(s, ohwi_weights, bias, lo, hi, flags, x, y, y_stride, where, per_image,
+                                hardswish);
   }
   std::vector<SliceRange> bands = split_range(out_h, per_image, 1);
   std::vector<ConvRowSlice> cuts;
@@ -126,6 +127,10 @@ SlicedOperator SlicedOperator::convolution(const backends::Conv2dShape& s, const
                                                x + image * in_image + c.in_begin * s.in_width * s.in_channels,
                                                y + image * out_image + bands[i].begin * out_w * y_stride, nullptr),
               "convolution setup for " + where);
+    if (hardswish) {
+      sliced.add_hardswish(batch * (bands[i].end - bands[i].begin) * out_w, s.out_channels, y_stride,
+                           y + image * out_image + bands[i].begin * out_w * y_stride, where);
+    }
   }
   return sliced;
 }
@@ -134,7 +139,8 @@ SlicedOperator SlicedOperator::convolution_channels(const backends::Conv2dShape&
                                                     const float* ohwi_weights, const float* bias,
                                                     float lo, float hi, uint32_t flags,
                                                     const float* x, float* y, int64_t y_stride,
-                                                    const std::string& where, int64_t slices) {
+                                                    const std::string& where, int64_t slices,
+                                                    bool hardswish) {
   const bool depthwise = s.group > 1 && s.group == s.in_channels && s.group == s.out_channels;
   if (s.group != 1 && !depthwise) {
     throw std::invalid_argument("SlicedOperator::convolution_channels: grouped convolution for " + where);
@@ -160,6 +166,7 @@ SlicedOperator SlicedOperator::convolution_channels(const backends::Conv2dShape&
                                                size_t(s.in_width), depthwise ? x + r.begin : x,
                                                y + r.begin, nullptr),
               "convolution setup for " + where);
+    if (hardswish) sliced.add_hardswish(s.batch * s.out_height() * s.out_width(), n, y_stride, y + r.begin, where);
   }
   return sliced;
 }
@@ -227,16 +234,29 @@ SlicedOperator SlicedOperator::row_bands(
   return sliced;
 }
 
+void SlicedOperator::add_hardswish(int64_t pixels, int64_t channels, int64_t stride, float* y,
+                                   const std::string& where) {
+  epilogues_->resize(ops_->size() - 1);  // slices before this one have none
+  xnn_operator_t op = nullptr;
+  check_xnn(xnn_create_hardswish_nc_f32(size_t(channels), size_t(stride), size_t(stride), 0, &op),
+            "hardswish create for " + where);
+  epilogues_->emplace_back(op);
+  check_xnn(xnn_setup_hardswish_nc_f32(op, size_t(pixels), y, y, nullptr), "hardswish setup for " + where);
+}
+
 void SlicedOperator::run(const CpuPool& pool) const {
   const std::vector<XnnOperator>& ops = *ops_;
+  const std::vector<XnnOperator>& epilogues = *epilogues_;
+  auto run_slice = [&](size_t i) {
+    check_xnn(xnn_run_operator(ops[i].get(), nullptr), "run");
+    if (i < epilogues.size() && epilogues[i]) check_xnn(xnn_run_operator(epilogues[i].get(), nullptr), "run");
+  };
   if (ops.size() == 1) {
-    check_xnn(xnn_run_operator(ops[0].get(), nullptr), "run");
+    run_slice(0);
     return;
   }
   pool.parallel_for(static_cast<int64_t>(ops.size()), 1, 2, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      check_xnn(xnn_run_operator(ops[static_cast<size_t>(i)].get(), nullptr), "run");
-    }
+    for (int64_t i = begin; i < end; ++i) run_slice(static_cast<size_t>(i));
   });
 }
 

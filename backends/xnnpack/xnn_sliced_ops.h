@@ -75,17 +75,21 @@ class SlicedOperator {
   // divide into the bands evenly (batch 1, group 1 or depthwise), into ranges of output channels. `slices` > 0 overrides slice_count (tests; spread over the
   // images); `slices` == 1 keeps the layer one operator, batch and all; else the split rule for
   // `threads` threads decides. Throws PluginError.
+  // `hardswish`: each slice then applies XNNPACK's HardSwish to the outputs it wrote, in the
+  // same chunk (MobileNetV3's Conv + HardSwish: no second pass over memory, no second join).
   static SlicedOperator convolution(const backends::Conv2dShape& s, const float* ohwi_weights,
                                     const float* bias, float lo, float hi, uint32_t flags,
                                     const float* x, float* y, int64_t y_stride,
-                                    const std::string& where, int64_t slices = 0, int threads = 2);
+                                    const std::string& where, int64_t slices = 0, int threads = 2,
+                                    bool hardswish = false);
   // A convolution with group 1, or a depthwise one (one channel per group, multiplier 1), cut
   // into `slices` ranges of output channels (multiples of 16 channels except the last), each one
   // operator over all pixels. Throws PluginError (std::invalid_argument for other groupings).
   static SlicedOperator convolution_channels(const backends::Conv2dShape& s, const float* ohwi_weights,
                                              const float* bias, float lo, float hi, uint32_t flags,
                                              const float* x, float* y, int64_t y_stride,
-                                             const std::string& where, int64_t slices);
+                                             const std::string& where, int64_t slices,
+                                             bool hardswish = false);
   // A fully connected layer over `rows` rows: weights [out][in] row-major, cut into ranges of
   // output channels (`slices` > 0 overrides slice_count for `threads`). Throws PluginError.
   static SlicedOperator fully_connected(int64_t rows, int64_t in, int64_t out, const float* weights,
@@ -120,6 +124,12 @@ class SlicedOperator {
  private:
   // Shared so that a step's std::function can hold it by copy.
   std::shared_ptr<std::vector<XnnOperator>> ops_ = std::make_shared<std::vector<XnnOperator>>();
+  // Per slice, an element-wise operator run in place on its outputs right after it, or none.
+  std::shared_ptr<std::vector<XnnOperator>> epilogues_ = std::make_shared<std::vector<XnnOperator>>();
+
+  // Adds slice i's epilogue: HardSwish over `pixels` rows of `channels` floats, `stride` apart,
+  // from y (in place).
+  void add_hardswish(int64_t pixels, int64_t channels, int64_t stride, float* y, const std::string& where);
 };
 
 }  // namespace co_up::xnnpack

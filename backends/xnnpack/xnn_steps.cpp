@@ -43,6 +43,7 @@ struct ConvTarget {
   const float* residual;
   Activation activation;
   bool silu = false;  // SiLU after the activation (own convolutions only, on AVX-512 CPUs)
+  bool hardswish = false;  // HardSwish after the activation (own or XNNPACK's convolutions)
 };
 
 // Tensor t's constant data (weights, bias), or NULL for CO_UP_NO_TENSOR.
@@ -64,13 +65,17 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   const bool fused = out.residual != nullptr || out.silu;
   if (own_conv_runs(s, fused)) {
     auto conv = std::make_shared<Avx512Convolution>(
-        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes, out.silu}, x, out.y);
+        s, F32ConvParams{weights, bias, lo, hi, out.residual, out.stride, chunk_bytes, out.silu, out.hardswish},
+        x, out.y);
     const CpuPool* pool_ptr = &pool;
     step.own = [conv, pool_ptr] { conv->run(*pool_ptr); };
     return step;
   }
   if (out.residual) {
     backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused residual on XNNPACK's convolution for " + where);
+  }
+  if (out.hardswish && depthwise_kernel_wins(s)) {
+    backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused HardSwish on the own depthwise kernel for " + where);
   }
   if (depthwise_kernel_wins(s)) {  // sizes XNNPACK would run as a GEMM of one channel per group
     auto conv = std::make_shared<DepthwiseConvolution>(s, weights, bias, lo, hi, out.stride, x, out.y, out.silu);
@@ -85,7 +90,7 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
   const SlicedOperator sliced = SlicedOperator::convolution(s, packed.data(), bias, lo, hi, 0, x,
                                                             out.y, out.stride, where, 0,
-                                                            pool.thread_count());
+                                                            pool.thread_count(), out.hardswish);
   const CpuPool* pool_ptr = &pool;
   step.own = [sliced, pool_ptr] { sliced.run(*pool_ptr); };
   return step;
@@ -97,9 +102,9 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
                        const std::vector<float*>& buffers, const CpuPool& pool) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   F32Step step;
-  // Convolutions and fully connected layers split over the pool (xnn_sliced_ops.h, the own
-  // kernels). XNNPACK's other operators (pooling, element-wise ops, copies, softmax) are
-  // memory-bound and run on the caller, where they cost no hand-off.
+  // Convolutions, fully connected layers, pooling, element-wise ops and copies split over the
+  // pool (xnn_sliced_ops.h, the own kernels). XNNPACK's operators left unsliced (softmax, channel
+  // shuffle, pooling of other shapes) run on the caller, where they cost no hand-off.
   step.ops_on_pool = false;
   constexpr pthreadpool_t tp = nullptr;
   const CpuPool* pool_ptr = &pool;
@@ -310,24 +315,22 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       // fails for a one-input Concat (DenseNet's first layer of each block), whose row length
       // then came out larger than the output stride.
       if (p.inputs.size() == 1) {
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        step.own = [=] { copy_floats(x, y, count, *pool_ptr); };
         break;
       }
       int64_t outer = 0, axis_len = 0, inner = 0;
       split_at_axis(internal_dims(p.out_dims), internal_axis(p.axis, p.out_dims.size()), &outer,
                     &axis_len, &inner);
-      // Each input is a strided copy: `outer` rows of concat_axis[i] * inner floats.
-      int64_t offset = 0;
+      // Each input fills concat_axis[i] * inner floats of each of `outer` output rows; on the pool
+      // (XNNPACK's copy ran on the caller alone: a detector's concatenations of 0.2-2 MB were
+      // the largest serial part of its frame).
+      auto inputs = std::make_shared<std::vector<const float*>>();
+      auto widths = std::make_shared<std::vector<int64_t>>();
       for (size_t i = 0; i < p.inputs.size(); ++i) {
-        const size_t row = size_t(p.concat_axis[i] * inner);
-        xnn_operator_t op = nullptr;
-        check_xnn(xnn_create_copy_nc_x32(row, row, size_t(axis_len * inner), 0, &op),
-                  "copy create for " + where);
-        add_op(op);
-        check_xnn(xnn_setup_copy_nc_x32(op, size_t(outer), buffers[p.inputs[i]], y + offset, tp),
-                  "copy setup for " + where);
-        offset += int64_t(row);
+        inputs->push_back(buffers[p.inputs[i]]);
+        widths->push_back(p.concat_axis[i] * inner);
       }
+      step.own = [=] { concat_rows(*inputs, *widths, outer, y, *pool_ptr); };
       break;
     }
     case Op::kAdd: {
@@ -396,7 +399,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
     case Op::kChannelShuffle: {
       const int64_t groups = p.groups, ch = p.in_dims[1];
       if (groups == 1 || groups == ch) {  // the identity permutation; XNNPACK wants 1 < groups < C
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        step.own = [=] { copy_floats(x, y, count, *pool_ptr); };
         break;
       }
       xnn_operator_t op = nullptr;
@@ -417,7 +420,7 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       const bool in_nhwc = needs_transpose(in);
       const bool out_nhwc = needs_transpose(out);
       if (p.op == Op::kIdentity || (!in_nhwc && !out_nhwc)) {
-        step.own = [=] { std::memcpy(y, x, size_t(count) * sizeof(float)); };
+        step.own = [=] { copy_floats(x, y, count, *pool_ptr); };
       } else if (in_nhwc && !out_nhwc) {
         step.own = [=] { nhwc_to_nchw(x, y, in[0], in[1], in[2] * in[3], *pool_ptr); };
       } else if (!in_nhwc && out_nhwc) {
@@ -534,6 +537,24 @@ StepFusions plan_step_fusions(const co_up_subgraph_desc& graph, const backends::
     f.writes[n + 1] = CO_UP_NO_TENSOR;  // the SiLU: done by the convolution
     ++n;
   }
+  // HardSwish fusion: the same for a convolution followed by HardSwish (MobileNetV3), on the own
+  // AVX-512 kernel (its epilogue) or XNNPACK's (each slice applies it to the outputs it wrote, in
+  // the same chunk); not on the own depthwise kernel.
+  for (uint32_t n = 0; n + 1 < node_count; ++n) {
+    const NodePlan& p = nodes[n];
+    const NodePlan& act = nodes[n + 1];
+    if (p.op != Op::kConv || act.op != Op::kHardSwish || act.inputs.empty() || act.inputs[0] != p.output ||
+        f.writes[n] != p.output || f.writes[n + 1] != act.output || f.fused[n] ||
+        p.conv.activation != Activation::kNone || p.out_dims.size() != 4 ||
+        (!own_conv_runs(p.conv, false) && depthwise_kernel_wins(p.conv)) || !private_result(p.output) ||
+        element_at(graph.nodes, n).layer != element_at(graph.nodes, n + 1).layer) {
+      continue;
+    }
+    f.fused[n] = StepFusions::Write{act.output, 0, p.conv.out_channels, CO_UP_NO_TENSOR, Activation::kNone, false, true};
+    f.writes[n] = act.output;
+    f.writes[n + 1] = CO_UP_NO_TENSOR;  // the HardSwish: done by the convolution
+    ++n;
+  }
   plan_tensor_layouts(graph, plan, f);
   return f;
 }
@@ -551,7 +572,7 @@ std::vector<F32Step> build_f32_steps(const co_up_subgraph_desc& graph,
     } else if (const auto& w = fusions.fused[n]) {
       const ConvTarget target{buffers[w->tensor] + w->channel_offset, w->pixel_stride,
                               w->residual == CO_UP_NO_TENSOR ? nullptr : buffers[w->residual],
-                              w->activation, w->silu};
+                              w->activation, w->silu, w->hardswish};
       steps.push_back(build_conv_step(p.conv, constant_data(graph, p.inputs[1]), constant_data(graph, p.inputs[2]),
                                       buffers[p.inputs[0]], target, pool, node_where(graph, n)));
     } else if (is_tensor_step(p, fusions.layouts)) {

@@ -58,7 +58,9 @@ struct TensorLayouts {
 //  - a channel Concat whose inputs are all convolution results nothing else reads gets them
 //    written straight into its output (each convolution at its channel offset);
 //  - a convolution without activation whose only consumer is the next node, an Add in the same
-//    layer, adds the other operand in its epilogue (AVX-512 convolutions only, avx512_conv.h).
+//    layer, adds the other operand in its epilogue (AVX-512 convolutions only, avx512_conv.h);
+//    so for a following SiLU, and for a following HardSwish also on XNNPACK's convolutions (each
+//    slice applies it to what it wrote, xnn_sliced_ops.h).
 // Results equal the unfused steps' up to the rounding of that one addition.
 struct StepFusions {
   // A convolution writing elsewhere than its own output.
@@ -69,6 +71,7 @@ struct StepFusions {
     uint32_t residual = CO_UP_NO_TENSOR;  // the tensor it adds before the activation, if any
     backends::Activation activation = backends::Activation::kNone;
     bool silu = false;  // a following SiLU done in the convolution's epilogue
+    bool hardswish = false;  // a following HardSwish done in the convolution's epilogue
   };
   std::vector<std::optional<Write>> fused;  // per node
   // Per node, the tensor its step writes: its output, a fused target, or CO_UP_NO_TENSOR when its

@@ -166,7 +166,7 @@ F32Step build_tensor_step(const co_up_subgraph_desc& graph, uint32_t index, cons
       }
     } else {  // Reshape, Flatten, Identity: row-major order is unchanged
       body = [=] {
-        if (x != y) std::memcpy(y, x, static_cast<size_t>(count) * sizeof(float));
+        if (x != y) copy_floats(x, y, count, *pool_ptr);
       };
     }
   } else {
@@ -265,8 +265,8 @@ F32Step build_tensor_step(const co_up_subgraph_desc& graph, uint32_t index, cons
         break;
       }
       // The resampling ops of detectors run cpu-reference's kernels on plans made here, single
-      // threaded as Reduce and Gather are (a detector's Upsample and Pad are small next to its
-      // convolutions).
+      // threaded as Reduce and Gather are (a detector's Pad is small next to its convolutions),
+      // but for Resize (below).
       case TensorOp::kLeakyRelu: {
         const float* x = plain_input(p.inputs[0]);
         float* y = plain_output();
@@ -280,7 +280,12 @@ F32Step build_tensor_step(const co_up_subgraph_desc& graph, uint32_t index, cons
         float* y = plain_output();
         auto plan = std::make_shared<const reference::ResizePlan>(
             reference::plan_resize(p.in_dims, p.out_dims, p.floats, p.resize));
-        body = [=] { reference::resize(*plan, x, y, nullptr); };
+        // Rows of the output on the pool (a detector's upsampling of 0.2-0.4 M elements ran on
+        // the caller alone); each row is computed as cpu-reference's kernel computes it.
+        body = [=] {
+          pool_ptr->parallel_for(plan->outer * plan->out_h, 1, 16384 / std::max<int64_t>(plan->out_w, 1) + 1,
+                                 [&](int64_t begin, int64_t end) { reference::resize_rows(*plan, x, y, begin, end); });
+        };
         break;
       }
       case TensorOp::kPad: {

@@ -94,6 +94,7 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
       {1, 3, 27, 27, 20, 11, 4, 2, 1, 1, 0.0f, kInf},   // AlexNet conv1-like: row mode, 121 taps
       {2, 3, 30, 29, 64, 7, 2, 3, 1, 1, 0.0f, kInf},    // ResNet conv1-like: row mode, batch 2
       {1, 3, 23, 25, 80, 7, 2, 3, 1, 1, 0.0f, 6.0f},    // row mode, 3 blocks: a 4- and a 1-vector pair tile
+      {1, 3, 121, 117, 32, 3, 2, 1, 1, 1, 0.0f, kInf},  // stem-like row mode: the padded copy split over rows
       {1, 5, 9, 10, 40, 3, 1, 2, 1, 2, -kInf, kInf},    // dilation 2: not row mode
       {1, 96, 7, 6, 48, 5, 1, 2, 4, 1, -1.0f, 1.0f},    // 4 groups of 24 -> 12 (partial vector)
       {1, 64, 6, 5, 40, 3, 1, 1, 1, 1, 0.0f, 6.0f},     // depth 576

@@ -4,7 +4,8 @@
 // 5x5 with stride and asymmetric padding, dilation, a 3-channel stem, an output that is a slice
 // of a wider tensor, batches of 2 and 3 cut per image, padding taller than the kernel — on one
 // thread and on two; and so do element-wise operators (HardSwish, Sigmoid, Clamp) cut into ranges
-// of elements and global average pooling cut into ranges of channels.
+// of elements and global average pooling cut into ranges of channels; and a convolution with a
+// HardSwish epilogue, cut any of those ways, gives the bits of the convolution then HardSwish.
 #include <gtest/gtest.h>
 
 #include <xnnpack.h>
@@ -98,6 +99,27 @@ struct ConvCase {
   bool padding_only_bands = false;  // some cuts would read nothing but padding: kept whole
 };
 
+Conv2dShape shape_of(const ConvCase& k) {
+  Conv2dShape s;
+  s.batch = k.n;
+  s.in_channels = k.cin;
+  s.out_channels = k.cout;
+  s.group = k.group;
+  s.in_height = k.h;
+  s.in_width = k.w;
+  s.kernel_h = k.kh;
+  s.kernel_w = k.kw;
+  s.stride_h = k.sh;
+  s.stride_w = k.sw;
+  s.pad_top = k.pt;
+  s.pad_left = k.pl;
+  s.pad_bottom = k.pb;
+  s.pad_right = k.pr;
+  s.dilation_h = k.dh;
+  s.dilation_w = k.dw;
+  return s;
+}
+
 std::string describe(const ConvCase& k) {
   char text[220];
   std::snprintf(text, sizeof(text), "N%lld C%lld->%lld g%lld %lldx%lld k%lldx%lld s%lldx%lld p%lld,%lld,%lld,%lld d%lldx%lld +%lld",
@@ -122,23 +144,7 @@ TEST_F(SlicedOps, ConvolutionBandsGiveTheBitsOfOneOperator) {
       {1, 8, 8, 1, 3, 3, 1, 1, 1, 1, 2, 0, 2, 0, 1, 1, 0, -kInf, kInf, true},    // padding taller than the kernel
   };
   for (const ConvCase& k : cases) {
-    Conv2dShape s;
-    s.batch = k.n;
-    s.in_channels = k.cin;
-    s.out_channels = k.cout;
-    s.group = k.group;
-    s.in_height = k.h;
-    s.in_width = k.w;
-    s.kernel_h = k.kh;
-    s.kernel_w = k.kw;
-    s.stride_h = k.sh;
-    s.stride_w = k.sw;
-    s.pad_top = k.pt;
-    s.pad_left = k.pl;
-    s.pad_bottom = k.pb;
-    s.pad_right = k.pr;
-    s.dilation_h = k.dh;
-    s.dilation_w = k.dw;
+    const Conv2dShape s = shape_of(k);
     const int64_t y_stride = k.cout + k.extra_stride;
     const int64_t out_pixels = k.n * s.out_height() * s.out_width();
     const auto x = random_floats(size_t(k.n * k.h * k.w * k.cin), 1);
@@ -176,6 +182,60 @@ TEST_F(SlicedOps, ConvolutionBandsGiveTheBitsOfOneOperator) {
         }
         sliced.run(pool);
         ASSERT_EQ(y, whole) << describe(k) << ", " << slices << " slices, " << threads << " threads";
+      }
+    }
+  }
+}
+
+// A convolution with a HardSwish epilogue (MobileNetV3's Conv + HardSwish, fused by the backend):
+// however it is cut (bands of rows, ranges of channels, per image) and on one thread or two, the
+// bits of one convolution followed by one XNNPACK HardSwish over the whole output, and the gaps of
+// a wider output untouched.
+TEST_F(SlicedOps, HardSwishEpilogueGivesTheBitsOfConvolutionThenHardSwish) {
+  constexpr float kInf = 1e30f;
+  const std::vector<ConvCase> cases = {
+      {1, 200, 200, 200, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},  // depthwise 3x3
+      {1, 72, 72, 72, 15, 15, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 0, -kInf, kInf},     // 5x5, 8 rows
+      {1, 40, 24, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 8, -kInf, kInf},         // 1x1 into a slice
+      {2, 16, 16, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, -kInf, kInf},       // batch 2
+  };
+  for (const ConvCase& k : cases) {
+    const Conv2dShape s = shape_of(k);
+    const int64_t y_stride = k.cout + k.extra_stride;
+    const int64_t out_pixels = k.n * s.out_height() * s.out_width();
+    const auto x = random_floats(size_t(k.n * k.h * k.w * k.cin), 11);
+    const auto w = random_floats(size_t(k.cout * k.kh * k.kw * (k.cin / k.group)), 12);
+    const auto b = random_floats(size_t(k.cout), 13);
+
+    std::vector<float> whole(size_t(out_pixels * y_stride) + 64, 7.0f);
+    const SlicedOperator conv = SlicedOperator::convolution(s, w.data(), b.data(), k.lo, k.hi, 0, x.data(),
+                                                            whole.data(), y_stride, "test", 1);
+    conv.run(CpuPool(1, {}, Schedule::kDynamic));
+    xnn_operator_t raw = nullptr;
+    ASSERT_EQ(xnn_create_hardswish_nc_f32(size_t(k.cout), size_t(y_stride), size_t(y_stride), 0, &raw),
+              xnn_status_success);
+    const XnnOperator hardswish(raw);
+    ASSERT_EQ(xnn_setup_hardswish_nc_f32(hardswish.get(), size_t(out_pixels), whole.data(), whole.data(), nullptr),
+              xnn_status_success);
+    ASSERT_EQ(xnn_run_operator(hardswish.get(), nullptr), xnn_status_success);
+
+    for (int threads : {1, 2}) {
+      const CpuPool pool(threads, {}, Schedule::kDynamic);
+      // 0: as the split rule cuts it for this pool; 1..9 bands; then 2..5 channel ranges.
+      for (int64_t slices = 0; slices <= 9; ++slices) {
+        std::vector<float> y(whole.size(), 7.0f);
+        SlicedOperator::convolution(s, w.data(), b.data(), k.lo, k.hi, 0, x.data(), y.data(), y_stride,
+                                    "test", slices, threads, true)
+            .run(pool);
+        ASSERT_EQ(y, whole) << describe(k) << ", " << slices << " bands, " << threads << " threads";
+      }
+      if (k.n > 1) continue;
+      for (int64_t slices = 2; slices <= 5; ++slices) {
+        std::vector<float> y(whole.size(), 7.0f);
+        SlicedOperator::convolution_channels(s, w.data(), b.data(), k.lo, k.hi, 0, x.data(), y.data(),
+                                             y_stride, "test", slices, true)
+            .run(pool);
+        ASSERT_EQ(y, whole) << describe(k) << ", " << slices << " channel ranges, " << threads << " threads";
       }
     }
   }
