@@ -19,6 +19,7 @@
 
 #include "co_up/plugin_abi.h"
 #include "tests/backends/abi_test_support.h"
+#include "tests/backends/random_data.h"
 
 namespace co_up::opencl_test {
 
@@ -125,14 +126,7 @@ inline LoadedPlugin& opencl_plugin() {
 
 // The sub-graph description builder shared with the other plugin ABI tests.
 using ::co_up::testing::GraphBuilder;
-
-inline std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& f : v) f = dist(rng);
-  return v;
-}
+using ::co_up::test::random_vector;
 
 // Compiles `graph` on a fresh device of `plugin`, writes `inputs` through map/unmap, runs it
 // (`runs` times) and reads every output through map/unmap. Errors fail the calling test.

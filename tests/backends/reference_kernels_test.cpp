@@ -15,20 +15,15 @@
 #include "backends/reference/ref_kernels.h"
 #include "backends/reference/ref_thread_pool.h"
 #include "tests/backends/reference_naive.h"
+#include "tests/backends/random_data.h"
 
 namespace co_up::reference {
 namespace {
 
+using test::random_vector;
+
 using testing::NaiveConv;
 using testing::NaivePool;
-
-std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& f : v) f = dist(rng);
-  return v;
-}
 
 // Pools of 1, 2 and 3 threads, unpinned (the test host may have fewer cores).
 struct Pools {

@@ -14,6 +14,7 @@
 #include "co_up/plugin_abi.h"
 #include "tests/backends/abi_test_support.h"
 #include "tests/backends/reference_naive.h"
+#include "tests/backends/random_data.h"
 
 namespace {
 
@@ -64,14 +65,7 @@ class PluginTest : public ::testing::Test {
 };
 
 using co_up::testing::GraphBuilder;  // shared with the other plugin ABI tests
-
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = dist(rng);
-  return v;
-}
+using co_up::test::random_vector;
 
 // x[1,3,9,9] -> Conv 3x3 pad 1 (4 out) -> Relu -> MaxPool 2x2 s2 ceil -> FC 5. Layers 0,0,1,2.
 struct SmallNet {

@@ -15,20 +15,14 @@
 #include "xnn_common.h"
 #include "xnn_kernels.h"
 #include "xnn_thread_pool.h"
+#include "tests/backends/random_data.h"
 
 namespace {
 
 using co_up::backends::Conv2dShape;
 using co_up::xnnpack::CpuPool;
 using co_up::xnnpack::Schedule;
-
-std::vector<float> random_vector(size_t n, float scale, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using co_up::test::random_symmetric;
 
 TEST(XnnpackHardSwish, Avx512ConvolutionFusedEqualsConvolutionThenXnnpackHardSwish) {
   if (!co_up::xnnpack::avx512_gemm_available()) {
@@ -49,10 +43,10 @@ TEST(XnnpackHardSwish, Avx512ConvolutionFusedEqualsConvolutionThenXnnpackHardSwi
     s.kernel_h = s.kernel_w = k.kernel;
     s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = k.kernel / 2;
     const int64_t pixels = s.in_height * s.in_width, stride = s.out_channels + k.stride_extra;
-    const std::vector<float> x = random_vector(size_t(pixels * s.in_channels), 4.0f, 7);
+    const std::vector<float> x = random_symmetric(size_t(pixels * s.in_channels), 4.0f, 7);
     const std::vector<float> w =
-        random_vector(size_t(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w), 0.1f, 8);
-    const std::vector<float> b = random_vector(size_t(s.out_channels), 1.0f, 9);
+        random_symmetric(size_t(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w), 0.1f, 8);
+    const std::vector<float> b = random_symmetric(size_t(s.out_channels), 1.0f, 9);
     for (int threads : {1, 2}) {
       const CpuPool pool(threads, {}, Schedule::kDynamic);
       std::vector<float> fused(size_t(pixels * stride), 5.0f), unfused(fused);
@@ -92,7 +86,7 @@ TEST(XnnpackConcat, EverySplitGivesThePlainConcatenation) {
     std::vector<std::vector<float>> inputs;
     std::vector<const float*> pointers;
     for (size_t i = 0; i < k.widths.size(); ++i) {
-      inputs.push_back(random_vector(size_t(k.outer * k.widths[i]), 1.0f, unsigned(20 + i)));
+      inputs.push_back(random_symmetric(size_t(k.outer * k.widths[i]), 1.0f, unsigned(20 + i)));
       pointers.push_back(inputs.back().data());
     }
     std::vector<float> expected;

@@ -13,20 +13,14 @@
 #include "ref_kernels.h"
 #include "xnn_kernels.h"
 #include "xnn_thread_pool.h"
+#include "tests/backends/random_data.h"
 
 namespace {
 
 using co_up::xnnpack::CpuPool;
 using co_up::xnnpack::LrnPath;
 using co_up::xnnpack::Schedule;
-
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using co_up::test::random_vector;
 
 // One pixel, one channel at a time: the kernel's definition.
 std::vector<float> lrn_by_channel(const std::vector<float>& x, int64_t pixels, int64_t channels, int64_t size,
@@ -63,7 +57,7 @@ TEST(XnnpackLrn, SameBitsAsChannelByChannelAndCloseToTheOnnxFormula) {
       for (const float beta : {0.75f, 0.5f}) {
         const std::string what = "channels " + std::to_string(channels) + " size " + std::to_string(size) +
                                  " beta " + std::to_string(beta);
-        const std::vector<float> x = random_vector(size_t(pixels * channels), unsigned(channels * 10 + size));
+        const std::vector<float> x = random_vector(size_t(pixels * channels), unsigned(channels * 10 + size), -3.0f, 3.0f);
         const float alpha = 1e-2f, bias = 1.5f;
         const std::vector<float> exact = lrn_by_channel(x, pixels, channels, size, alpha, beta, bias);
         std::vector<float> y(x.size(), -1.0f);

@@ -12,23 +12,17 @@
 #include "xnn_depthwise.h"
 #include "xnn_silu.h"
 #include "xnn_thread_pool.h"
+#include "tests/backends/random_data.h"
 
 namespace {
 
 using co_up::backends::Conv2dShape;
 using co_up::xnnpack::CpuPool;
 using co_up::xnnpack::Schedule;
-
-std::vector<float> random_vector(size_t n, float scale, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using co_up::test::random_symmetric;
 
 TEST(XnnpackSilu, MatchesTheFormula) {
-  std::vector<float> x = random_vector(1000, 12.0f, 3);
+  std::vector<float> x = random_symmetric(1000, 12.0f, 3);
   x.insert(x.end(), {0.0f, -0.0f, 100.0f, -100.0f, 88.5f, -88.5f, 1e-30f});
   std::vector<float> y(x.size(), -1.0f);
   CpuPool pool(2, {}, Schedule::kStatic);
@@ -49,9 +43,9 @@ TEST(XnnpackSilu, DepthwiseFusedEqualsUnfused) {
   s.in_width = 13;
   s.kernel_h = s.kernel_w = 7;
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 3;
-  const std::vector<float> x = random_vector(size_t(11 * 13 * 40), 1.0f, 4);
-  const std::vector<float> w = random_vector(size_t(40 * 49), 0.5f, 5);
-  const std::vector<float> b = random_vector(40, 1.0f, 6);
+  const std::vector<float> x = random_symmetric(size_t(11 * 13 * 40), 1.0f, 4);
+  const std::vector<float> w = random_symmetric(size_t(40 * 49), 0.5f, 5);
+  const std::vector<float> b = random_symmetric(40, 1.0f, 6);
   std::vector<float> fused(x.size()), unfused(x.size());
   CpuPool pool(1, {}, Schedule::kStatic);
   constexpr float kInf = INFINITY;
@@ -71,9 +65,9 @@ TEST(XnnpackSilu, Avx512ConvolutionFusedEqualsUnfused) {
   s.in_height = s.in_width = 10;
   s.kernel_h = s.kernel_w = 3;
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
-  const std::vector<float> x = random_vector(size_t(100 * 64), 1.0f, 7);
-  const std::vector<float> w = random_vector(size_t(96 * 64 * 9), 0.1f, 8);
-  const std::vector<float> b = random_vector(96, 1.0f, 9);
+  const std::vector<float> x = random_symmetric(size_t(100 * 64), 1.0f, 7);
+  const std::vector<float> w = random_symmetric(size_t(96 * 64 * 9), 0.1f, 8);
+  const std::vector<float> b = random_symmetric(96, 1.0f, 9);
   std::vector<float> fused(size_t(100 * 96)), unfused(size_t(100 * 96));
   CpuPool pool(1, {}, Schedule::kStatic);
   co_up::xnnpack::F32ConvParams params{w.data(), b.data()};
