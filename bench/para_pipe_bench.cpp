@@ -164,6 +164,10 @@ static int run_para_pipe(int argc, char** argv) {
       for (const planner::HandoffTime& h : profile.switch_edges) {
         std::cout << "profile's switch-mode wake-up " << h.a << "<->" << h.b << ": " << h.us << " us per edge\n\n";
       }
+      for (const planner::HandoffTime& h : profile.switch_edge_mb) {
+        std::cout << "profile's switch-mode cross-core read " << h.a << "<->" << h.b << ": " << h.us
+                  << " us per MB of a cross-processor edge's tensor\n\n";
+      }
 
       // 1. Measured runs.
       if (mappings > 0) {
@@ -212,6 +216,7 @@ static int run_para_pipe(int argc, char** argv) {
       // A loaded host's waiting thread comes back a scheduler time slice late (several ms): the
       // grid reaches 20 ms so that the fit is never cut off at its edge.
       const auto next_edge_us = [](double us) { return us < 2000 ? us + 10 : us + 100; };
+      dag_model.set_switch_edge_mb_us(0);  // the fit's one number is per edge
       double best_edge = 0, best_error = INFINITY;
       for (double us = 0; us <= 20000; us = next_edge_us(us)) {
         dag_model.set_switch_edge_us(us);
@@ -241,6 +246,7 @@ static int run_para_pipe(int argc, char** argv) {
         for (double k = 0.5; k <= 10.0 + 1e-9; k += 0.1) {
           const planner::CostModel scaled_model(scaled_profile(profile, k));
           planner::DagCostModel scaled(scaled_model, dag);
+          scaled.set_switch_edge_mb_us(0);
           for (double us = 0; us <= 20000; us += us < 2000 ? 50 : 250) {
             scaled.set_switch_edge_us(us);
             const double e = errors(scaled, false, planner::Mode::kSwitch, 0);
@@ -253,6 +259,7 @@ static int run_para_pipe(int argc, char** argv) {
         }
         const planner::CostModel scaled_model(scaled_profile(profile, best_scale));
         planner::DagCostModel scaled(scaled_model, dag);
+        scaled.set_switch_edge_mb_us(0);
         scaled.set_switch_edge_us(best_scale_edge);
         std::cout << "with a fitted time factor " << best_scale << " and wake-up " << best_scale_edge
                   << " us: switch latency " << pct(errors(scaled, false, planner::Mode::kSwitch, 0)) << " (fit) / "

@@ -258,12 +258,25 @@ double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfil
   return planner::fit_handoff(model, a, b, orders, profiler.measure_pipeline_periods(orders)).us;
 }
 
-// The switch-mode wake-up per cross-processor edge between `a` and `b` (planner/switch_edge_fit.h)
-// from switch runs of every layer on `a` and of the two alternating orders, interleaved. Nothing
-// when the network has one layer or an alternating order cannot run (a declined layer): the
-// profile then has no wake-up for the pair, rather than a measured-looking 0.
-std::optional<double> measure_switch_edge(const LayerProfiler& profiler, const planner::LayerProfile& profile,
-                           const graph::Graph& g, char a, char b) {
+// What a switch-mode cross-processor edge costs between `a` and `b` (planner/switch_edge_fit.h),
+// from switch runs of every layer on `a` and of the two alternating orders, interleaved.
+struct SwitchEdgeFit {
+  double edge_us = 0;         // per edge, with nothing per megabyte
+  std::optional<double> mb_us;  // per megabyte of the edge's tensor, nothing per edge
+};
+
+// Nothing when the network has one layer or an alternating order cannot run (a declined layer):
+// the profile then has no wake-up for the pair, rather than a measured-looking 0. No per-megabyte
+// fit when a unit's output size is unknown.
+std::string format_us(double us) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << us;
+  return text.str();
+}
+
+std::optional<SwitchEdgeFit> measure_switch_edge(const LayerProfiler& profiler,
+                                                 const planner::LayerProfile& profile,
+                                                 const graph::Graph& g, char a, char b) {
   const planner::CostModel model(profile);
   const uint32_t n = model.layer_count();
   if (n < 2) return std::nullopt;
@@ -273,8 +286,18 @@ std::optional<double> measure_switch_edge(const LayerProfiler& profiler, const p
   }
   const std::vector<double> measured = profiler.measure_switch_latencies(orders);
   const planner::DagCostModel dag_model(model, graph::unit_dag(g));
-  return planner::fit_switch_edge(dag_model, orders[0], measured[0], {orders[1], orders[2]},
-                                  {measured[1], measured[2]});
+  const auto fit = [&](planner::SwitchEdgeShape shape) {
+    return planner::fit_switch_edge(dag_model, orders[0], measured[0], {orders[1], orders[2]},
+                                    {measured[1], measured[2]}, shape);
+  };
+  SwitchEdgeFit result;
+  result.edge_us = fit(planner::SwitchEdgeShape::kPerEdge);
+  const std::vector<planner::ProfileLayer>& layers = profile.network.layers;
+  if (layers.size() == n && std::all_of(layers.begin(), layers.end(),
+                                        [](const planner::ProfileLayer& l) { return l.output_bytes > 0; })) {
+    result.mb_us = fit(planner::SwitchEdgeShape::kPerMegabyte);
+  }
+  return result;
 }
 
 }  // namespace
@@ -475,9 +498,18 @@ ProfileOutcome profile_network(const ProfileJob& job) {
       } else if (step.kind == ProfileStep::Kind::kHandoff) {
         profile.set_handoff(step.processors[0], step.processors[1],
                             measure_handoff(profiler, profile, step.processors[0], step.processors[1]));
-        const std::optional<double> edge_us =
-            measure_switch_edge(profiler, profile, *job.graph, step.processors[0], step.processors[1]);
-        if (edge_us) profile.set_switch_edge(step.processors[0], step.processors[1], *edge_us);
+        const char a = step.processors[0], b = step.processors[1];
+        if (const std::optional<SwitchEdgeFit> edge = measure_switch_edge(profiler, profile, *job.graph, a, b)) {
+          // Per megabyte where the sizes are known: a tensor the other core wrote is read from
+          // its caches, and that cost grows with the tensor (the fit's one number either way).
+          profile.set_switch_edge(a, b, edge->mb_us ? 0.0 : edge->edge_us);
+          if (edge->mb_us) {
+            profile.set_switch_edge_mb(a, b, *edge->mb_us);
+            progress.note("switch-mode edge " + std::string{a} + "<->" + std::string{b} + ": " +
+                          format_us(*edge->mb_us) + " us per MB of the edge's tensor (as one cost per edge: " +
+                          format_us(edge->edge_us) + " us)");
+          }
+        }
       } else {
         if (step.level > 0) {  // a DVFS step measures one processor
           const std::string error = job.dvfs->set_level(step.processors[0], step.level - 1);
@@ -554,6 +586,10 @@ void print_summary(std::ostream& out, const ProfileOutcome& o, const fs::path& f
   for (const planner::HandoffTime& h : p.handoffs) {
     out << "  " << h.a << "<->" << h.b << "  hand-off " << h.us / 1000.0
         << " ms per sub-graph boundary, on each side (fitted from pipeline runs)\n";
+  }
+  for (const planner::HandoffTime& h : p.switch_edge_mb) {
+    out << "  " << h.a << "<->" << h.b << "  switch cross-core read " << h.us
+        << " us per MB of a cross-processor edge's tensor (fitted from switch runs)\n";
   }
   for (const planner::HandoffTime& h : p.switch_edges) {
     out << "  " << h.a << "<->" << h.b << "  switch wake-up " << h.us / 1000.0

@@ -85,11 +85,20 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
     }
   }
   profile_edge_us_.assign(letters.size(), std::vector<double>(letters.size(), 0.0));
+  profile_edge_mb_us_ = profile_edge_us_;
   for (size_t a = 0; a < letters.size(); ++a) {
     for (size_t b = 0; b < letters.size(); ++b) {
-      const HandoffTime* h = a == b ? nullptr : model.profile().find_switch_edge(letters[a], letters[b]);
+      if (a == b) continue;
+      const HandoffTime* h = model.profile().find_switch_edge(letters[a], letters[b]);
       if (h != nullptr) profile_edge_us_[a][b] = h->us;
+      const HandoffTime* mb = model.profile().find_switch_edge_mb(letters[a], letters[b]);
+      if (mb != nullptr) profile_edge_mb_us_[a][b] = mb->us;
     }
+  }
+  output_mb_.assign(n, 0.0);
+  const std::vector<ProfileLayer>& layers = model.profile().network.layers;
+  if (layers.size() == n) {
+    for (uint32_t u = 0; u < n; ++u) output_mb_[u] = static_cast<double>(layers[u].output_bytes) / 1e6;
   }
   feeds_output_ = dag_.outputs;
   // No output marked: the last sub-graph's end is the frame's (as build() decides).
@@ -121,6 +130,11 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
 double DagCostModel::switch_edge_us(size_t a, size_t b) const {
   if (a == b) return 0;
   return options_.switch_edge_us >= 0 ? options_.switch_edge_us : profile_edge_us_[a][b];
+}
+
+double DagCostModel::switch_edge_mb_us(size_t a, size_t b) const {
+  if (a == b) return 0;
+  return options_.switch_edge_mb_us >= 0 ? options_.switch_edge_mb_us : profile_edge_mb_us_[a][b];
 }
 
 DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const {
@@ -182,7 +196,9 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
         plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
         plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
       }
-      if (m.mode != Mode::kPipeline && ps != pd) plan.cost_us[d] += switch_edge_us(ps, pd);
+      if (m.mode != Mode::kPipeline && ps != pd) {
+        plan.cost_us[d] += switch_edge_us(ps, pd) + switch_edge_mb_us(ps, pd) * output_mb_[q];
+      }
       if (link_of[s] == UINT32_MAX || links[link_of[s]].destination != d) {
         link_of[s] = static_cast<uint32_t>(links.size());
         links.push_back({s, d, false});

@@ -13,7 +13,9 @@
 // boundaries in place, ProfileProcessor::in_place_boundaries) plus, in switch mode, a wake-up
 // per cross-processor edge it receives
 // (a waiting processor thread coming back: `switch_edge_us` when set, else the pair's
-// LayerProfile::switch_edges as `co_up profile` measured it, else 0), plus the
+// LayerProfile::switch_edges as `co_up profile` measured it, else 0) and per megabyte of that
+// edge's tensor (the producing unit's ProfileLayer::output_bytes) read from the other core's
+// caches (`switch_edge_mb_us` when set, else LayerProfile::switch_edge_mb, else 0), plus the
 // input transfer for the sub-graph that reads the network input.
 //
 // Latency: the executor is simulated, event by event. One thread per processor; an idle
@@ -50,6 +52,9 @@ namespace co_up::planner {
 struct DagCostOptions {
   // Per cross-processor edge, switch mode; negative: the profile's per-pair value (0 if absent).
   double switch_edge_us = -1;
+  // Per megabyte of a cross-processor edge's tensor, switch and overlap mode (us per 10^6 bytes);
+  // negative: the profile's per-pair value (0 if absent).
+  double switch_edge_mb_us = -1;
   uint32_t pipeline_frames = 32; // simulated frames for pipeline and overlap mode; at least 2
   uint32_t receiver_buffers = 3; // ExecutorOptions::receiver_buffers
 };
@@ -85,6 +90,9 @@ class DagCostModel {
   void set_switch_edge_us(double us) { options_.switch_edge_us = us; }  // negative: the profile's
   // The wake-up charged per switch-mode edge from processor index `a` to `b` (CostModel order).
   double switch_edge_us(size_t a, size_t b) const;
+  void set_switch_edge_mb_us(double us) { options_.switch_edge_mb_us = us; }  // negative: the profile's
+  // The cold-read cost charged per megabyte of a switch-mode edge from `a` to `b`.
+  double switch_edge_mb_us(size_t a, size_t b) const;
 
   // Throws InputError as CostModel::check does.
   Prediction predict(const Mapping& mapping) const;
@@ -120,6 +128,8 @@ class DagCostModel {
   DagCostOptions options_;
   std::vector<graph::SplitUnitGroup> split_units_;  // from the profile's unit names
   std::vector<std::vector<double>> profile_edge_us_;  // [from][to], LayerProfile::switch_edges
+  std::vector<std::vector<double>> profile_edge_mb_us_;  // [from][to], LayerProfile::switch_edge_mb
+  std::vector<double> output_mb_;  // per unit: ProfileLayer::output_bytes / 10^6 (0 when unknown)
   // [processor][unit]: a cut between two sub-graphs of one processor, which the runtime hands
   // over as any other (the sender copies into the receiver's slot, the receiver binds it).
   std::vector<std::vector<double>> same_send_us_, same_receive_us_;

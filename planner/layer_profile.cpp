@@ -262,21 +262,39 @@ void LayerProfile::set_handoff(char a, char b, double us) {
   handoffs.push_back({a, b, us});
 }
 
-const HandoffTime* LayerProfile::find_switch_edge(char a, char b) const {
-  for (const HandoffTime& h : switch_edges) {
+namespace {
+
+const HandoffTime* find_pair(const std::vector<HandoffTime>& list, char a, char b) {
+  for (const HandoffTime& h : list) {
     if ((h.a == a && h.b == b) || (h.a == b && h.b == a)) return &h;
   }
   return nullptr;
 }
 
-void LayerProfile::set_switch_edge(char a, char b, double us) {
-  for (HandoffTime& h : switch_edges) {
+void set_pair(std::vector<HandoffTime>& list, char a, char b, double us) {
+  for (HandoffTime& h : list) {
     if ((h.a == a && h.b == b) || (h.a == b && h.b == a)) {
       h.us = us;
       return;
     }
   }
-  switch_edges.push_back({a, b, us});
+  list.push_back({a, b, us});
+}
+
+}  // namespace
+
+const HandoffTime* LayerProfile::find_switch_edge(char a, char b) const {
+  return find_pair(switch_edges, a, b);
+}
+
+void LayerProfile::set_switch_edge(char a, char b, double us) { set_pair(switch_edges, a, b, us); }
+
+const HandoffTime* LayerProfile::find_switch_edge_mb(char a, char b) const {
+  return find_pair(switch_edge_mb, a, b);
+}
+
+void LayerProfile::set_switch_edge_mb(char a, char b, double us_per_mb) {
+  set_pair(switch_edge_mb, a, b, us_per_mb);
 }
 
 bool LayerProfile::is_completed(const std::string& step) const {
@@ -415,18 +433,22 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
       profile.handoffs.push_back({a, b, r.number(it.value(), key, 0)});
     }
   }
-  if (const Json* edges = r.optional(root, "switch_edge_us")) {
-    r.object(*edges, "switch_edge_us");
-    for (auto it = edges->begin(); it != edges->end(); ++it) {
-      const std::string key = "switch_edge_us." + it.key();
+  const auto read_pairs = [&](const char* name, std::vector<HandoffTime>& list) {
+    const Json* pairs = r.optional(root, name);
+    if (pairs == nullptr) return;
+    r.object(*pairs, name);
+    for (auto it = pairs->begin(); it != pairs->end(); ++it) {
+      const std::string key = std::string(name) + "." + it.key();
       if (it.key().size() != 2) r.fail(key, "must name two processors, e.g. \"BL\"");
       const char a = known(Json(it.key().substr(0, 1)), key).letter;
       const char b = known(Json(it.key().substr(1, 1)), key).letter;
       if (a == b) r.fail(key, "names one processor twice");
-      if (profile.find_switch_edge(a, b) != nullptr) r.fail(key, "repeats the pair " + it.key());
-      profile.switch_edges.push_back({a, b, r.number(it.value(), key, 0)});
+      if (find_pair(list, a, b) != nullptr) r.fail(key, "repeats the pair " + it.key());
+      list.push_back({a, b, r.number(it.value(), key, 0)});
     }
-  }
+  };
+  read_pairs("switch_edge_us", profile.switch_edges);
+  read_pairs("switch_edge_mb_us", profile.switch_edge_mb);
   if (const Json* power = r.optional(root, "power_w")) {
     r.array(*power, "power_w");
     for (size_t i = 0; i < power->size(); ++i) {
@@ -520,11 +542,14 @@ std::string layer_profile_json(const LayerProfile& profile) {
     for (const HandoffTime& h : profile.handoffs) handoff[letter(h.a) + letter(h.b)] = h.us;
     root["handoff_us"] = std::move(handoff);
   }
-  if (!profile.switch_edges.empty()) {
-    Ordered edges = Ordered::object();
-    for (const HandoffTime& h : profile.switch_edges) edges[letter(h.a) + letter(h.b)] = h.us;
-    root["switch_edge_us"] = std::move(edges);
-  }
+  const auto write_pairs = [&](const char* name, const std::vector<HandoffTime>& list) {
+    if (list.empty()) return;
+    Ordered pairs = Ordered::object();
+    for (const HandoffTime& h : list) pairs[letter(h.a) + letter(h.b)] = h.us;
+    root[name] = std::move(pairs);
+  };
+  write_pairs("switch_edge_us", profile.switch_edges);
+  write_pairs("switch_edge_mb_us", profile.switch_edge_mb);
   if (!profile.power_w.empty()) {
     root["power_w"] = Ordered::array();
     for (const PowerPoint& p : profile.power_w) {

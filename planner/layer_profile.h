@@ -127,6 +127,15 @@ struct LayerProfile {
 
   const HandoffTime* find_switch_edge(char a, char b) const;  // either order; nullptr when absent
   void set_switch_edge(char a, char b, double us);            // replaces the pair's entry
+  // Optional ("switch_edge_mb_us"): in switch and overlap mode, what a sub-graph pays per
+  // megabyte of a tensor it reads that the other processor of the pair wrote (us per 10^6 bytes
+  // of the producing unit's output, ProfileLayer::output_bytes): the data is in the writer's
+  // caches, not the reader's, and the per-layer times were measured with warm caches on one
+  // processor. Fitted by `co_up profile` in the hand-off step together with switch_edges (which
+  // is then the part per edge that no tensor size explains). Absent = 0.
+  std::vector<HandoffTime> switch_edge_mb;
+  const HandoffTime* find_switch_edge_mb(char a, char b) const;
+  void set_switch_edge_mb(char a, char b, double us_per_mb);
   std::vector<PowerPoint> power_w;           // optional
   std::vector<ThreadLayerTimes> thread_times;  // optional, see ThreadLayerTimes
   std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...

@@ -7,13 +7,15 @@
 namespace co_up::planner {
 
 double fit_switch_edge(const DagCostModel& model, const std::string& alone, double alone_us,
-                       const std::vector<std::string>& spread, const std::vector<double>& spread_us) {
+                       const std::vector<std::string>& spread, const std::vector<double>& spread_us,
+                       SwitchEdgeShape shape) {
   if (spread.empty() || spread.size() != spread_us.size() || alone_us <= 0) {
     throw InputError("the switch-mode wake-up fit needs one measured order on one processor and as many "
                      "measurements as spread orders");
   }
   DagCostModel m = model;
   m.set_switch_edge_us(0);
+  m.set_switch_edge_mb_us(0);
   const double alone_predicted = m.switch_latency_us(Mapping{alone, Mode::kSwitch, {}});
   const double scale = alone_predicted > 0 ? alone_us / alone_predicted : 1.0;
   std::vector<double> fits;
@@ -21,7 +23,11 @@ double fit_switch_edge(const DagCostModel& model, const std::string& alone, doub
     const Mapping mapping{spread[i], Mode::kSwitch, {}};
     const double target = spread_us[i] / scale;
     auto predicted = [&](double edge_us) {
-      m.set_switch_edge_us(edge_us);
+      if (shape == SwitchEdgeShape::kPerEdge) {
+        m.set_switch_edge_us(edge_us);
+      } else {
+        m.set_switch_edge_mb_us(edge_us);
+      }
       return m.switch_latency_us(mapping);
     };
     double lo = 0, hi = kSwitchEdgeFitLimitUs;

@@ -119,6 +119,30 @@ TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) 
   EXPECT_DOUBLE_EQ(DagCostModel(mixed, dag(kDiamond)).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 54);
 }
 
+TEST(DagCostModel, ACrossProcessorEdgeCostsPerMegabyteOfItsTensor) {
+  // The reader of a tensor the other core wrote pays per megabyte of it (cache to cache), on top
+  // of the wake-up per edge; edges inside one processor pay nothing. Outputs 2, 1, 3, 1 MB,
+  // 2 us per MB, 3 us per edge, shared boundaries: B 0 [0,10]; L 1 reads 2 MB from B:
+  // 25 + 3 + 4 = 32, [10,42]; B 2 [10,40] (B's own edge); L 3 reads unit 1 on L and 3 MB from
+  // B: 8 + 3 + 6 = 17, [42,59].
+  LayerProfile shared = profile({10, 20, 30, 5}, {100, 25, 40, 8});
+  for (ProfileProcessor& p : shared.processors) p.in_place_boundaries = true;
+  const std::vector<int64_t> bytes = {2'000'000, 1'000'000, 3'000'000, 1'000'000};
+  for (size_t u = 0; u < bytes.size(); ++u) shared.network.layers.at(u).output_bytes = bytes[u];
+  shared.set_switch_edge('B', 'L', 3);
+  shared.set_switch_edge_mb('B', 'L', 2);
+  const CostModel model(shared);
+  const DagCostModel dag_model(model, dag(kDiamond));
+  EXPECT_DOUBLE_EQ(dag_model.switch_edge_mb_us(0, 1), 2);
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 59);
+  // Without the per-megabyte cost: 51, as in SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries.
+  DagCostModel per_edge_only = dag_model;
+  per_edge_only.set_switch_edge_mb_us(0);
+  EXPECT_DOUBLE_EQ(per_edge_only.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 51);
+  // A pipeline charges its copies and hand-offs instead (none here): B {0, 2} 40 a frame.
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us({"BLBL", Mode::kPipeline, {}}), 40);
+}
+
 TEST(DagCostModel, SwitchModeChargesTheCopiesOfEdgesTheRuntimeDoesNotShare) {
   // Backends that share, but units whose outputs the runtime would copy all the same (a 3-D
   // tensor, a graph output, a network with exits: UnitDag::shareable): the copies of

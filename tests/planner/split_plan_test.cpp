@@ -202,6 +202,25 @@ TEST(SwitchEdgeFit, RecoversTheWakeUpThatMadeTheMeasurements) {
   EXPECT_THROW(fit_switch_edge(dm, "BBBBB", 57, {"BBLBB"}, {}), InputError);
 }
 
+TEST(SwitchEdgeFit, RecoversTheCostPerMegabyteThatMadeTheMeasurements) {
+  LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2);
+  for (ProfileLayer& l : p.network.layers) l.output_bytes = 500'000;
+  const CostModel model(p);
+  const DagCostModel dm(model, dag(kOneSplitDag));
+  DagCostModel truth = dm;
+  truth.set_switch_edge_mb_us(30);  // 15 us per edge of 0.5 MB
+  const std::vector<std::string> spread = {"BBLBB", "BLBLB"};
+  std::vector<double> measured;
+  for (const std::string& o : spread) measured.push_back(truth.switch_latency_us({o, Mode::kSwitch, {}}));
+  EXPECT_NEAR(fit_switch_edge(dm, "BBBBB", 57, spread, measured, SwitchEdgeShape::kPerMegabyte), 30, 0.2);
+  EXPECT_NEAR(fit_switch_edge(dm, "BBBBB", 57, spread, measured, SwitchEdgeShape::kPerEdge), 15, 0.2);
+  // The profile keeps it per pair.
+  p.set_switch_edge_mb('B', 'L', 30);
+  const LayerProfile back = parse_layer_profile(layer_profile_json(p), "round trip");
+  ASSERT_NE(back.find_switch_edge_mb('L', 'B'), nullptr);
+  EXPECT_DOUBLE_EQ(back.find_switch_edge_mb('L', 'B')->us, 30);
+}
+
 TEST(SwitchEdgeFit, TheProfileKeepsTheWakeUpPerPairAndTheModelUsesIt) {
   LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 3);
   const LayerProfile back = parse_layer_profile(layer_profile_json(p), "round trip");
