@@ -224,8 +224,43 @@ void LayerProfiler::run_interleaved(
   }
 }
 
+double layer_spread(const planner::LayerTimes& times) {
+  double mads = 0, medians = 0;
+  for (size_t l = 0; l < times.median_us.size() && l < times.mad_us.size(); ++l) {
+    if (std::isnan(times.median_us[l]) || std::isnan(times.mad_us[l])) continue;
+    mads += times.mad_us[l];
+    medians += times.median_us[l];
+  }
+  return medians > 0 ? mads / medians : 0.0;
+}
+
 std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& processors,
                                                             int level) const {
+  std::vector<LayerMeasurement> kept = measure_layers_once(processors, level);
+  for (LayerMeasurement& m : kept) m.spread = layer_spread(m.times);
+  for (int attempt = 2; attempt <= settings_.layer_attempts; ++attempt) {
+    std::string again;
+    for (size_t i = 0; i < processors.size(); ++i) {
+      if (kept[i].spread > settings_.quiet_spread) again += processors[i];
+    }
+    if (again.empty()) break;
+    std::vector<LayerMeasurement> retry = measure_layers_once(again, level);
+    for (LayerMeasurement& m : retry) {
+      const size_t i = processors.find(m.times.processor);
+      m.spread = layer_spread(m.times);
+      m.attempts = attempt;
+      if (m.spread < kept[i].spread) {
+        kept[i] = std::move(m);
+      } else {
+        kept[i].attempts = attempt;
+      }
+    }
+  }
+  return kept;
+}
+
+std::vector<LayerMeasurement> LayerProfiler::measure_layers_once(const std::string& processors,
+                                                                 int level) const {
   const uint32_t layers = graph_.layer_count();
   std::vector<std::string> orders;
   std::vector<SubGraphCuts> cuts;

@@ -58,6 +58,13 @@
 
 namespace co_up::cli {
 
+// A processor's layer times whose spread (layer_spread) is above this were measured beside other
+// work on its core or its caches: on this project's host a quiet profile spreads 0.5-2 %, one
+// taken while other work ran 3-6 %, with every layer 7-22 % slower than the same layers in later
+// runs (a uniform slowdown the medians cannot reject, and the model's error on that network).
+inline constexpr double kQuietLayerSpread = 0.025;
+inline constexpr int kLayerAttempts = 3;
+
 struct MeasureSettings {
   int frames = 10;        // measured frames per executor (medians over them)
   int warmup_frames = 2;  // run once before the rounds, discarded
@@ -66,12 +73,22 @@ struct MeasureSettings {
   // f32, collecting int8 ranges); an executor using one warms up that many frames more.
   std::string calibrating;
   int calibration_frames = 0;
+  // measure_layers measures a processor whose layer times spread more than `quiet_spread` again,
+  // up to `layer_attempts` measurements in all, and keeps its quietest (lowest spread).
+  double quiet_spread = kQuietLayerSpread;
+  int layer_attempts = kLayerAttempts;
 };
 
 struct LayerMeasurement {
   planner::LayerTimes times;
   double input_us = 0;  // receive side of the network input on this processor
+  double spread = 0;    // layer_spread(times) of the kept measurement
+  int attempts = 1;     // measurements taken (more than 1: the first ones spread too much)
 };
+
+// How much a processor's layer times vary from frame to frame: the sum of the layers' MADs over
+// the sum of their medians (declined layers left out; 0 without any time).
+double layer_spread(const planner::LayerTimes& times);
 
 class LayerProfiler {
  public:
@@ -81,6 +98,10 @@ class LayerProfiler {
 
   // Every layer on each processor of `processors`, measured in interleaved rounds; one result
   // per letter, in that order. `level` is only recorded (0 = as found, else 1-based level).
+  // Processors whose times spread more than MeasureSettings::quiet_spread are measured again
+  // (those together, interleaved) up to MeasureSettings::layer_attempts times; each keeps its
+  // measurement of lowest spread: what a unit costs is its time in a run on a quiet core, not
+  // the slowdown of whatever else ran beside the first attempt.
   std::vector<LayerMeasurement> measure_layers(const std::string& processors, int level) const;
   // Both directions between `a` and `b` (the two alternating orders, interleaved). Needs at
   // least two layers.
@@ -108,6 +129,8 @@ class LayerProfiler {
   std::map<uint32_t, std::string> declined_layers(char processor) const;
 
  private:
+  std::vector<LayerMeasurement> measure_layers_once(const std::string& processors, int level) const;
+
   const graph::Graph& graph_;
   const Platform& platform_;
   const PluginRegistry& plugins_;

@@ -249,6 +249,21 @@ std::string declined_note(const planner::LayerProfile& profile, const planner::L
          letter_string(t.processor);
 }
 
+std::string percent(double fraction) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << 100.0 * fraction << " %";
+  return text.str();
+}
+
+// One line for a processor whose layer times were measured again because they spread too much.
+std::string spread_note(const LayerMeasurement& m, const std::string& what) {
+  std::string line = what + ": " + letter_string(m.times.processor) + "'s layer times varied by more than " +
+                     percent(kQuietLayerSpread) + " from frame to frame (other work on its core or caches); measured " +
+                     std::to_string(m.attempts) + " times, kept the quietest (" + percent(m.spread) + ")";
+  if (m.spread > kQuietLayerSpread) line += ": still busy, profile again on a quieter machine for a closer model";
+  return line;
+}
+
 // The hand-off between `a` and `b` (planner/handoff_fit.h) from pipeline runs of the orders the
 // layer times and transfers measured so far make best at 2, 3 and 4 sub-graphs.
 double measure_handoff(const LayerProfiler& profiler, const planner::LayerProfile& profile, char a, char b) {
@@ -516,6 +531,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
           if (!error.empty()) throw RuntimeError(error + " (while profiling " + what + ")");
         }
         for (LayerMeasurement& m : profiler.measure_layers(step.processors, step.level)) {
+          if (m.attempts > 1) progress.note(spread_note(m, what));
           if (step.level == 0) profile.input_transfer_us[m.times.processor] = m.input_us;
           if (!m.times.declined.empty()) progress.note(declined_note(profile, m.times));
           put_layer_times(profile, std::move(m.times));

@@ -116,6 +116,14 @@ TEST(LayerProfiler, LayerMediansAndMads) {
   EXPECT_THROW(layer_times_from(missing, 'B', 0), RuntimeError);
 }
 
+TEST(LayerProfiler, SpreadIsTheLayersMadsOverTheirMediansWithoutDeclinedLayers) {
+  planner::LayerTimes t;
+  t.median_us = {100, std::nan(""), 300};
+  t.mad_us = {2, std::nan(""), 6};
+  EXPECT_NEAR(layer_spread(t), 8.0 / 400.0, 1e-12);
+  EXPECT_EQ(layer_spread(planner::LayerTimes{}), 0.0);
+}
+
 TEST(ProfileSteps, LevelZeroFirstThenPairsThenHandoffsThenDvfsLevels) {
   planner::LayerProfile p;
   p.network.layer_count = 4;

@@ -103,6 +103,30 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   EXPECT_THAT(log_.str(), HasSubstr("[3/3] hand-off B<->L"));
 }
 
+// A processor whose layer times spread more than the quiet limit is measured again, up to the
+// attempts allowed, and keeps the attempt it reports; one within the limit is measured once.
+TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
+  MeasureSettings settings;
+  settings.frames = 2;
+  settings.warmup_frames = 1;
+  settings.rounds = 1;
+  settings.layer_attempts = 3;
+  settings.quiet_spread = -1;  // no measurement is quiet enough
+  const std::vector<LayerMeasurement> busy =
+      LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0);
+  ASSERT_EQ(busy.size(), 2u);
+  for (const LayerMeasurement& m : busy) {
+    EXPECT_EQ(m.attempts, 3) << m.times.processor;
+    EXPECT_EQ(m.spread, layer_spread(m.times)) << m.times.processor;
+    expect_all_positive(m.times.median_us, std::string(1, m.times.processor));
+  }
+  settings.quiet_spread = 1e9;  // every measurement is
+  for (const LayerMeasurement& m :
+       LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0)) {
+    EXPECT_EQ(m.attempts, 1) << m.times.processor;
+  }
+}
+
 TEST_F(ProfileNetworkTest, ResumeSkipsCompletedStepsAndKeepsTheirEntriesByteForByte) {
   const fs::path out = dir_ / "resume.json";
   // A file as an interrupted run leaves it: the layers done (with numbers no run would give).
