@@ -42,6 +42,7 @@
 
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
+#include "cli/layer_profiler.h"
 #include "cli/verify_mappings.h"
 #include "core/network.h"
 #include "core/platform.h"
@@ -168,6 +169,13 @@ static int run_para_pipe(int argc, char** argv) {
         std::cout << "profile's switch-mode cross-core read " << h.a << "<->" << h.b << ": " << h.us
                   << " us per MB of a cross-processor edge's tensor\n\n";
       }
+      // A profile measured beside other work misses every run by its slowdown (cli/layer_profiler.h).
+      std::cout << "profile's layer-time spread (sum of MADs over sum of medians; above "
+                << pct(cli::kQuietLayerSpread) << " its layers ran beside other work):";
+      for (const planner::LayerTimes& t : profile.layer_times) {
+        if (t.level == 0) std::cout << " " << t.processor << " " << pct(cli::layer_spread(t));
+      }
+      std::cout << "\n\n";
 
       // 1. Measured runs.
       if (mappings > 0) {
