@@ -27,7 +27,8 @@
 //      latency plan run in overlap mode, and the front's overlap points of highest throughput and
 //      nearest the target (>= 1.8x B alone's throughput with >= 1.3x lower latency, predicted).
 // Prints markdown. Options: --mappings=M (default 60) --frames=N (default 20) --reps=R (3)
-//   --pareto=K (12) --plans=0 (only parts 1-2: the model's error) --seed=S --plugins=DIR PROFILE.json...
+//   --pareto=K (12) --plans=0 (only parts 1-2: the model's error) --explain=1 (the best latency
+//   plan's sub-graphs, predicted against measured) --seed=S --plugins=DIR PROFILE.json...
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +37,7 @@
 #include <filesystem>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,7 +46,9 @@
 #include "bench/bench_options.h"
 #include "cli/layer_profiler.h"
 #include "cli/verify_mappings.h"
+#include "core/executor.h"
 #include "core/network.h"
+#include "core/placement.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
 #include "graph/parallel_regions.h"
@@ -112,6 +116,110 @@ planner::LayerProfile scaled_profile(planner::LayerProfile p, double k) {
   return p;
 }
 
+// --explain: one plan taken apart, the model's schedule of one switch-mode frame beside the
+// measured sub-graph runs (profile level 1, median over the frames after the first): where the
+// measured frame loses time against the prediction, per sub-graph its run time and its wait
+// (start minus the later of its last input's end and its processor's previous end).
+void explain_plan(const graph::Graph& g, const Platform& platform, const PluginRegistry& plugins,
+                  const planner::DagCostModel& dag_model, const planner::Mapping& mapping, int frames) {
+  const planner::FrameSchedule fs = dag_model.schedule(mapping);
+  ExecutorOptions options;
+  options.mode = mapping.mode;
+  options.profile_level = 1;
+  Executor executor(Placement::create(g, mapping.order, platform, plugins), options);
+  RunRequest request;
+  request.input_sets.push_back(seeded_inputs(g, 1));
+  request.frames = 2;
+  executor.run(request);
+  request.frames = static_cast<uint64_t>(std::max(frames, 3));
+  const RunResult result = executor.run(request);
+  const profiler::RunProfile& p = result.profile;
+  const size_t count = fs.subgraphs.size();
+  if (p.subgraphs.size() != count) {
+    std::cout << "explain: the runtime cut " << p.subgraphs.size() << " sub-graphs, the model " << count << "\n\n";
+    return;
+  }
+  std::vector<std::vector<uint32_t>> feeds(count);
+  for (const profiler::ReceiverInfo& r : p.receivers) {
+    if (r.source != UINT32_MAX && r.destination < count) feeds[r.destination].push_back(r.source);
+  }
+  const size_t n_frames = std::min(p.frame_start_ns.size(), p.frame_end_ns.size());
+  // Each run's previous run on its processor, in time (any frame: overlap mode interleaves two).
+  std::map<const profiler::Event*, int64_t> previous_end;
+  {
+    std::map<char, std::vector<const profiler::Event*>> on;
+    for (const profiler::Event& e : p.events) {
+      if (e.kind == profiler::EventKind::kSubGraph && e.subgraph < count) on[fs.subgraphs[e.subgraph].processor].push_back(&e);
+    }
+    for (auto& [letter, list] : on) {
+      std::sort(list.begin(), list.end(), [](const auto* a, const auto* b) { return a->begin_ns < b->begin_ns; });
+      for (size_t i = 1; i < list.size(); ++i) previous_end[list[i]] = list[i - 1]->end_ns;
+    }
+  }
+  std::vector<std::vector<double>> start(count), run(count), wait(count);
+  std::vector<double> latency, tail;
+  std::map<char, std::vector<double>> busy;  // per processor: its runs' time per frame
+  for (uint64_t f = 1; f < n_frames; ++f) {
+    std::vector<const profiler::Event*> of(count, nullptr);
+    for (const profiler::Event& e : p.events) {
+      if (e.kind == profiler::EventKind::kSubGraph && e.frame == f && e.subgraph < count) of[e.subgraph] = &e;
+    }
+    const int64_t t0 = p.frame_start_ns[f];
+    latency.push_back(static_cast<double>(p.frame_end_ns[f] - t0) / 1e3);
+    int64_t last_end = t0;
+    std::map<char, double> frame_busy;
+    for (uint32_t s = 0; s < count; ++s) {
+      const profiler::Event* e = of[s];
+      if (e == nullptr) continue;
+      int64_t ready = t0;
+      for (uint32_t src : feeds[s]) {
+        if (of[src] != nullptr) ready = std::max(ready, of[src]->end_ns);
+      }
+      if (previous_end.count(e) != 0) ready = std::max(ready, previous_end[e]);
+      last_end = std::max(last_end, e->end_ns);
+      start[s].push_back(static_cast<double>(e->begin_ns - t0) / 1e3);
+      run[s].push_back(static_cast<double>(e->end_ns - e->begin_ns) / 1e3);
+      wait[s].push_back(static_cast<double>(e->begin_ns - ready) / 1e3);
+      frame_busy[fs.subgraphs[s].processor] += static_cast<double>(e->end_ns - e->begin_ns) / 1e3;
+    }
+    for (const auto& [letter, us] : frame_busy) busy[letter].push_back(us);
+    tail.push_back(static_cast<double>(p.frame_end_ns[f] - last_end) / 1e3);
+  }
+  const profiler::Summary summary = profiler::summarize(p);
+  std::vector<bool> critical(count, false);
+  for (uint32_t s : fs.critical_path) critical[s] = true;
+  std::cout << "explain (sub-graph starts predicted as in switch mode) " << planner::command_line(dag_model.model(), mapping) << "\n\n"
+            << "| sub-graph | on | units | predicted start us | predicted run us | measured start us | measured run us | run / predicted | measured wait us | critical (model) |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
+  double run_over = 0, run_over_critical = 0, waits = 0, waits_critical = 0;
+  for (uint32_t s = 0; s < count; ++s) {
+    const planner::ScheduledSubGraph& x = fs.subgraphs[s];
+    const double predicted = x.end_us - x.start_us;
+    const double measured = profiler::median(run[s]), w = profiler::median(wait[s]);
+    run_over += measured - predicted;
+    waits += w;
+    if (critical[s]) {
+      run_over_critical += measured - predicted;
+      waits_critical += w;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "| %u | %c | %u..%u | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %s |\n", s,
+                  x.processor, x.first_layer, x.last_layer, x.start_us, predicted, profiler::median(start[s]),
+                  measured, predicted > 0 ? measured / predicted : 0.0, w, critical[s] ? "yes" : "");
+    std::cout << line;
+  }
+  std::cout << "\npredicted " << fs.latency_us << " us, measured median " << profiler::median(latency)
+            << " us; over the model's critical path: runs " << run_over_critical << " us longer, waits "
+            << waits_critical << " us; all sub-graphs: runs " << run_over << " us longer, waits " << waits
+            << " us; last run's end to the frame's delivery " << profiler::median(tail) << " us\n";
+  for (size_t i = 0; i < fs.processors.size(); ++i) {
+    std::cout << fs.processors[i] << " busy per frame: predicted " << fs.busy_us[i] << " us, measured median "
+              << profiler::median(busy[fs.processors[i]]) << " us\n";
+  }
+  std::cout << "measured " << summary.throughput_fps << " fps (predicted " << dag_model.predict(mapping).throughput_fps
+            << "), " << mode_name(mapping.mode) << " mode\n\n";
+}
+
 }  // namespace
 
 static int run_para_pipe(int argc, char** argv) {
@@ -119,12 +227,13 @@ static int run_para_pipe(int argc, char** argv) {
   int frames = 20, reps = 3;
   size_t pareto_points = 12;
   bool plans_wanted = true;
+  bool explain = false;
   uint64_t seed = 1;
   std::string plugin_dir = CO_UP_PLUGIN_DIR;
   std::vector<std::string> profiles;
   constexpr const char* kUsage =
       "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--seed=S] [--pareto=K] "
-      "[--plans=0|1] [--plugins=DIR] PROFILE.json...";
+      "[--plans=0|1] [--explain=0|1] [--plugins=DIR] PROFILE.json...";
   for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
     if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
     else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
@@ -133,6 +242,7 @@ static int run_para_pipe(int argc, char** argv) {
     else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
     else if (a.is("plans")) plans_wanted = a.integer(0, 1) == 1;  // 0: only the model's error (part 2)
     else if (a.is("plugins")) plugin_dir = a.string();
+    else if (a.is("explain")) explain = a.integer(0, 1) == 1;  // 1: the best latency plan taken apart
     else if (a.is("help")) {
       std::cout << kUsage << "\n";
       return 0;
@@ -336,6 +446,12 @@ static int run_para_pipe(int argc, char** argv) {
                            (i == nearest ? " (nearest the target)" : ""));
         }
       }
+      if (explain) {
+        explain_plan(g, platform, plugins, dag_model, latency.ranked.front().mapping, frames);
+        if (labels.back().find("nearest the target") != std::string::npos) {
+          explain_plan(g, platform, plugins, dag_model, plans.back().mapping, frames);
+        }
+      }
       const std::vector<planner::SplitGroup> groups = planner::split_groups(model);
       if (!groups.empty()) {
         std::string every = b_alone;
@@ -349,6 +465,9 @@ static int run_para_pipe(int argc, char** argv) {
           labels.push_back("every split spread");
         }
       }
+      // One run of B alone first, not counted: the first plan would otherwise run right after the
+      // planner's searches, on caches and a processor thread they left cold.
+      measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
       std::cout << "| plan | mode | kind | predicted fps | predicted ms | measured fps | measured ms | B alone ms | fps / B | B ms / ms |\n"
                 << "|---|---|---|---|---|---|---|---|---|---|\n";
       for (size_t i = 0; i < plans.size(); ++i) {

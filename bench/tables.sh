@@ -385,7 +385,7 @@ para_pipe_split() {  # graph image_size
 }
 t_para_pipe() {
   need co_up co_up_bench_para_pipe || return 1
-  local frames=10 reps=3 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
+  local frames=10 reps=5 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
   quick && { frames=3; reps=1; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
   local gn_split iv3_split
   gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1

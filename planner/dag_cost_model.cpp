@@ -48,6 +48,13 @@ struct DagCostModel::Plan {
   std::vector<bool> reads_input, writes_output;
   std::vector<double> busy_us;  // per processor
   std::vector<bool> used;
+  // Overlap mode: per sub-graph, the sub-graphs of other processors that touch one of the
+  // buffers it touches (the executor's buffer_guards): it runs frame g only once they all
+  // finished g - 1. guard_list[guard_begin[s] .. guard_begin[s + 1]).
+  std::vector<uint32_t> guard_begin, guard_list;
+  std::span<const uint32_t> guards(size_t s) const {
+    return {guard_list.data() + guard_begin[s], guard_list.data() + guard_begin[s + 1]};
+  }
 };
 
 DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOptions options)
@@ -99,6 +106,30 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
   const std::vector<ProfileLayer>& layers = model.profile().network.layers;
   if (layers.size() == n) {
     for (uint32_t u = 0; u < n; ++u) output_mb_[u] = static_cast<double>(layers[u].output_bytes) / 1e6;
+  }
+  concat_first_.assign(n, false);
+  concat_only_.assign(n, false);
+  conv_last_.assign(n, false);
+  if (layers.size() == n) {
+    for (uint32_t u = 0; u < n; ++u) {
+      const std::string& ops = layers[u].ops;
+      const size_t last = ops.rfind('+');
+      concat_first_[u] = ops.rfind("Concat", 0) == 0;
+      concat_only_[u] = ops == "Concat";
+      conv_last_[u] = ops.compare(last == std::string::npos ? 0 : last + 1, 4, "Conv") == 0;
+    }
+  }
+  sole_successor_.assign(n, UINT32_MAX);
+  {
+    std::vector<uint32_t> successors(n, 0);
+    for (uint32_t u = 0; u < n; ++u) {
+      for (uint32_t q : dag_.predecessors[u]) {
+        sole_successor_[q] = ++successors[q] == 1 ? u : UINT32_MAX - 1;
+      }
+    }
+    for (uint32_t& s : sole_successor_) {
+      if (s == UINT32_MAX - 1) s = UINT32_MAX;
+    }
   }
   feeds_output_ = dag_.outputs;
   // No output marked: the last sub-graph's end is the frame's (as build() decides).
@@ -171,6 +202,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
     bool shared_across;
   };
   std::vector<Link> links;
+  std::vector<std::pair<uint32_t, uint32_t>> shared_edges;  // overlap mode: (unit, reading sub-graph) in place
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
@@ -204,6 +236,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
         links.push_back({s, d, false});
       }
       if (in_place && ps != pd) links[link_of[s]].shared_across = true;
+      if (in_place && m.mode == Mode::kOverlap) shared_edges.push_back({q, d});
     }
   }
   // Both lists by counting: sources grouped by destination (already in order, each group sorted),
@@ -231,6 +264,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   for (size_t d = 0; d < count; ++d) {
     std::sort(plan.source_list.begin() + plan.source_begin[d], plan.source_list.begin() + plan.source_begin[d + 1]);
   }
+  if (m.mode == Mode::kOverlap) set_guards(plan, sg_of, shared_edges);
   if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
     plan.writes_output.back() = true;
   }
@@ -266,6 +300,66 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   return plan;
 }
 
+// The executor's buffers and guards (core/executor.cpp: plan_shared_tensors, guard_shared_buffers):
+// every tensor shared in place is one buffer, except that the convolutions feeding a join (a
+// Concat whose inputs are convolution results read by it alone, at least one from another
+// sub-graph) write their slices of the Concat's output. Every sub-graph touching a buffer
+// guards against those of other processors touching it.
+void DagCostModel::set_guards(Plan& plan, const std::vector<uint32_t>& sg_of,
+                              const std::vector<std::pair<uint32_t, uint32_t>>& shared_edges) const {
+  const auto n = static_cast<uint32_t>(sg_of.size());
+  const size_t count = plan.processor.size();
+  std::vector<uint32_t> buffer(n);
+  for (uint32_t u = 0; u < n; ++u) buffer[u] = u;
+  std::vector<bool> shared_out(n, false);
+  for (const auto& [unit, destination] : shared_edges) shared_out[unit] = true;
+  // Buffer ids: a unit's output (u), or a join inside a unit that is more than the Concat (n + c).
+  std::vector<std::vector<uint32_t>> touching(2 * static_cast<size_t>(n));
+  auto touch = [&](uint32_t id, uint32_t s) {
+    if (std::find(touching[id].begin(), touching[id].end(), s) == touching[id].end()) touching[id].push_back(s);
+  };
+  for (uint32_t c = 0; c < n; ++c) {
+    const std::vector<uint32_t>& inputs = dag_.predecessors[c];
+    if (!concat_first_[c] || inputs.size() < 2) continue;
+    bool joins = true;
+    int slices = 0;
+    for (uint32_t p : inputs) {
+      if (!conv_last_[p] || sole_successor_[p] != c || buffer[p] != p) {
+        joins = false;
+      } else if (sg_of[p] != sg_of[c]) {
+        joins = joins && shared_out[p];
+        ++slices;
+      }
+    }
+    if (!joins || slices == 0) continue;
+    const uint32_t joined = concat_only_[c] ? c : n + c;
+    for (uint32_t p : inputs) {
+      if (sg_of[p] != sg_of[c]) buffer[p] = joined;
+    }
+    touch(joined, sg_of[c]);
+  }
+  for (const auto& [unit, destination] : shared_edges) {
+    touch(buffer[unit], sg_of[unit]);
+    touch(buffer[unit], destination);
+  }
+  std::vector<std::vector<uint32_t>> guards(count);
+  for (const std::vector<uint32_t>& list : touching) {
+    for (uint32_t a : list) {
+      for (uint32_t b : list) {
+        if (plan.processor[a] != plan.processor[b] &&
+            std::find(guards[a].begin(), guards[a].end(), b) == guards[a].end()) {
+          guards[a].push_back(b);
+        }
+      }
+    }
+  }
+  plan.guard_begin.assign(count + 1, 0);
+  for (size_t s = 0; s < count; ++s) {
+    plan.guard_begin[s + 1] = plan.guard_begin[s] + static_cast<uint32_t>(guards[s].size());
+    plan.guard_list.insert(plan.guard_list.end(), guards[s].begin(), guards[s].end());
+  }
+}
+
 std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mode mode,
                                            FrameSchedule* first, std::vector<double>* ends) const {
   const size_t count = plan.processor.size();
@@ -288,17 +382,15 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     const uint64_t f = next[s];
     if (f >= frames) return false;
     if (plan.reads_input[s] && mode == Mode::kSwitch && completed < f) return false;
-    // Overlap mode as modelled: admission (g enters once g - 2 completed), the processor floor
-    // (g runs on a processor once g - 1 has nothing left there) and, per edge shared in place
-    // across processors, the writer waits until its reader has finished g - 1. The executor's
-    // guard covers every pair of other-processor sub-graphs touching a shared buffer; not
-    // modelled here: two readers of one buffer on different processors waiting for each
-    // other, and the writers of one Concat's slices waiting for each other.
+    // Overlap mode as the executor runs it: admission (g enters once g - 2 completed), the
+    // processor floor (g runs on a processor once g - 1 has nothing left there) and the buffer
+    // guards (g runs once every sub-graph of another processor touching one of its shared
+    // buffers, a join's slices included, has finished g - 1; set_guards).
     if (mode == Mode::kOverlap) {
       if (plan.reads_input[s] && completed + 1 < f) return false;
       if (floor[plan.processor[s]] < f) return false;
-      for (const Plan::Out& out : plan.outs(s)) {
-        if (out.shared_across && next[out.destination] < f) return false;
+      for (uint32_t t : plan.guards(s)) {
+        if (next[t] < f) return false;
       }
     }
     for (uint32_t src : plan.sources(s)) {

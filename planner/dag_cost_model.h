@@ -41,6 +41,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/parallel_regions.h"
@@ -120,6 +121,8 @@ class DagCostModel {
   // every edge gets the base (one switch frame, or no simulation at all).
   Plan build(const Mapping& mapping, bool capacities) const;
   // One latency per frame; `ends`, when given, gets each frame's completion time.
+  void set_guards(Plan& plan, const std::vector<uint32_t>& sg_of,
+                  const std::vector<std::pair<uint32_t, uint32_t>>& shared_edges) const;
   std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
                                std::vector<double>* ends = nullptr) const;
 
@@ -130,6 +133,11 @@ class DagCostModel {
   std::vector<std::vector<double>> profile_edge_us_;  // [from][to], LayerProfile::switch_edges
   std::vector<std::vector<double>> profile_edge_mb_us_;  // [from][to], LayerProfile::switch_edge_mb
   std::vector<double> output_mb_;  // per unit: ProfileLayer::output_bytes / 10^6 (0 when unknown)
+  // Per unit, from the profile's op names (false when unknown): the unit starts with a Concat
+  // (`concat_first_`; `concat_only_`: it is nothing else) or ends with a convolution. What
+  // overlap mode needs to find the executor's joins (a Concat written in place by convolutions).
+  std::vector<bool> concat_first_, concat_only_, conv_last_;
+  std::vector<uint32_t> sole_successor_;  // per unit: its one successor, UINT32_MAX if none or several
   // [processor][unit]: a cut between two sub-graphs of one processor, which the runtime hands
   // over as any other (the sender copies into the receiver's slot, the receiver binds it).
   std::vector<std::vector<double>> same_send_us_, same_receive_us_;

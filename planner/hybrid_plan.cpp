@@ -49,7 +49,9 @@ namespace {
 // Then, from the overlap candidate that best meets each latency bound (1, 1.15 and 1.3 times the
 // least switch latency in the pool), a descent over single units (each moved to every other
 // letter, first improvement, at most three passes) minimises the overlap period plus ten times
-// any latency over the bound ("overlap-descent").
+// any latency over the bound; and from the one that best meets each period bound (1.02, 1.05
+// and 1.1 times the least overlap period in the pool), the latency plus a hundred times any
+// period over it ("overlap-descent").
 void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& pool) {
   const CostModel& cost = model.model();
   const std::string& letters = cost.letters();
@@ -82,9 +84,9 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
       }
     }
   }
-  for (double factor : {1.0, 1.15, 1.3}) {
-    const double bound_ms = factor * switch_ms;
-    auto score = [&](const Prediction& p) { return p.period_us + 10'000 * std::max(0.0, p.latency_ms - bound_ms); };
+  // From the overlap candidate that scores best, single units moved to another letter (first
+  // improvement, at most three passes); the end joins the pool when it moved.
+  auto descend = [&](const auto& score) {
     const Candidate* start = nullptr;
     for (const Candidate& c : pool) {
       if (c.mapping.mode == Mode::kOverlap && (start == nullptr || score(c.prediction) < score(start->prediction))) {
@@ -117,8 +119,23 @@ void add_overlap_descents(const DagCostModel& model, std::vector<Candidate>& poo
       if (!improved) break;
       moved = true;
     }
-    if (!moved) continue;
-    pool.push_back(Candidate{std::move(best), best_prediction, "overlap-descent"});
+    if (moved) pool.push_back(Candidate{std::move(best), best_prediction, "overlap-descent"});
+  };
+  // The period under a latency bound (from the spread switch plan's end of the front)...
+  for (double factor : {1.0, 1.15, 1.3}) {
+    const double bound_ms = factor * switch_ms;
+    descend([&](const Prediction& p) { return p.period_us + 10'000 * std::max(0.0, p.latency_ms - bound_ms); });
+  }
+  // ... and the latency under a period bound (from the overlap windows' end: their latency is
+  // what the next frame waits inside the frame, which moving a unit of the spread middle can cut).
+  double least_period = kInf;
+  for (const Candidate& c : pool) {
+    if (c.mapping.mode == Mode::kOverlap) least_period = std::min(least_period, c.prediction.period_us);
+  }
+  if (least_period == kInf) return;
+  for (double factor : {1.02, 1.05, 1.1}) {
+    const double bound_us = factor * least_period;
+    descend([&](const Prediction& p) { return 1000 * p.latency_ms + 100 * std::max(0.0, p.period_us - bound_us); });
   }
 }
 

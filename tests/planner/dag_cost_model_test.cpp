@@ -243,6 +243,30 @@ TEST(DagCostModel, OverlapWaitsForOtherProcessorsReadersOfASharedBuffer) {
   EXPECT_DOUBLE_EQ(p.period_us, 40);
 }
 
+TEST(DagCostModel, OverlapGuardsAJoinsSliceWriterAgainstEveryReaderOfTheConcat) {
+  // Unit 0 (input) and 1 (a convolution) on L, 2 (a convolution) and 3 (the Concat of 1 and 2)
+  // on B, then readers of the Concat: 4 on L, 5 on B (both outputs). Sub-graphs s0 = L {0,1},
+  // s1 = B {2,3}, s2 = L {4}, s3 = B {5}. The executor makes the Concat a join: unit 1 writes
+  // its slice of the Concat's output, one buffer that s0, s1, s2 and s3 touch, so s0 may run
+  // frame g only once s3 (B) has read frame g - 1's. Frame 0: s0 [0,20], s1 [20,31], s2
+  // [31,36], s3 [31,71]; frame 1's s0 waits for s3 (71): one frame every 71 us, 71 us each.
+  // (Guarding s0 against s1 alone, the Concat's sub-graph, let it run at 36: a frame every
+  // 51 us, 86 us each.)
+  LayerProfile shared = profile({10, 100, 10, 1, 100, 40}, {10, 10, 100, 100, 5, 100});
+  for (ProfileProcessor& x : shared.processors) x.in_place_boundaries = true;
+  const char* ops[] = {"Conv(relu)", "Conv(relu)", "Conv(relu)", "Concat", "Conv(relu)", "Conv(relu)"};
+  ASSERT_EQ(shared.network.layers.size(), 6u);
+  for (size_t u = 0; u < 6; ++u) shared.network.layers[u].ops = ops[u];
+  const CostModel model(shared);
+  graph::UnitDag units = dag({{}, {0}, {0}, {1, 2}, {3}, {3}});
+  units.outputs[4] = true;
+  units.shareable = {true, true, true, true, false, false};
+  const DagCostModel dag_model(model, units);
+  const Prediction p = dag_model.predict({"LLBBLB", Mode::kOverlap, {}});
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.071);
+  EXPECT_DOUBLE_EQ(p.period_us, 71);
+}
+
 TEST(DagCostModel, OverlapGuardsTheSourceWhoseBufferIsSharedNotTheLastOneLinked) {
   // Sub-graphs s = L {0,1}, x = B {2}, s2 = L {3}, d = B {4,5,6}. d reads s (unit 0, copied),
   // then s2 (unit 3, copied), then s again (unit 1, shared in place): s must not write frame 1's
