@@ -120,9 +120,10 @@ class DagCostModel {
   // `capacities`: receiver capacities as the runtime's (a pipeline simulation needs them); else
   // every edge gets the base (one switch frame, or no simulation at all).
   Plan build(const Mapping& mapping, bool capacities) const;
-  // One latency per frame; `ends`, when given, gets each frame's completion time.
+  // Overlap mode: the executor's buffer guards per sub-graph (see the .cpp).
   void set_guards(Plan& plan, const std::vector<uint32_t>& sg_of,
                   const std::vector<std::pair<uint32_t, uint32_t>>& shared_edges) const;
+  // One latency per frame; `ends`, when given, gets each frame's completion time.
   std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
                                std::vector<double>* ends = nullptr) const;
 
