@@ -26,8 +26,15 @@
 //      with the most hand-offs, for comparison). Overlap mode (planner/dag_cost_model.h): the best
 //      latency plan run in overlap mode, and the front's overlap points of highest throughput and
 //      nearest the target (>= 1.8x B alone's throughput with >= 1.3x lower latency, predicted).
+//   The model simulates the run it is compared with: --frames frames all admitted at once
+//   (DagCostOptions::pipeline_frames), their median latency and the throughput as
+//   profiler::summarize takes it from their completions.
 // Prints markdown. Options: --mappings=M (default 60) --frames=N (default 20) --reps=R (3)
-//   --pareto=K (12) --plans=0 (only parts 1-2: the model's error) --seed=S --plugins=DIR PROFILE.json...
+//   --pareto=K (12) --plans=0 (only parts 1-2: the model's error) --seed=S --plugins=DIR
+//   --runs=FILE (part 1's runs as CSV, one row per mapping and mode: network, mode, sub-graphs,
+//   cross-processor edges, predicted and measured latency and throughput, order)
+//   --measured=FILE (part 1 from such a file instead of running: the model re-evaluated on
+//   earlier runs of the same profiles and --frames) PROFILE.json...
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +42,9 @@
 #include <ctime>
 #include <filesystem>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,6 +71,50 @@ struct Run {
   double measured_latency_ms = 0, measured_fps = 0;
   double chain_latency_ms = 0;
 };
+
+// --runs / --measured: one CSV row per run.
+constexpr const char* kRunsHeader =
+    "network,mode,subgraphs,cross_edges,predicted_ms,measured_ms,predicted_fps,measured_fps,order";
+
+// Part 1's runs of `network` from a --runs file (other networks' rows are skipped).
+std::vector<Run> read_runs(const std::string& file, const std::string& network, const planner::CostModel& model) {
+  std::ifstream in(file);
+  if (!in) throw InputError("cannot read --measured=" + file + ": no such file or not readable");
+  std::string line;
+  if (!std::getline(in, line) || line != kRunsHeader) {
+    throw InputError("--measured=" + file + " is not a --runs file (its first line is not '" + kRunsHeader + "')");
+  }
+  std::vector<Run> runs;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+    if (f.size() != 9) throw InputError("--measured=" + file + ": a row without 9 fields: " + line);
+    if (f[0] != network) continue;
+    Run r;
+    r.mapping = planner::Mapping{f[8], f[1] == "switch" ? planner::Mode::kSwitch : planner::Mode::kPipeline, {}};
+    r.measured_latency_ms = std::stod(f[5]);
+    r.measured_fps = std::stod(f[7]);
+    r.chain_latency_ms = model.predict(r.mapping).latency_ms;
+    runs.push_back(r);
+  }
+  if (runs.empty() || runs.size() % 2 != 0) {
+    throw InputError("--measured=" + file + " has " + std::to_string(runs.size()) + " runs of " + network +
+                     " (one per mapping and mode wanted)");
+  }
+  return runs;
+}
+
+// Sub-graphs and cross-processor edges of a mapping, as the model partitions it.
+std::pair<size_t, size_t> cut_counts(const planner::DagCostModel& model, const planner::Mapping& m) {
+  const planner::FrameSchedule s = model.schedule(m);
+  size_t cross = 0;
+  const graph::UnitDag& dag = model.dag();
+  for (uint32_t u = 0; u < dag.predecessors.size(); ++u) {
+    for (uint32_t q : dag.predecessors[u]) cross += m.order[q] != m.order[u] ? 1 : 0;
+  }
+  return {s.subgraphs.size(), cross};
+}
 
 double rel(double predicted, double measured) { return (predicted - measured) / measured; }
 
@@ -120,10 +173,11 @@ static int run_para_pipe(int argc, char** argv) {
   bool plans_wanted = true;
   uint64_t seed = 1;
   std::string plugin_dir = CO_UP_PLUGIN_DIR;
+  std::string runs_file, measured_file;
   std::vector<std::string> profiles;
   constexpr const char* kUsage =
       "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--seed=S] [--pareto=K] "
-      "[--plans=0|1] [--plugins=DIR] PROFILE.json...";
+      "[--plans=0|1] [--plugins=DIR] [--runs=FILE.csv] [--measured=FILE.csv] PROFILE.json...";
   for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
     if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
     else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
@@ -132,6 +186,8 @@ static int run_para_pipe(int argc, char** argv) {
     else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
     else if (a.is("plans")) plans_wanted = a.integer(0, 1) == 1;  // 0: only the model's error (part 2)
     else if (a.is("plugins")) plugin_dir = a.string();
+    else if (a.is("runs")) runs_file = a.string();
+    else if (a.is("measured")) measured_file = a.string();
     else if (a.is("help")) {
       std::cout << kUsage << "\n";
       return 0;
@@ -139,6 +195,16 @@ static int run_para_pipe(int argc, char** argv) {
     else a.unknown();
   }
   if (profiles.empty()) throw InputError(std::string("no layer profile given; ") + kUsage);
+  std::ofstream runs_out;
+  if (!runs_file.empty()) {
+    if (!measured_file.empty() && std::filesystem::exists(runs_file) &&
+        std::filesystem::equivalent(runs_file, measured_file)) {
+      throw InputError("--runs and --measured name the same file; give --runs another name");
+    }
+    runs_out.open(runs_file);
+    if (!runs_out) throw InputError("cannot write --runs=" + runs_file);
+    runs_out << kRunsHeader << "\n";
+  }
   try {
     const Platform platform = detect_host_platform("");
     const PluginRegistry plugins = PluginRegistry::load_directory(plugin_dir);
@@ -153,7 +219,10 @@ static int run_para_pipe(int argc, char** argv) {
       spec.split = net.split;
       const graph::Graph g = build_network(spec);
       const graph::UnitDag dag = graph::unit_dag(g);
-      planner::DagCostModel dag_model(model, dag);
+      // The run it is compared with: --frames frames (at least 2), all admitted at once.
+      planner::DagCostOptions dag_options;
+      dag_options.pipeline_frames = static_cast<uint32_t>(std::max(frames, 2));
+      planner::DagCostModel dag_model(model, dag, dag_options);
       const std::string name = net.graph.empty() ? std::filesystem::path(net.model).stem().string() : net.graph;
       std::cout << "## " << name << " (" << net.layer_count << " units, --units=" << net.units
                 << (net.image_size > 0 ? ", image " + std::to_string(net.image_size) : std::string())
@@ -170,9 +239,11 @@ static int run_para_pipe(int argc, char** argv) {
       }
 
       // 1. Measured runs.
-      if (mappings > 0) {
+      if (mappings > 0 || !measured_file.empty()) {
       std::vector<Run> runs;
-      for (const std::string& order : random_orders(model, dag, mappings, seed)) {
+      if (!measured_file.empty()) runs = read_runs(measured_file, name, model);
+      for (const std::string& order :
+           measured_file.empty() ? random_orders(model, dag, mappings, seed) : std::vector<std::string>{}) {
         for (planner::Mode mode : {planner::Mode::kSwitch, planner::Mode::kPipeline}) {
           Run r;
           r.mapping = planner::Mapping{order, mode, {}};
@@ -198,6 +269,18 @@ static int run_para_pipe(int argc, char** argv) {
       };
       // What `co_up plan` predicts: the profile's own measured wake-up per edge, nothing fitted to
       // these runs, so every mapping is held out.
+      if (runs_out.is_open()) {
+        for (const Run& r : runs) {
+          const planner::Prediction p = dag_model.predict(r.mapping);
+          const auto [subgraphs, cross] = cut_counts(dag_model, r.mapping);
+          char line[256];
+          std::snprintf(line, sizeof line, "%s,%s,%zu,%zu,%.4f,%.4f,%.3f,%.3f,", name.c_str(),
+                        mode_name(r.mapping.mode), subgraphs, cross, p.latency_ms, r.measured_latency_ms,
+                        p.throughput_fps, r.measured_fps);
+          runs_out << line << r.mapping.order << "\n";
+        }
+        runs_out.flush();
+      }
       {
         std::vector<double> sw, pl, tp;
         for (const Run& r : runs) {
@@ -245,7 +328,7 @@ static int run_para_pipe(int argc, char** argv) {
         double best_scale = 1, best_scale_edge = 0, best_scaled_error = INFINITY;
         for (double k = 0.5; k <= 10.0 + 1e-9; k += 0.1) {
           const planner::CostModel scaled_model(scaled_profile(profile, k));
-          planner::DagCostModel scaled(scaled_model, dag);
+          planner::DagCostModel scaled(scaled_model, dag, dag_options);
           scaled.set_switch_edge_mb_us(0);
           for (double us = 0; us <= 20000; us += us < 2000 ? 50 : 250) {
             scaled.set_switch_edge_us(us);
@@ -258,7 +341,7 @@ static int run_para_pipe(int argc, char** argv) {
           }
         }
         const planner::CostModel scaled_model(scaled_profile(profile, best_scale));
-        planner::DagCostModel scaled(scaled_model, dag);
+        planner::DagCostModel scaled(scaled_model, dag, dag_options);
         scaled.set_switch_edge_mb_us(0);
         scaled.set_switch_edge_us(best_scale_edge);
         std::cout << "with a fitted time factor " << best_scale << " and wake-up " << best_scale_edge
