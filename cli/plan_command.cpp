@@ -158,7 +158,13 @@ int run_plan_command(const Options& o, StopSignal& stop) {
                      "that co_up plan can build from the profile");
   }
   std::optional<planner::DagCostModel> dag_model;
-  if (dag) dag_model.emplace(model, *dag);
+  // Pipeline and overlap predictions are of the run `co_up run --n` and --verify measure: --n
+  // frames admitted at once (queueing and the first frame's late end included), at most
+  // kPlannedFrames of them (the search predicts many plans; a longer run is near its steady state).
+  constexpr int64_t kPlannedFrames = 64;
+  planner::DagCostOptions dag_options;
+  dag_options.pipeline_frames = static_cast<uint32_t>(std::clamp<int64_t>(o.frames, 2, kPlannedFrames));
+  if (dag) dag_model.emplace(model, *dag, dag_options);
   const planner::PlanResult result =
       dag_model ? planner::plan_hybrid(*dag_model, objective, static_cast<size_t>(o.top), hybrid)
                 : planner::plan(model, objective, static_cast<size_t>(o.top), o.seed);
