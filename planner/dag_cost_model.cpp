@@ -12,6 +12,8 @@ namespace co_up::planner {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// Frames simulated for the steady state (DagCostOptions::pipeline_frames = 0).
+constexpr uint32_t kSteadyStateFrames = 64;
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -76,9 +78,8 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
     }
   }
   // A period is a time between completions: it takes two frames (one would divide by zero).
-  if (options_.pipeline_frames < 2) {
-    throw InputError("DAG cost model: pipeline_frames is " + std::to_string(options_.pipeline_frames) +
-                     "; simulate at least 2 frames");
+  if (options_.pipeline_frames == 1) {
+    throw InputError("DAG cost model: pipeline_frames is 1; simulate at least 2 frames (0: the steady state)");
   }
   if (options_.receiver_buffers < 1) options_.receiver_buffers = 1;
   std::vector<std::string> names;
@@ -440,7 +441,8 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 Prediction DagCostModel::predict(const Mapping& m) const {
   const Plan plan = build(m, m.mode != Mode::kSwitch);
   Prediction out;
-  const uint32_t frames = m.mode == Mode::kSwitch ? 1 : options_.pipeline_frames;
+  const bool steady = options_.pipeline_frames == 0;
+  const uint32_t frames = m.mode == Mode::kSwitch ? 1 : steady ? kSteadyStateFrames : options_.pipeline_frames;
   std::vector<double> ends;
   const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr, &ends);
   out.latency_ms = median(latency) / 1000.0;
@@ -450,12 +452,18 @@ Prediction DagCostModel::predict(const Mapping& m) const {
     out.resources[model_->resource_of(p)].busy_us += plan.busy_us[p];
   }
   out.period_us = latency[0];
-  if (m.mode == Mode::kPipeline) {
+  if (m.mode == Mode::kPipeline && !steady) {
     // As the run is measured (profiler::summarize): completions after the first over the time
     // from the first to the last. Over a short run this is above the busiest resource's rate:
     // the first frame ends late (its processors ran later frames' early sub-graphs meanwhile)
     // and the later ones follow closely.
     out.period_us = (ends[frames - 1] - ends[0]) / static_cast<double>(frames - 1);
+  }
+  if (m.mode == Mode::kPipeline && steady) {
+    // The steady state: neither the first frames (ending late) nor the last (the early stages
+    // have no more frames to run, so the late ones speed up): the middle half.
+    const size_t from = frames / 4, to = 3 * frames / 4;
+    out.period_us = (ends[to] - ends[from]) / static_cast<double>(to - from);
   }
   if (m.mode == Mode::kOverlap) {
     // Frames leave in pairs or unevenly (the gate leaves idle time that the busiest resource

@@ -146,6 +146,8 @@ TEST(DagCostModel, PipelineThroughputIsTheSimulatedRunsAsMeasured) {
   EXPECT_DOUBLE_EQ(p.period_us, 17.5);
   EXPECT_DOUBLE_EQ(p.latency_ms, 0.030);
   EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us(m), 20);  // the searches' objective and bound
+  // By default the steady state: B, the busiest, never idles once the pipeline is full.
+  EXPECT_DOUBLE_EQ(DagCostModel(model, dag({{}, {0}, {1}})).predict(m).period_us, 20);
 }
 
 TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) {
