@@ -26,9 +26,19 @@
 //      with the most hand-offs, for comparison). Overlap mode (planner/dag_cost_model.h): the best
 //      latency plan run in overlap mode, and the front's overlap points of highest throughput and
 //      nearest the target (>= 1.8x B alone's throughput with >= 1.3x lower latency, predicted).
+//   The model simulates the run it is compared with: --frames frames all admitted at once
+//   (DagCostOptions::pipeline_frames), their median latency and the throughput as
+//   profiler::summarize takes it from their completions. --pipeline-frames=N (default --frames)
+//   runs pipeline mode longer: a run of 10 frames measures 15-20 % more throughput than the
+//   steady state on GoogLeNet and Inception (its first frame ends late; the model predicts that
+//   too), one of 30 about 5 %.
 // Prints markdown. Options: --mappings=M (default 60) --frames=N (default 20) --reps=R (3)
 //   --pareto=K (12) --plans=0 (only parts 1-2: the model's error) --explain=1 (the best latency
-//   plan's sub-graphs, predicted against measured) --seed=S --plugins=DIR PROFILE.json...
+//   plan's sub-graphs, predicted against measured) --seed=S --plugins=DIR
+//   --runs=FILE (part 1's runs as CSV, one row per mapping and mode: network, mode, sub-graphs,
+//   cross-processor edges, predicted and measured latency and throughput, order)
+//   --measured=FILE (part 1 from such a file instead of running: the model re-evaluated on
+//   earlier runs of the same profiles and --frames) PROFILE.json...
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,8 +46,10 @@
 #include <ctime>
 #include <filesystem>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +79,50 @@ struct Run {
   double measured_latency_ms = 0, measured_fps = 0;
   double chain_latency_ms = 0;
 };
+
+// --runs / --measured: one CSV row per run.
+constexpr const char* kRunsHeader =
+    "network,mode,subgraphs,cross_edges,predicted_ms,measured_ms,predicted_fps,measured_fps,order";
+
+// Part 1's runs of `network` from a --runs file (other networks' rows are skipped).
+std::vector<Run> read_runs(const std::string& file, const std::string& network, const planner::CostModel& model) {
+  std::ifstream in(file);
+  if (!in) throw InputError("cannot read --measured=" + file + ": no such file or not readable");
+  std::string line;
+  if (!std::getline(in, line) || line != kRunsHeader) {
+    throw InputError("--measured=" + file + " is not a --runs file (its first line is not '" + kRunsHeader + "')");
+  }
+  std::vector<Run> runs;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+    if (f.size() != 9) throw InputError("--measured=" + file + ": a row without 9 fields: " + line);
+    if (f[0] != network) continue;
+    Run r;
+    r.mapping = planner::Mapping{f[8], f[1] == "switch" ? planner::Mode::kSwitch : planner::Mode::kPipeline, {}};
+    r.measured_latency_ms = std::stod(f[5]);
+    r.measured_fps = std::stod(f[7]);
+    r.chain_latency_ms = model.predict(r.mapping).latency_ms;
+    runs.push_back(r);
+  }
+  if (runs.empty() || runs.size() % 2 != 0) {
+    throw InputError("--measured=" + file + " has " + std::to_string(runs.size()) + " runs of " + network +
+                     " (one per mapping and mode wanted)");
+  }
+  return runs;
+}
+
+// Sub-graphs and cross-processor edges of a mapping, as the model partitions it.
+std::pair<size_t, size_t> cut_counts(const planner::DagCostModel& model, const planner::Mapping& m) {
+  const planner::FrameSchedule s = model.schedule(m);
+  size_t cross = 0;
+  const graph::UnitDag& dag = model.dag();
+  for (uint32_t u = 0; u < dag.predecessors.size(); ++u) {
+    for (uint32_t q : dag.predecessors[u]) cross += m.order[q] != m.order[u] ? 1 : 0;
+  }
+  return {s.subgraphs.size(), cross};
+}
 
 double rel(double predicted, double measured) { return (predicted - measured) / measured; }
 
@@ -225,24 +281,29 @@ void explain_plan(const graph::Graph& g, const Platform& platform, const PluginR
 static int run_para_pipe(int argc, char** argv) {
   size_t mappings = 60;
   int frames = 20, reps = 3;
+  int pipeline_frames = 0;  // 0: --frames
   size_t pareto_points = 12;
   bool plans_wanted = true;
   bool explain = false;
   uint64_t seed = 1;
   std::string plugin_dir = CO_UP_PLUGIN_DIR;
+  std::string runs_file, measured_file;
   std::vector<std::string> profiles;
   constexpr const char* kUsage =
-      "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--reps=R] [--seed=S] [--pareto=K] "
-      "[--plans=0|1] [--explain=0|1] [--plugins=DIR] PROFILE.json...";
+      "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--pipeline-frames=N] [--reps=R] [--seed=S] [--pareto=K] "
+      "[--plans=0|1] [--explain=0|1] [--plugins=DIR] [--runs=FILE.csv] [--measured=FILE.csv] PROFILE.json...";
   for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
     if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
     else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
+    else if (a.is("pipeline-frames")) pipeline_frames = static_cast<int>(a.integer(2, 1000000));
     else if (a.is("reps")) reps = static_cast<int>(a.integer(1, 100000));
     else if (a.is("seed")) seed = static_cast<uint64_t>(a.integer(0, INT64_MAX));
     else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
     else if (a.is("plans")) plans_wanted = a.integer(0, 1) == 1;  // 0: only the model's error (part 2)
     else if (a.is("plugins")) plugin_dir = a.string();
     else if (a.is("explain")) explain = a.integer(0, 1) == 1;  // 1: the best latency plan taken apart
+    else if (a.is("runs")) runs_file = a.string();
+    else if (a.is("measured")) measured_file = a.string();
     else if (a.is("help")) {
       std::cout << kUsage << "\n";
       return 0;
@@ -250,11 +311,28 @@ static int run_para_pipe(int argc, char** argv) {
     else a.unknown();
   }
   if (profiles.empty()) throw InputError(std::string("no layer profile given; ") + kUsage);
+  std::ofstream runs_out;
+  if (!runs_file.empty()) {
+    if (!measured_file.empty() && std::filesystem::exists(runs_file) &&
+        std::filesystem::equivalent(runs_file, measured_file)) {
+      throw InputError("--runs and --measured name the same file; give --runs another name");
+    }
+    runs_out.open(runs_file);
+    if (!runs_out) throw InputError("cannot write --runs=" + runs_file);
+    runs_out << kRunsHeader << "\n";
+  }
   try {
     const Platform platform = detect_host_platform("");
     const PluginRegistry plugins = PluginRegistry::load_directory(plugin_dir);
     cli::VerifySettings settings;
     settings.frames = frames;
+    cli::VerifySettings pipeline_settings = settings;
+    if (pipeline_frames > 0) pipeline_settings.frames = pipeline_frames;
+    // Each run with its mode's frame count.
+    const auto measure_run = [&](const graph::Graph& g, const std::string& order, planner::Mode mode) {
+      return cli::measure_mapping(g, platform, plugins, order, mode,
+                                  mode == planner::Mode::kPipeline ? pipeline_settings : settings);
+    };
     for (const std::string& file : profiles) {
       const planner::LayerProfile profile = planner::read_layer_profile(file);
       const planner::CostModel model(profile);
@@ -264,7 +342,10 @@ static int run_para_pipe(int argc, char** argv) {
       spec.split = net.split;
       const graph::Graph g = build_network(spec);
       const graph::UnitDag dag = graph::unit_dag(g);
-      planner::DagCostModel dag_model(model, dag);
+      // The run it is compared with: --frames frames (at least 2), all admitted at once.
+      planner::DagCostOptions dag_options;
+      dag_options.pipeline_frames = static_cast<uint32_t>(std::max(pipeline_settings.frames, 2));
+      planner::DagCostModel dag_model(model, dag, dag_options);
       const std::string name = net.graph.empty() ? std::filesystem::path(net.model).stem().string() : net.graph;
       std::cout << "## " << name << " (" << net.layer_count << " units, --units=" << net.units
                 << (net.image_size > 0 ? ", image " + std::to_string(net.image_size) : std::string())
@@ -288,13 +369,15 @@ static int run_para_pipe(int argc, char** argv) {
       std::cout << "\n\n";
 
       // 1. Measured runs.
-      if (mappings > 0) {
+      if (mappings > 0 || !measured_file.empty()) {
       std::vector<Run> runs;
-      for (const std::string& order : random_orders(model, dag, mappings, seed)) {
+      if (!measured_file.empty()) runs = read_runs(measured_file, name, model);
+      for (const std::string& order :
+           measured_file.empty() ? random_orders(model, dag, mappings, seed) : std::vector<std::string>{}) {
         for (planner::Mode mode : {planner::Mode::kSwitch, planner::Mode::kPipeline}) {
           Run r;
           r.mapping = planner::Mapping{order, mode, {}};
-          const cli::Measurement m = cli::measure_mapping(g, platform, plugins, order, mode, settings);
+          const cli::Measurement m = measure_run(g, order, mode);
           r.measured_latency_ms = m.latency_ms;
           r.measured_fps = m.throughput_fps;
           r.chain_latency_ms = model.predict(r.mapping).latency_ms;
@@ -316,6 +399,18 @@ static int run_para_pipe(int argc, char** argv) {
       };
       // What `co_up plan` predicts: the profile's own measured wake-up per edge, nothing fitted to
       // these runs, so every mapping is held out.
+      if (runs_out.is_open()) {
+        for (const Run& r : runs) {
+          const planner::Prediction p = dag_model.predict(r.mapping);
+          const auto [subgraphs, cross] = cut_counts(dag_model, r.mapping);
+          char line[256];
+          std::snprintf(line, sizeof line, "%s,%s,%zu,%zu,%.4f,%.4f,%.3f,%.3f,", name.c_str(),
+                        mode_name(r.mapping.mode), subgraphs, cross, p.latency_ms, r.measured_latency_ms,
+                        p.throughput_fps, r.measured_fps);
+          runs_out << line << r.mapping.order << "\n";
+        }
+        runs_out.flush();
+      }
       {
         std::vector<double> sw, pl, tp;
         for (const Run& r : runs) {
@@ -363,7 +458,7 @@ static int run_para_pipe(int argc, char** argv) {
         double best_scale = 1, best_scale_edge = 0, best_scaled_error = INFINITY;
         for (double k = 0.5; k <= 10.0 + 1e-9; k += 0.1) {
           const planner::CostModel scaled_model(scaled_profile(profile, k));
-          planner::DagCostModel scaled(scaled_model, dag);
+          planner::DagCostModel scaled(scaled_model, dag, dag_options);
           scaled.set_switch_edge_mb_us(0);
           for (double us = 0; us <= 20000; us += us < 2000 ? 50 : 250) {
             scaled.set_switch_edge_us(us);
@@ -376,7 +471,7 @@ static int run_para_pipe(int argc, char** argv) {
           }
         }
         const planner::CostModel scaled_model(scaled_profile(profile, best_scale));
-        planner::DagCostModel scaled(scaled_model, dag);
+        planner::DagCostModel scaled(scaled_model, dag, dag_options);
         scaled.set_switch_edge_mb_us(0);
         scaled.set_switch_edge_us(best_scale_edge);
         std::cout << "with a fitted time factor " << best_scale << " and wake-up " << best_scale_edge
@@ -391,7 +486,7 @@ static int run_para_pipe(int argc, char** argv) {
       // 3. Plans against B alone, interleaved re-measurement.
       const std::string b_alone(net.layer_count, 'B');
       auto measure = [&](const planner::Mapping& m) {
-        return cli::measure_mapping(g, platform, plugins, m.order, m.mode, settings);
+        return measure_run(g, m.order, m.mode);
       };
       std::vector<planner::Candidate> plans;
       std::vector<std::string> labels;
@@ -399,12 +494,17 @@ static int run_para_pipe(int argc, char** argv) {
       options.seed = seed;
       const auto plan_start = std::chrono::steady_clock::now();
       const std::clock_t plan_cpu_start = std::clock();  // CPU time: other load on the host stretches the wall time
-      const planner::PlanResult latency = planner::plan_hybrid(dag_model, planner::Objective::kLatency, 1, options);
+      // Planned as `co_up plan` plans (pipelines in their steady state); the table's predictions
+      // are of the runs it measures (dag_model).
+      planner::DagCostModel steady_model(model, dag);
+      steady_model.set_switch_edge_us(dag_model.options().switch_edge_us);  // fitted above, if at all
+      steady_model.set_switch_edge_mb_us(dag_model.options().switch_edge_mb_us);
+      const planner::PlanResult latency = planner::plan_hybrid(steady_model, planner::Objective::kLatency, 1, options);
       plans.push_back(latency.ranked.front());
       labels.push_back("best latency");
       // The whole front (sorted by throughput), then --pareto=K points evenly spread over it,
       // both ends included: the first K alone would all be pipelines at the throughput end.
-      const planner::PlanResult pareto = planner::plan_hybrid(dag_model, planner::Objective::kPareto, 64, options);
+      const planner::PlanResult pareto = planner::plan_hybrid(steady_model, planner::Objective::kPareto, 64, options);
       const size_t front = pareto.ranked.size();
       const size_t shown = std::min(front, pareto_points);
       for (size_t k = 0; k < shown; ++k) {

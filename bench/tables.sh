@@ -403,15 +403,17 @@ t_para_pipe() {
 # them; ViT-Tiny at 224 (patches of 16) and the Inception-v4-style fixture are ONNX models.
 t_para_pipe_model() {
   need co_up co_up_bench_para_pipe || return 1
-  local mappings=100 frames=10 prof_reps=10 gn_size=224 iv3_size=299 vit=vit_tiny_224
-  quick && { mappings=4; frames=3; prof_reps=2; gn_size=96; iv3_size=96; vit=vit_tiny_64; }
+  # Pipeline runs 30 frames: a 10-frame run's throughput is 15-20 % above the steady state (the
+  # first frame ends late), a 30-frame one's about 5 % (the model predicts either run).
+  local mappings=100 frames=10 pipeline_frames=30 prof_reps=10 gn_size=224 iv3_size=299 vit=vit_tiny_224
+  quick && { mappings=4; frames=3; pipeline_frames=4; prof_reps=2; gn_size=96; iv3_size=96; vit=vit_tiny_64; }
   if [[ ! -f ${fixtures}/${vit}.onnx ]]; then
     "${py}" "${root}/bench/export_transformers.py" "${fixtures}" "${vit}" >/dev/null 2>&1 || {
       echo "${fixtures}/${vit}.onnx missing and its export failed (bench/export_transformers.py needs python3-torch, -torchvision, -onnx)"; return 1; }
   fi
   local gn_split iv3_split
   gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
-  method="co_up profile --units=branches --processors=BL --repetitions=${prof_reps} of GoogLeNet ${gn_size} and Inception-v3 ${iv3_size} (--split as the para_pipe table), ${vit} (bench/export_transformers.py) and tests/fixtures/onnx/inception_v4_tiny.onnx (107x107); then co_up_bench_para_pipe --plans=0 --mappings=${mappings} --frames=${frames}: each mapping run once per mode (2 warm-up frames), the model's wake-up per edge fitted on the even mappings and reported on the odd ones, and the profile's own (what co_up plan uses) on all"
+  method="co_up profile --units=branches --processors=BL --repetitions=${prof_reps} of GoogLeNet ${gn_size} and Inception-v3 ${iv3_size} (--split as the para_pipe table), ${vit} (bench/export_transformers.py) and tests/fixtures/onnx/inception_v4_tiny.onnx (107x107); then co_up_bench_para_pipe --plans=0 --mappings=${mappings} --frames=${frames} --pipeline-frames=${pipeline_frames}: each mapping run once per mode (2 warm-up frames; the model simulates the frames measured), the model's wake-up per edge fitted on the even mappings and reported on the odd ones, and the profile's own (what co_up plan uses) on all"
   local profiles=() name
   "${build}/co_up" profile --graph=googlenet --units=branches --image-size="${gn_size}" --split="${gn_split}" \
     --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/model_googlenet.json" >/dev/null || return 1
@@ -422,7 +424,8 @@ t_para_pipe_model() {
       --profile-out="${work}/model_$(basename "${name}" .onnx).json" >/dev/null || return 1
   done
   for name in googlenet inception_v3 "${vit}" inception_v4_tiny; do profiles+=("${work}/model_${name}.json"); done
-  "${build}/co_up_bench_para_pipe" --plans=0 --mappings="${mappings}" --frames="${frames}" "${profiles[@]}"
+  "${build}/co_up_bench_para_pipe" --plans=0 --mappings="${mappings}" --frames="${frames}" \
+    --pipeline-frames="${pipeline_frames}" --runs="${work}/para_pipe_model_runs.csv" "${profiles[@]}"
 }
 t_exits() {
   need co_up || return 1

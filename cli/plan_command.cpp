@@ -158,7 +158,7 @@ int run_plan_command(const Options& o, StopSignal& stop) {
                      "that co_up plan can build from the profile");
   }
   std::optional<planner::DagCostModel> dag_model;
-  if (dag) dag_model.emplace(model, *dag);
+  if (dag) dag_model.emplace(model, *dag);  // pipelines in their steady state
   const planner::PlanResult result =
       dag_model ? planner::plan_hybrid(*dag_model, objective, static_cast<size_t>(o.top), hybrid)
                 : planner::plan(model, objective, static_cast<size_t>(o.top), o.seed);
@@ -211,6 +211,18 @@ int run_plan_command(const Options& o, StopSignal& stop) {
   }
   for (const planner::Candidate* c : {&result.single_processor, &result.heft}) {
     if (seen.insert(planner::command_line(model, c->mapping)).second) to_run.push_back(*c);
+  }
+  if (dag) {
+    // Compared with the run --verify makes: --n frames admitted at once (a short run measures
+    // more than the steady throughput: its first frame ends late). Capped: the simulation keeps
+    // every frame.
+    constexpr int64_t kMostSimulatedFrames = 4096;
+    planner::DagCostOptions measured_run;
+    measured_run.pipeline_frames = static_cast<uint32_t>(std::clamp<int64_t>(o.frames, 2, kMostSimulatedFrames));
+    const planner::DagCostModel run_model(model, *dag, measured_run);
+    for (planner::Candidate& c : to_run) c.prediction = run_model.predict(c.mapping);
+    out << "\npredictions below: of the run measured (" << measured_run.pipeline_frames
+        << " frames admitted at once; pipeline and overlap plans above: the steady state)";
   }
   out << "\n";
   const std::vector<VerifiedMapping> verified = verify_mappings(o, model, to_run, out);

@@ -128,7 +128,7 @@ std::vector<VerifiedMapping> verify_mappings(const graph::Graph& graph, const Pl
   }
   out << "median |error| of each mapping's objective (pipeline: throughput, switch: latency, overlap: both): "
       << fixed(100.0 * median_abs_error(verified), 0, 1) << "%"
-      << "  (pipeline latency is predicted without queueing: a lower bound)\n";
+      << "  (without parallel regions, the chain model predicts pipeline latency without queueing: a lower bound)\n";
   return verified;
 }
 

@@ -12,6 +12,8 @@ namespace co_up::planner {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// Frames simulated for the steady state (DagCostOptions::pipeline_frames = 0).
+constexpr uint32_t kSteadyStateFrames = 64;
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -29,18 +31,25 @@ struct DagCostModel::Plan {
     uint32_t destination;
     uint32_t capacity;
     bool shared_across = false;  // a tensor shared in place with another processor's sub-graph
+    double delay_us = 0;  // pipeline: the pair's hand-off, between publishing and the reader seeing it
   };
   std::vector<size_t> processor;  // per sub-graph: index in letters()
   std::vector<uint32_t> first, last;
   std::vector<double> cost_us;
   // Flat per sub-graph lists (one allocation each, not one per sub-graph: a search builds a plan
   // per candidate): sub-graph s reads source_list[source_begin[s] .. source_begin[s + 1]),
-  // ascending, and feeds out_list[out_begin[s] .. out_begin[s + 1]), ascending.
+  // ascending (each with its edge's delay in source_delay_us), and feeds
+  // out_list[out_begin[s] .. out_begin[s + 1]), ascending.
   std::vector<uint32_t> source_begin, source_list;
+  std::vector<double> source_delay_us;
+  bool delays = false;  // any edge with a delay
   std::vector<uint32_t> out_begin;
   std::vector<Out> out_list;
   std::span<const uint32_t> sources(size_t s) const {
     return {source_list.data() + source_begin[s], source_list.data() + source_begin[s + 1]};
+  }
+  std::span<const double> source_delays(size_t s) const {
+    return {source_delay_us.data() + source_begin[s], source_delay_us.data() + source_begin[s + 1]};
   }
   std::span<const Out> outs(size_t s) const {
     return {out_list.data() + out_begin[s], out_list.data() + out_begin[s + 1]};
@@ -76,9 +85,8 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
     }
   }
   // A period is a time between completions: it takes two frames (one would divide by zero).
-  if (options_.pipeline_frames < 2) {
-    throw InputError("DAG cost model: pipeline_frames is " + std::to_string(options_.pipeline_frames) +
-                     "; simulate at least 2 frames");
+  if (options_.pipeline_frames == 1) {
+    throw InputError("DAG cost model: pipeline_frames is 1; simulate at least 2 frames (0: the steady state)");
   }
   if (options_.receiver_buffers < 1) options_.receiver_buffers = 1;
   std::vector<std::string> names;
@@ -200,6 +208,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   struct Link {
     uint32_t source, destination;
     bool shared_across;
+    double delay_us;
   };
   std::vector<Link> links;
   std::vector<std::pair<uint32_t, uint32_t>> shared_edges;  // overlap mode: (unit, reading sub-graph) in place
@@ -224,16 +233,20 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       // inside one sub-graph, where the backend does the same, so its unit time stays.)
       const bool in_place = m.mode != Mode::kPipeline && in_place_[ps] && in_place_[pd] &&
                             (dag_.shareable.empty() || dag_.shareable[q]);
+      // The copies only: a pipeline's hand-off is a delay on the edge (below), not work of
+      // either processor.
       if (!in_place) {
-        plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, m.mode);
-        plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, m.mode);
+        plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, Mode::kSwitch);
+        plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, Mode::kSwitch);
       }
       if (m.mode != Mode::kPipeline && ps != pd) {
         plan.cost_us[d] += switch_edge_us(ps, pd) + switch_edge_mb_us(ps, pd) * output_mb_[q];
       }
       if (link_of[s] == UINT32_MAX || links[link_of[s]].destination != d) {
         link_of[s] = static_cast<uint32_t>(links.size());
-        links.push_back({s, d, false});
+        const double delay = m.mode == Mode::kPipeline ? model.handoff_us(ps, pd) : 0.0;
+        links.push_back({s, d, false, delay});
+        plan.delays = plan.delays || delay > 0;
       }
       if (in_place && ps != pd) links[link_of[s]].shared_across = true;
       if (in_place && m.mode == Mode::kOverlap) shared_edges.push_back({q, d});
@@ -252,17 +265,26 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
     plan.out_begin[i + 1] += plan.out_begin[i];
   }
   plan.source_list.resize(links.size());
+  plan.source_delay_us.resize(links.size());
   plan.out_list.resize(links.size());
   {
     std::vector<uint32_t> fill(plan.out_begin.begin(), plan.out_begin.end() - 1);
     for (size_t i = 0; i < links.size(); ++i) {
       plan.source_list[i] = links[i].source;  // links are grouped by destination already
+      plan.source_delay_us[i] = links[i].delay_us;
       plan.out_list[fill[links[i].source]++] = {links[i].destination, options_.receiver_buffers,
-                                                links[i].shared_across};
+                                                links[i].shared_across, links[i].delay_us};
     }
   }
   for (size_t d = 0; d < count; ++d) {
-    std::sort(plan.source_list.begin() + plan.source_begin[d], plan.source_list.begin() + plan.source_begin[d + 1]);
+    // Sorted by source, each source's delay with it.
+    const uint32_t b = plan.source_begin[d], e = plan.source_begin[d + 1];
+    for (uint32_t i = b + 1; i < e; ++i) {
+      for (uint32_t k = i; k > b && plan.source_list[k - 1] > plan.source_list[k]; --k) {
+        std::swap(plan.source_list[k - 1], plan.source_list[k]);
+        std::swap(plan.source_delay_us[k - 1], plan.source_delay_us[k]);
+      }
+    }
   }
   if (m.mode == Mode::kOverlap) set_guards(plan, sg_of, shared_edges);
   if (std::none_of(plan.writes_output.begin(), plan.writes_output.end(), [](bool b) { return b; })) {
@@ -377,6 +399,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   double now = 0;
   std::vector<size_t> ending;  // processors whose run ends now (reused: no allocation per event)
   std::vector<uint64_t> floor(n_proc, 0);  // overlap: the oldest frame a processor has left
+  // Edges with a delay (a pipeline's hand-off): when each sub-graph published each frame, and the
+  // instants at which a published frame reaches a reader (events of their own).
+  std::vector<double> published(plan.delays ? count * frames : 0, 0.0);
+  std::vector<double> arrivals;
 
   auto ready = [&](uint32_t s) {
     const uint64_t f = next[s];
@@ -393,8 +419,11 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
         if (next[t] < f) return false;
       }
     }
-    for (uint32_t src : plan.sources(s)) {
+    const std::span<const uint32_t> sources = plan.sources(s);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const uint32_t src = sources[i];
       if (next[src] <= f) return false;
+      if (plan.delays && published[static_cast<size_t>(src) * frames + f] + plan.source_delays(s)[i] > now) return false;
     }
     for (const Plan::Out& out : plan.outs(s)) {
       if (f + 1 > next[out.destination] + out.capacity) return false;
@@ -441,6 +470,8 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     }
     double t = kNever;
     for (size_t p = 0; p < n_proc; ++p) t = std::min(t, running_end[p]);
+    std::erase_if(arrivals, [&](double at) { return at <= now; });
+    for (double at : arrivals) t = std::min(t, at);
     if (t == kNever) break;
     now = t;
     // Commits at the same instant in sub-graph order, as the lowest index would take the lock first.
@@ -452,6 +483,12 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     for (size_t p : ending) {
       const uint32_t s = running[p];
       if (next[s] == 0) sg_end[s] = now;
+      if (plan.delays) {
+        published[static_cast<size_t>(s) * frames + next[s]] = now;
+        for (const Plan::Out& out : plan.outs(s)) {
+          if (out.delay_us > 0) arrivals.push_back(now + out.delay_us);
+        }
+      }
       ++next[s];
       last_run[p] = s;
       last_end[p] = now;
@@ -496,7 +533,8 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 Prediction DagCostModel::predict(const Mapping& m) const {
   const Plan plan = build(m, m.mode != Mode::kSwitch);
   Prediction out;
-  const uint32_t frames = m.mode == Mode::kSwitch ? 1 : options_.pipeline_frames;
+  const bool steady = options_.pipeline_frames == 0;
+  const uint32_t frames = m.mode == Mode::kSwitch ? 1 : steady ? kSteadyStateFrames : options_.pipeline_frames;
   std::vector<double> ends;
   const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr, &ends);
   out.latency_ms = median(latency) / 1000.0;
@@ -505,9 +543,20 @@ Prediction DagCostModel::predict(const Mapping& m) const {
     out.resources[model_->resource_of(p)].processors += model_->letters()[p];
     out.resources[model_->resource_of(p)].busy_us += plan.busy_us[p];
   }
-  double bottleneck = 0;
-  for (const ResourceTime& r : out.resources) bottleneck = std::max(bottleneck, r.busy_us);
-  out.period_us = m.mode == Mode::kPipeline ? bottleneck : latency[0];
+  out.period_us = latency[0];
+  if (m.mode == Mode::kPipeline && !steady) {
+    // As the run is measured (profiler::summarize): completions after the first over the time
+    // from the first to the last. Over a short run this is above the busiest resource's rate:
+    // the first frame ends late (its processors ran later frames' early sub-graphs meanwhile)
+    // and the later ones follow closely.
+    out.period_us = (ends[frames - 1] - ends[0]) / static_cast<double>(frames - 1);
+  }
+  if (m.mode == Mode::kPipeline && steady) {
+    // The steady state: neither the first frames (ending late) nor the last (the early stages
+    // have no more frames to run, so the late ones speed up): the middle half.
+    const size_t from = frames / 4, to = 3 * frames / 4;
+    out.period_us = (ends[to] - ends[from]) / static_cast<double>(to - from);
+  }
   if (m.mode == Mode::kOverlap) {
     // Frames leave in pairs or unevenly (the gate leaves idle time that the busiest resource
     // cannot see): the mean period over the steady frames, after the first quarter.

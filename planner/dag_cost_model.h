@@ -5,8 +5,9 @@
 // are on several processors (core/partition.h, graph/split_units.h); sub-graph s feeds d when
 // a unit of d reads a unit of s (graph::UnitDag). A sub-graph's time on its processor is the sum
 // of its units' times (CostModel::layer_us) plus, per edge it sends (receives), the profile's
-// transfer of the producing unit's outputs (CostModel::send_us / receive_us: with the pair's
-// hand-off in pipeline mode; an edge between two sub-graphs of one processor, e.g. around a
+// transfer of the producing unit's outputs (CostModel::send_us / receive_us, the copies only: a
+// pipeline's hand-off is a delay on the edge, below; an edge between two sub-graphs of one
+// processor, e.g. around a
 // spread split layer, is copied all the same: it costs the sender's send and the receiver's
 // receive as profiled towards / from another processor, the fastest such pair, with no hand-off
 // and no wake-up; in switch mode nothing between two processors whose backends share
@@ -22,18 +23,27 @@
 // processor starts, among its sub-graphs that are ready (every input holds the frame, every
 // receiver it feeds has a free slot, in switch mode the previous frame has left), the one with the
 // oldest frame, then the lowest index; a sub-graph publishes its outputs when it ends, so a branch
-// waits for the whole sub-graph that produces its input. Receivers hold receiver_capacities(.., 2)
-// frames. Concurrent branches on different processors overlap; branches on one processor run in
-// sequence in that order.
+// waits for the whole sub-graph that produces its input. In pipeline mode a published frame
+// reaches a reader on another processor the pair's hand-off later (CostModel::handoff_us: the
+// receiver learning of it; neither processor's work, as each has other frames to run meanwhile).
+// Receivers hold receiver_capacities(.., receiver_buffers) frames (core/partition.h). Concurrent
+// branches on different processors overlap; branches on one processor run in sequence in that
+// order.
 //   switch:   latency = one frame's makespan; period = latency.
-//   pipeline: latency = median frame latency over `pipeline_frames` frames all admitted at once
-//             (what `co_up` and `plan --verify` measure: queueing included); period = the busiest
-//             resource as in CostModel (sub-graph times summed per resource), throughput 1/period.
+//   pipeline: a run simulated as the executor runs `co_up run --n=N` and `plan --verify`: frames
+//             all admitted at once. Latency = their median latency (queueing included).
+//             `pipeline_frames` = N > 0, the run measured: period = as profiler::summarize
+//             measures it, (end of the last - end of the first) / (N - 1), over a short run above
+//             the steady rate (the first frame ends late: its processors ran later frames' early
+//             sub-graphs meanwhile). 0 (the default), the steady state: 64 frames, the mean period
+//             over the middle half (not the first frames, ending late, nor the last, the early
+//             stages done). pipeline_period_us() is the busiest resource (sub-graph
+//             times summed per resource), the searches' objective and bound.
 //   overlap:  the executor's overlap mode: frame g enters once g - 2 completed, and runs on a
 //             processor only when g - 1 has nothing left there and, for a tensor shared in
 //             place with another processor, that processor's readers finished g - 1; boundary
 //             copies and wake-ups as in switch mode. Latency = median frame latency over
-//             `pipeline_frames` frames; period = mean time between completions over the frames
+//             `pipeline_frames` frames (0: 64); period = mean time between completions over the frames
 //             after the first quarter (the gate's idle time counts; not the busiest resource).
 // Energy: CostModel::energy_mj over the sub-graph times per processor.
 // Resources that share cores (a GPU's host thread) are not slowed by each other here.
@@ -56,7 +66,9 @@ struct DagCostOptions {
   // Per megabyte of a cross-processor edge's tensor, switch and overlap mode (us per 10^6 bytes);
   // negative: the profile's per-pair value (0 if absent).
   double switch_edge_mb_us = -1;
-  uint32_t pipeline_frames = 32; // simulated frames for pipeline and overlap mode; at least 2
+  // Simulated frames for pipeline and overlap mode, all admitted at once: those of the run the
+  // prediction is compared with (at least 2), or 0: the steady state (64 frames).
+  uint32_t pipeline_frames = 0;
   uint32_t receiver_buffers = 3; // ExecutorOptions::receiver_buffers
 };
 
@@ -99,7 +111,7 @@ class DagCostModel {
   Prediction predict(const Mapping& mapping) const;
   FrameSchedule schedule(const Mapping& mapping) const;  // switch mode, one frame
   // The searches' objectives without the rest of predict(): one switch frame's latency, and the
-  // pipeline period (busiest resource).
+  // pipeline period as the busiest resource (the steady state; predict() simulates the run).
   double switch_latency_us(const Mapping& mapping) const;
   double pipeline_period_us(const Mapping& mapping) const;
 

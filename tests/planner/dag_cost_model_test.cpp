@@ -1,7 +1,8 @@
 // DAG cost model: one frame's latency over the sub-graph DAG equals hand-computed schedules of the
 // executor on small graphs (branches on different processors overlap, a sub-graph publishes when
 // it ends, one processor runs its ready sub-graphs lowest index first), with transfers and
-// hand-offs per edge; the period is the busiest resource.
+// per edge; pipelines as runs of a few frames (a hand-off delays the reader, throughput from the
+// completions as a run measures it).
 #include "planner/dag_cost_model.h"
 
 #include <gtest/gtest.h>
@@ -84,18 +85,69 @@ TEST(DagCostModel, TransfersAndHandOffsArePerEdge) {
   // a cross-processor edge only: L 1 [12,43]; L 3 [45,60].
   DagCostModel with_wakeup(model, dag(kDiamond), DagCostOptions{3});
   EXPECT_DOUBLE_EQ(with_wakeup.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 60);
-  // Pipeline: a hand-off of 4 on both sides of each cross-processor edge (none on B's own edge).
-  // Busy B = 10 + 30 + 3 x 1 (sends) + 2 (receive) + 2 x 4 = 53, L = 25 + 8 + 1 + 3 x 2 + 2 x 4
-  // = 48: period 53.
+  // Pipeline: the copies as in switch mode, the hand-off of 4 no processor's work (a delay, see
+  // AHandOffDelaysThePipelinesReader). Busy B = 10 + 30 + 3 x 1 (sends) + 2 (receive) = 45,
+  // L = 25 + 8 + 1 + 3 x 2 = 40: the busiest resource 45.
   const CostModel handoff(profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2, 4));
   const DagCostModel pipelined(handoff, dag(kDiamond));
   const Mapping m{"BLBL", Mode::kPipeline, {}};
-  EXPECT_DOUBLE_EQ(pipelined.pipeline_period_us(m), 53);
+  EXPECT_DOUBLE_EQ(pipelined.pipeline_period_us(m), 45);
   const Prediction p = pipelined.predict(m);
-  EXPECT_DOUBLE_EQ(p.period_us, 53);
-  EXPECT_DOUBLE_EQ(p.throughput_fps, 1e6 / 53);
-  // Queueing: frames wait for busy stages, never less than one frame alone (with its hand-offs).
-  EXPECT_GE(p.latency_ms * 1000, 10 + 1 + 4 + 30 + 1 + 4 + 2 + 4 + 8 - 1e-9);
+  EXPECT_EQ(p.resources.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.resources[0].busy_us + p.resources[1].busy_us, 85);
+  // Queueing: frames wait for busy stages, never less than one frame alone (with its hand-offs:
+  // B 0 [0,12], L 1 from 16 [16,44], B 2 [12,45], L 3 from max(44, 45 + 4) [49,61]).
+  EXPECT_GE(p.latency_ms * 1000, 61 - 1e-9);
+}
+
+// A pipeline's hand-off (the profile's handoff_us of the pair) is the time between a sub-graph
+// publishing a frame and its reader on the other processor taking it: a delay on the edge, not
+// time either processor spends (each has other frames' sub-graphs to run meanwhile).
+TEST(DagCostModel, AHandOffDelaysThePipelinesReader) {
+  DagCostOptions three;
+  three.pipeline_frames = 3;
+  // B 10 then L 20 per frame, hand-off 5, 3 frames admitted at once (L holds 3 in its receiver).
+  // B: [0,10] [10,20] [20,30]; L: frame 0 from 10 + 5 [15,35], frame 1 (there at 25) [35,55],
+  // frame 2 [55,75]. Latencies 35, 45, 55: median 45; 2 completions in 75 - 35 = 40 us.
+  // (As busy time on both sides it would be 15 + 25 per frame: latencies 40, 50, 60, period 25.)
+  const CostModel slow_reader(profile({10, 100}, {100, 20}, 0, 0, 5));
+  const DagCostModel a(slow_reader, dag({{}, {0}}), three);
+  const Prediction pa = a.predict({"BL", Mode::kPipeline, {}});
+  EXPECT_DOUBLE_EQ(pa.latency_ms, 0.045);
+  EXPECT_DOUBLE_EQ(pa.period_us, 20);
+  EXPECT_DOUBLE_EQ(pa.throughput_fps, 1e6 / 20);
+  EXPECT_DOUBLE_EQ(a.pipeline_period_us({"BL", Mode::kPipeline, {}}), 20);
+  // B 20 then L 10: L waits for every frame. B [0,20] [20,40] [40,60]; L [25,35] [45,55] [65,75]:
+  // every frame 35 us, one every 20 us (the delay costs latency, not throughput).
+  const CostModel fast_reader(profile({20, 100}, {100, 10}, 0, 0, 5));
+  const DagCostModel b(fast_reader, dag({{}, {0}}), three);
+  const Prediction pb = b.predict({"BL", Mode::kPipeline, {}});
+  EXPECT_DOUBLE_EQ(pb.latency_ms, 0.035);
+  EXPECT_DOUBLE_EQ(pb.period_us, 20);
+  // Switch mode has no hand-off: B [0,20], L [20,30].
+  EXPECT_DOUBLE_EQ(b.switch_latency_us({"BL", Mode::kSwitch, {}}), 30);
+}
+
+// Pipeline throughput as profiler::summarize measures a run: completions after the first over
+// the time from the first to the last. A short run's first frame ends late, its processor having
+// run later frames' early sub-graphs meanwhile, so the rate is above the busiest resource's.
+TEST(DagCostModel, PipelineThroughputIsTheSimulatedRunsAsMeasured) {
+  DagCostOptions three;
+  three.pipeline_frames = 3;
+  // Chain BLB: B 10, L 5, B 10. B runs unit 0 of frame 0 [0,10], of frame 1 [10,20] (unit 2 of
+  // frame 0 waits for L [10,15] and B is busy), unit 2 of frame 0 [20,30] (the oldest frame
+  // first), L frame 1 [20,25], B unit 2 of frame 1 [30,40], unit 0 of frame 2 [40,50], L [50,55],
+  // B [55,65]. Ends 30, 40, 65: 2 completions in 35 us, 17.5 us each, while B is busy 20 us a
+  // frame. Starts 0, 10, 40: latencies 30, 30, 25, median 30.
+  const CostModel model(profile({10, 100, 10}, {100, 5, 100}));
+  const DagCostModel dag_model(model, dag({{}, {0}, {1}}), three);
+  const Mapping m{"BLB", Mode::kPipeline, {}};
+  const Prediction p = dag_model.predict(m);
+  EXPECT_DOUBLE_EQ(p.period_us, 17.5);
+  EXPECT_DOUBLE_EQ(p.latency_ms, 0.030);
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us(m), 20);  // the searches' objective and bound
+  // By default the steady state: B, the busiest, never idles once the pipeline is full.
+  EXPECT_DOUBLE_EQ(DagCostModel(model, dag({{}, {0}, {1}})).predict(m).period_us, 20);
 }
 
 TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) {
@@ -110,7 +162,7 @@ TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) 
   EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 48);
   EXPECT_DOUBLE_EQ(DagCostModel(model, dag(kDiamond), DagCostOptions{3}).switch_latency_us({"BLBL", Mode::kSwitch, {}}), 51);
   // A pipeline copies (receivers hold several frames): the period is TransfersAndHandOffsArePerEdge's.
-  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us({"BLBL", Mode::kPipeline, {}}), 53);
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us({"BLBL", Mode::kPipeline, {}}), 45);
   // L does not share: edges touching L are copied again, B's own edge (0 -> 2) is not. B 0
   // sends to L: [0,11]; L 1: 2 + 25 + 1: [11,39]; B 2: 30 + 1: [11,42]; L 3: 2 + 2 + 8: [42,54].
   ASSERT_EQ(shared.processors.at(1).letter, 'L');
@@ -172,8 +224,16 @@ TEST(DagCostModel, OnAChainItAgreesWithTheChainModel) {
   for (const std::string order : {"BBBBBBB", "BBLLLGG", "BLGBLGB", "GGGLLLB"}) {
     const Mapping s{order, Mode::kSwitch, {}};
     EXPECT_NEAR(dag_model.predict(s).latency_ms, model.predict(s).latency_ms, 1e-9) << order;
+  }
+  // Pipeline: the busiest resource is the chain model's period without hand-offs (the DAG model
+  // takes a hand-off as a delay on the edge, not as either processor's work).
+  spec.handoff_us = 0;
+  const CostModel no_handoff(make_synthetic_profile(spec));
+  const DagCostModel dag_no_handoff(no_handoff, chain);
+  for (const std::string order : {"BBBBBBB", "BBLLLGG", "BLGBLGB", "GGGLLLB"}) {
     const Mapping p{order, Mode::kPipeline, {}};
-    EXPECT_NEAR(dag_model.predict(p).period_us, model.predict(p).period_us, 1e-6) << order;
+    EXPECT_NEAR(dag_model.pipeline_period_us(p), no_handoff.predict(p).period_us, 1e-6) << order;
+    EXPECT_NEAR(dag_no_handoff.pipeline_period_us(p), no_handoff.predict(p).period_us, 1e-6) << order;
   }
 }
 

@@ -94,8 +94,10 @@ TEST_P(ExactSearch, EqualsBruteForceInBothModes) {
     const double value = mode == Mode::kSwitch ? model.switch_latency_us(found) : model.pipeline_period_us(found);
     EXPECT_NEAR(value, brute, 1e-9 * brute) << mode_name(mode) << " found " << found.order << ", brute force "
                                              << brute_order;
-    const double predicted = mode == Mode::kSwitch ? r.best.prediction.latency_ms * 1000 : r.best.prediction.period_us;
-    EXPECT_NEAR(predicted, brute, 1e-9 * brute);
+    // Switch: the prediction is the searched latency. Pipeline: the search bounds the busiest
+    // resource; the prediction simulates the run (DagCostModel::predict).
+    if (mode == Mode::kSwitch) EXPECT_NEAR(r.best.prediction.latency_ms * 1000, brute, 1e-9 * brute);
+    if (mode == Mode::kPipeline) EXPECT_EQ(r.best.prediction.period_us, model.predict(found).period_us);
   }
 }
 
