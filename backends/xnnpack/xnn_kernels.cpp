@@ -107,33 +107,25 @@ void interleave_planes(const float* src, float* dst, int64_t rows, int64_t cols,
 
 void transpose_planes(const float* x, float* y, int64_t batch, int64_t rows, int64_t cols,
                       const CpuPool& pool) {
-  if (rows < 8) {
-    // Few planes (an RGB input, NCHW -> NHWC): one tile of rows held the whole image, so it ran
-    // on one thread, in the scalar edge loop (50 us of a 224x224 frame, before its first layer).
-    // Ranges of pixels instead, on the pool.
-    constexpr int64_t kPixels = 1024;
-    const int64_t col_blocks = (cols + kPixels - 1) / kPixels;
-    pool.parallel_for(batch * col_blocks, 1, kMinParallel / (kPixels * std::max<int64_t>(rows, 1)) + 1,
-                      [&](int64_t begin, int64_t end) {
-                        for (int64_t item = begin; item < end; ++item) {
-                          const int64_t n = item / col_blocks;
-                          const int64_t c0 = item % col_blocks * kPixels;
-                          interleave_planes(x + n * rows * cols, y + n * rows * cols, rows, cols, c0,
-                                            std::min(cols, c0 + kPixels));
-                        }
-                      });
-    return;
-  }
-  // Per image: y[c][r] = x[r][c] for an x of rows x cols. Split over tiles of rows.
-  const int64_t row_tiles = (rows + kTile - 1) / kTile;
-  pool.parallel_for(batch * row_tiles, 1, kMinParallel / (kTile * std::max<int64_t>(cols, 1)) + 1,
+  // Per image: y[c][r] = x[r][c] for an x of rows x cols, split over tiles of rows. Few rows (an
+  // RGB input's planes, NCHW -> NHWC) were one tile, so one thread, all in the scalar edge loop
+  // (50 us of a 224x224 frame, before its first layer): ranges of columns (pixels) instead.
+  constexpr int64_t kPixels = 1024;
+  const bool few_rows = rows < 8;
+  const int64_t items = few_rows ? (cols + kPixels - 1) / kPixels : (rows + kTile - 1) / kTile;
+  const int64_t item_floats = few_rows ? kPixels * rows : kTile * cols;
+  pool.parallel_for(batch * items, 1, kMinParallel / std::max<int64_t>(item_floats, 1) + 1,
                     [&](int64_t begin, int64_t end) {
                       for (int64_t item = begin; item < end; ++item) {
-                        const int64_t n = item / row_tiles;
-                        const int64_t r0 = item % row_tiles * kTile;
+                        const float* src = x + item / items * rows * cols;
+                        float* dst = y + item / items * rows * cols;
+                        if (few_rows) {
+                          const int64_t c0 = item % items * kPixels;
+                          interleave_planes(src, dst, rows, cols, c0, std::min(cols, c0 + kPixels));
+                          continue;
+                        }
+                        const int64_t r0 = item % items * kTile;
                         const int64_t r1 = std::min(rows, r0 + kTile);
-                        const float* src = x + n * rows * cols;
-                        float* dst = y + n * rows * cols;
                         for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
                           transpose_block(src, dst, rows, cols, r0, r1, c0, std::min(cols, c0 + kTile));
                         }
