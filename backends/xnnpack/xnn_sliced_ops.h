@@ -48,7 +48,9 @@ struct SliceRange {
 // its outputs as the whole layer would).
 int64_t slice_count(double work_us, int64_t extent, int threads);
 // A layer's one-thread time as the split rule estimates it: at the fastest measured rate.
-double conv_work_us(int64_t macs);
+double conv_work_us(int64_t macs);  // depthwise (and grouped) convolutions
+// A dense (group 1) convolution's: `macs` multiply-adds over `weights` weights.
+double dense_conv_work_us(int64_t macs, int64_t weights);
 double pass_work_us(int64_t elements);
 double split_cost_us();
 

@@ -104,6 +104,8 @@ TEST(Avx512Convolution, MatchesTheDefinitionOnEveryTileShape) {
       {1, 160, 13, 12, 80, 3, 1, 1, 1, 1, 0.0f, 6.0f},  // 156 pixels: pair tiles on a deep reduction, 3 blocks
       {1, 128, 30, 30, 72, 1, 1, 0, 1, 1, 0.0f, kInf},  // 720 KB of pixels: two L2 chunks, the last short
       {1, 64, 40, 40, 64, 3, 1, 1, 2, 1, -kInf, kInf},  // two chunks of two groups
+      {1, 832, 7, 7, 384, 1, 1, 0, 1, 1, 0.0f, kInf},   // GoogLeNet 5b: 12 blocks in one range per thread
+      {1, 96, 7, 7, 128, 3, 1, 1, 1, 1, 0.0f, kInf},    // 4 blocks: two per thread's range
   };
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

@@ -25,6 +25,7 @@ namespace {
 using co_up::backends::Conv2dShape;
 using co_up::xnnpack::conv_row_slice;
 using co_up::xnnpack::conv_work_us;
+using co_up::xnnpack::dense_conv_work_us;
 using co_up::xnnpack::ConvRowSlice;
 using co_up::xnnpack::CpuPool;
 using co_up::xnnpack::pass_work_us;
@@ -159,7 +160,7 @@ TEST_F(SplitRule, OnePixelConvolutionIsCutIntoChannelRangesWithTheBitsOfOneOpera
     ASSERT_EQ(xnn_setup_convolution2d_nhwc_f32(op.get(), 1, 1, 1, x.data(), whole.data(), nullptr),
               xnn_status_success);
     ASSERT_EQ(xnn_run_operator(op.get(), nullptr), xnn_status_success);
-    const bool pays = conv_work_us(k.cin * k.cout) > 2.0 * split_cost_us();
+    const bool pays = dense_conv_work_us(k.cin * k.cout, k.cin * k.cout) > 2.0 * split_cost_us();
     for (int threads : {1, 2}) {
       const CpuPool pool(threads, {}, Schedule::kDynamic);
       std::vector<float> y(whole.size(), 7.0f);  // 7.0 in the gaps must survive
@@ -175,6 +176,54 @@ TEST_F(SplitRule, OnePixelConvolutionIsCutIntoChannelRangesWithTheBitsOfOneOpera
         cut.run(pool);
         ASSERT_EQ(yc, whole) << k.cin << "->" << k.cout << ", " << slices << " slices, " << threads << " threads";
       }
+    }
+  }
+}
+
+// A dense (group 1) convolution reuses its weights over its pixels and runs several times faster
+// per multiply-add than a depthwise one; estimated at the depthwise rate, MobileNetV3-L's 1x1
+// expansions at 14x14 and 28x28 (25-60 us on one thread) were cut into six or eight ranges of
+// channels (the rows did not divide into that many bands), each re-reading the whole input and
+// applying its HardSwish over strided rows, and GoogLeNet's 1x1 layers into four to six uneven
+// bands. Now: two bands of rows on two threads, with the bits of one operator.
+TEST_F(SplitRule, DenseConvolutionsAreCutIntoAsManyBandsAsTheirTimePays) {
+  struct Case {
+    int64_t cin, cout, hw, k;
+    int64_t slices;  // as the rule cuts it for two threads
+  };
+  for (const Case& k : std::vector<Case>{{80, 200, 14, 1, 2},    // MobileNetV3-L, Conv + HardSwish
+                                         {40, 240, 28, 1, 2},    // MobileNetV3-L, Conv + HardSwish
+                                         {512, 32, 14, 1, 2},    // GoogLeNet 4b-4d
+                                         {832, 48, 7, 1, 2},     // GoogLeNet 5b: 4 + 3 rows, not 16 + 32 channels
+                                         {16, 96, 112, 1, 4},    // MobileNetV2: 4 bands of 28 rows, not 6 uneven
+                                         {3, 16, 112, 3, 2}}) {  // MobileNetV3-L's stem (stride 1 here)
+    Conv2dShape s;
+    s.in_channels = k.cin;
+    s.out_channels = k.cout;
+    s.in_height = s.in_width = k.hw;
+    s.kernel_h = s.kernel_w = k.k;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = k.k / 2;
+    const auto x = random_floats(size_t(k.hw * k.hw * k.cin), 21);
+    const auto w = random_floats(size_t(k.cout * k.k * k.k * k.cin), 22);  // OHWI
+    const auto b = random_floats(size_t(k.cout), 23);
+    const size_t out = size_t(k.hw * k.hw * k.cout) + 64;
+    std::vector<float> whole(out, 7.0f);
+    const CpuPool one(1, {}, Schedule::kDynamic);
+    SlicedOperator::convolution(s, w.data(), b.data(), 0.0f, 6.0f, 0, x.data(), whole.data(), k.cout, "t", 1)
+        .run(one);
+    for (bool hardswish : {false, true}) {
+      std::vector<float> reference(out, 7.0f);
+      SlicedOperator::convolution(s, w.data(), b.data(), 0.0f, 6.0f, 0, x.data(), reference.data(), k.cout, "t",
+                                  1, 1, hardswish)
+          .run(one);
+      std::vector<float> y(out, 7.0f);
+      const SlicedOperator chosen = SlicedOperator::convolution(s, w.data(), b.data(), 0.0f, 6.0f, 0, x.data(),
+                                                                y.data(), k.cout, "t", 0, 2, hardswish);
+      EXPECT_EQ(chosen.slices(), k.slices) << k.cin << "->" << k.cout << " at " << k.hw;
+      const CpuPool two(2, {}, Schedule::kDynamic);
+      chosen.run(two);
+      ASSERT_EQ(y, reference) << k.cin << "->" << k.cout << " at " << k.hw << (hardswish ? " + HardSwish" : "");
+      if (!hardswish) ASSERT_EQ(y, whole);
     }
   }
 }
