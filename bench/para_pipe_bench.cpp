@@ -14,6 +14,9 @@
 //      beside the chain cost model's latency error on the same runs. Then the same with a second
 //      fitted number, one factor on all the profile's times (for runs under other contention
 //      than the profile's).
+//      Then pipeline mode's costs (planner/pipeline_cost_fit.h: per sub-graph run, per edge as a
+//      delay, both) fitted on the even mappings' pipeline periods, reported on the odd ones with
+//      the signed throughput error by sub-graph count, beside the profile's own.
 //      --mappings=0 skips 1 and 2: the model then uses the profile's own switch-mode wake-up per
 //      edge (LayerProfile::switch_edges, measured by `co_up profile`), as `co_up plan` does.
 //   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
