@@ -14,6 +14,9 @@
 //      beside the chain cost model's latency error on the same runs. Then the same with a second
 //      fitted number, one factor on all the profile's times (for runs under other contention
 //      than the profile's).
+//      Then pipeline mode's costs (planner/pipeline_cost_fit.h: per sub-graph run, per edge as a
+//      delay, both) fitted on the even mappings' pipeline periods, reported on the odd ones with
+//      the signed throughput error by sub-graph count, beside the profile's own.
 //      --mappings=0 skips 1 and 2: the model then uses the profile's own switch-mode wake-up per
 //      edge (LayerProfile::switch_edges, measured by `co_up profile`), as `co_up plan` does.
 //   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
@@ -67,6 +70,7 @@
 #include "planner/dag_cost_model.h"
 #include "planner/hybrid_plan.h"
 #include "planner/layer_profile.h"
+#include "planner/pipeline_cost_fit.h"
 #include "planner/split_plan.h"
 #include "profiler/report.h"
 
@@ -169,6 +173,8 @@ planner::LayerProfile scaled_profile(planner::LayerProfile p, double k) {
   }
   for (auto& [letter, us] : p.input_transfer_us) us *= k;
   for (planner::HandoffTime& h : p.handoffs) h.us *= k;
+  for (planner::HandoffTime& h : p.pipeline_subgraphs) h.us *= k;
+  for (planner::HandoffTime& h : p.pipeline_edges) h.us *= k;
   return p;
 }
 
@@ -356,6 +362,11 @@ static int run_para_pipe(int argc, char** argv) {
       for (const planner::HandoffTime& h : profile.switch_edges) {
         std::cout << "profile's switch-mode wake-up " << h.a << "<->" << h.b << ": " << h.us << " us per edge\n\n";
       }
+      for (const planner::HandoffTime& h : profile.pipeline_subgraphs) {
+        const planner::HandoffTime* edge = profile.find_pipeline_edge(h.a, h.b);
+        std::cout << "profile's pipeline cost " << h.a << "<->" << h.b << ": " << h.us << " us per sub-graph run, "
+                  << (edge != nullptr ? edge->us : 0.0) << " us delay per cross-processor edge\n\n";
+      }
       for (const planner::HandoffTime& h : profile.switch_edge_mb) {
         std::cout << "profile's switch-mode cross-core read " << h.a << "<->" << h.b << ": " << h.us
                   << " us per MB of a cross-processor edge's tensor\n\n";
@@ -479,6 +490,70 @@ static int run_para_pipe(int argc, char** argv) {
                   << pct(errors(scaled, true, planner::Mode::kSwitch, 0)) << " (report), pipeline latency "
                   << pct(errors(scaled, true, planner::Mode::kPipeline, 0)) << ", pipeline throughput "
                   << pct(errors(scaled, true, planner::Mode::kPipeline, 1)) << " (report)\n\n";
+      }
+      // Pipeline mode: the executor's cost per sub-graph run and the delay per cross-processor
+      // edge (planner/pipeline_cost_fit.h) fitted on the even mappings' pipeline runs, reported
+      // on the odd ones, each shape; signed errors by sub-graph count show what is left.
+      {
+        std::vector<planner::PipelineRun> fit_runs;
+        std::vector<const Run*> report_runs;
+        std::vector<size_t> report_subgraphs;
+        for (size_t i = 0; i < runs.size(); ++i) {
+          const Run& r = runs[i];
+          if (r.mapping.mode != planner::Mode::kPipeline || !(r.measured_fps > 0)) continue;
+          if ((i / 2) % 2 == 0) {
+            fit_runs.push_back({r.mapping.order, dag_options.pipeline_frames, 1e6 / r.measured_fps});
+          } else {
+            report_runs.push_back(&r);
+            report_subgraphs.push_back(cut_counts(dag_model, r.mapping).first);
+          }
+        }
+        const auto report = [&](const std::string& label, const planner::DagCostModel& dm, double fit_error) {
+          std::vector<double> tp, lat, bins[3];
+          for (size_t k = 0; k < report_runs.size(); ++k) {
+            const planner::Prediction p = dm.predict(report_runs[k]->mapping);
+            const double e = rel(p.throughput_fps, report_runs[k]->measured_fps);
+            tp.push_back(std::abs(e));
+            lat.push_back(std::abs(rel(p.latency_ms, report_runs[k]->measured_latency_ms)));
+            bins[report_subgraphs[k] <= 10 ? 0 : report_subgraphs[k] <= 16 ? 1 : 2].push_back(e);
+          }
+          std::cout << "| " << label << " | " << pct(fit_error) << " | " << pct(profiler::median(tp)) << " | "
+                    << pct(profiler::median(lat));
+          for (const std::vector<double>& b : bins) {
+            std::cout << " | " << (b.empty() ? std::string("-") : pct(profiler::median(b)) + " (" + std::to_string(b.size()) + ")");
+          }
+          std::cout << " |\n";
+        };
+        if (!fit_runs.empty() && !report_runs.empty()) {
+          std::cout << "| pipeline cost (" << fit_runs.size() << " fit, " << report_runs.size()
+                    << " reported) | period error, fit set | throughput error, report set | latency error, report set"
+                    << " | signed throughput error, <= 10 sub-graphs | 11-16 | > 16 |\n|---|---|---|---|---|---|---|\n";
+          planner::DagCostModel own = dag_model;
+          own.set_pipeline_subgraph_us(-1);
+          own.set_pipeline_edge_us(-1);
+          report("the profile's", own,
+                 profiler::median([&] {
+                   std::vector<double> e = planner::pipeline_period_errors(own, fit_runs, false);
+                   for (double& x : e) x = std::abs(x);
+                   return e;
+                 }()));
+          using Shape = planner::PipelineCostShape;
+          for (const auto& [shape, name] : {std::pair{Shape::kPerSubGraph, "per sub-graph"},
+                                            std::pair{Shape::kPerEdge, "per edge (delay)"},
+                                            std::pair{Shape::kBoth, "both"}}) {
+            planner::DagCostModel m = dag_model;
+            m.set_pipeline_subgraph_us(0);
+            m.set_pipeline_edge_us(0);
+            const planner::PipelineCostFit f = planner::fit_pipeline_costs(m, fit_runs, shape, false);
+            m.set_pipeline_subgraph_us(f.subgraph_us);
+            m.set_pipeline_edge_us(f.edge_us);
+            char label[128];
+            std::snprintf(label, sizeof label, "%s: %.0f us per sub-graph, %.0f us per edge", name, f.subgraph_us,
+                          f.edge_us);
+            report(label, m, f.error);
+          }
+          std::cout << "\n";
+        }
       }
       }  // mappings > 0
 

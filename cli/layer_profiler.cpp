@@ -314,6 +314,10 @@ std::map<uint32_t, std::string> LayerProfiler::declined_layers(char processor) c
   return declined;
 }
 
+uint32_t LayerProfiler::pipeline_run_frames() const {
+  return static_cast<uint32_t>(std::max(settings_.frames, 4) + (settings_.rounds > 1 ? 1 : 0));
+}
+
 std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<std::string>& orders) const {
   std::vector<std::vector<double>> periods(orders.size());
   run_interleaved(

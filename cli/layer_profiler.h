@@ -110,6 +110,8 @@ class LayerProfiler {
   // Median steady-state pipeline period (us) of each order, the orders interleaved; each turn
   // runs max(frames, 4) frames (a period needs a few completions after the pipeline fills).
   std::vector<double> measure_pipeline_periods(const std::vector<std::string>& orders) const;
+  // The frames of each run measure_pipeline_periods takes a period from (all admitted at once).
+  uint32_t pipeline_run_frames() const;
   // Median one-frame latency (us) of each order in switch mode, the orders interleaved.
   std::vector<double> measure_switch_latencies(const std::vector<std::string>& orders) const;
 

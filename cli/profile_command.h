@@ -10,7 +10,10 @@
 //                  recorded as such (one note) instead of failing the profile
 //   transfers:X:Y  every boundary X->Y and Y->X (two alternating orders, interleaved)
 //   handoff:X:Y    the pair's hand-off per sub-graph boundary: pipeline runs with 2, 3 and 4
-//                  sub-graphs on X and Y (interleaved), fitted (planner/handoff_fit.h); needs
+//                  sub-graphs on X and Y and the two alternating orders (interleaved); the
+//                  hand-off fitted on the first for the chain model (planner/handoff_fit.h),
+//                  the DAG model's cost per sub-graph run and delay per edge on all of them
+//                  (planner/pipeline_cost_fit.h); then the switch-mode edge costs; needs
 //                  the two steps above, so a v1 profile resumed gets just this step
 //   layers:X:k     every layer on X at DVFS level k (1-based), for each level of X's table, when
 //                  the platform has one for X and its sysfs nodes are writable (a probe sets the

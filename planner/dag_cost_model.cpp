@@ -110,6 +110,25 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       if (mb != nullptr) profile_edge_mb_us_[a][b] = mb->us;
     }
   }
+  // Pipeline costs: the profile's fit against this model's simulation where it has one (then
+  // the hand-off is the chain model's only), else the hand-off as the delay and nothing per
+  // sub-graph, as before such fits.
+  const bool pipeline_fitted = !model.profile().pipeline_edges.empty() || !model.profile().pipeline_subgraphs.empty();
+  profile_subgraph_us_.assign(letters.size(), 0.0);
+  profile_delay_us_.assign(letters.size(), std::vector<double>(letters.size(), 0.0));
+  for (size_t a = 0; a < letters.size(); ++a) {
+    for (size_t b = 0; b < letters.size(); ++b) {
+      if (a == b) continue;
+      if (const HandoffTime* h = model.profile().find_pipeline_subgraph(letters[a], letters[b])) {
+        profile_subgraph_us_[a] = std::max(profile_subgraph_us_[a], h->us);
+      }
+      if (!pipeline_fitted) {
+        profile_delay_us_[a][b] = model.handoff_us(a, b);
+      } else if (const HandoffTime* h = model.profile().find_pipeline_edge(letters[a], letters[b])) {
+        profile_delay_us_[a][b] = h->us;
+      }
+    }
+  }
   output_mb_.assign(n, 0.0);
   const std::vector<ProfileLayer>& layers = model.profile().network.layers;
   if (layers.size() == n) {
@@ -176,6 +195,15 @@ double DagCostModel::switch_edge_mb_us(size_t a, size_t b) const {
   return options_.switch_edge_mb_us >= 0 ? options_.switch_edge_mb_us : profile_edge_mb_us_[a][b];
 }
 
+double DagCostModel::pipeline_subgraph_us(size_t p) const {
+  return options_.pipeline_subgraph_us >= 0 ? options_.pipeline_subgraph_us : profile_subgraph_us_[p];
+}
+
+double DagCostModel::pipeline_edge_us(size_t a, size_t b) const {
+  if (a == b) return 0;
+  return options_.pipeline_edge_us >= 0 ? options_.pipeline_edge_us : profile_delay_us_[a][b];
+}
+
 DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const {
   const CostModel& model = *model_;
   model.check(m);
@@ -194,6 +222,9 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   }
   const size_t count = plan.processor.size();
   plan.cost_us.assign(count, 0.0);
+  if (m.mode == Mode::kPipeline) {
+    for (size_t s = 0; s < count; ++s) plan.cost_us[s] = pipeline_subgraph_us(plan.processor[s]);
+  }
   plan.reads_input.assign(count, false);
   plan.writes_output.assign(count, false);
   // Marks instead of searches keep this linear in the units and edges: the planner's searches
@@ -244,7 +275,7 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       }
       if (link_of[s] == UINT32_MAX || links[link_of[s]].destination != d) {
         link_of[s] = static_cast<uint32_t>(links.size());
-        const double delay = m.mode == Mode::kPipeline ? model.handoff_us(ps, pd) : 0.0;
+        const double delay = m.mode == Mode::kPipeline ? pipeline_edge_us(ps, pd) : 0.0;
         links.push_back({s, d, false, delay});
         plan.delays = plan.delays || delay > 0;
       }

@@ -24,8 +24,14 @@
 // receiver it feeds has a free slot, in switch mode the previous frame has left), the one with the
 // oldest frame, then the lowest index; a sub-graph publishes its outputs when it ends, so a branch
 // waits for the whole sub-graph that produces its input. In pipeline mode a published frame
-// reaches a reader on another processor the pair's hand-off later (CostModel::handoff_us: the
-// receiver learning of it; neither processor's work, as each has other frames to run meanwhile).
+// reaches a reader on another processor a delay later (the receiver learning of it; neither
+// processor's work, as each has other frames to run meanwhile), and every sub-graph run costs its
+// processor the executor's work around it (scheduling lock, claim, commit, waking the other
+// thread: DagCostOptions::pipeline_subgraph_us). Both are the profile's pipeline fit
+// (LayerProfile::pipeline_subgraphs / pipeline_edges, planner/pipeline_cost_fit.h: fitted
+// against this model's simulation of the profile's own pipeline runs); a profile without it
+// delays an edge by the pair's hand-off (CostModel::handoff_us, fitted for the chain model) and
+// charges nothing per sub-graph.
 // Receivers hold receiver_capacities(.., receiver_buffers) frames (core/partition.h). Concurrent
 // branches on different processors overlap; branches on one processor run in sequence in that
 // order.
@@ -38,7 +44,8 @@
 //             sub-graphs meanwhile). 0 (the default), the steady state: 64 frames, the mean period
 //             over the middle half (not the first frames, ending late, nor the last, the early
 //             stages done). pipeline_period_us() is the busiest resource (sub-graph
-//             times summed per resource), the searches' objective and bound.
+//             times, the per-sub-graph cost included, summed per resource), the searches'
+//             objective and bound.
 //   overlap:  the executor's overlap mode: frame g enters once g - 2 completed, and runs on a
 //             processor only when g - 1 has nothing left there and, for a tensor shared in
 //             place with another processor, that processor's readers finished g - 1; boundary
@@ -66,6 +73,14 @@ struct DagCostOptions {
   // Per megabyte of a cross-processor edge's tensor, switch and overlap mode (us per 10^6 bytes);
   // negative: the profile's per-pair value (0 if absent).
   double switch_edge_mb_us = -1;
+  // Pipeline mode, per sub-graph run: work of its processor's thread outside its layers and
+  // copies (the executor's scheduling lock, claim, commit and wake-up of the other thread);
+  // negative: the profile's (LayerProfile::pipeline_subgraphs, 0 if absent).
+  double pipeline_subgraph_us = -1;
+  // Pipeline mode, per cross-processor edge: the delay between a frame's publishing and its
+  // reader seeing it; negative: the profile's (LayerProfile::pipeline_edges where the profile
+  // has them, else the pair's hand-off, CostModel::handoff_us).
+  double pipeline_edge_us = -1;
   // Simulated frames for pipeline and overlap mode, all admitted at once: those of the run the
   // prediction is compared with (at least 2), or 0: the steady state (64 frames).
   uint32_t pipeline_frames = 0;
@@ -106,6 +121,13 @@ class DagCostModel {
   void set_switch_edge_mb_us(double us) { options_.switch_edge_mb_us = us; }  // negative: the profile's
   // The cold-read cost charged per megabyte of a switch-mode edge from `a` to `b`.
   double switch_edge_mb_us(size_t a, size_t b) const;
+  void set_pipeline_subgraph_us(double us) { options_.pipeline_subgraph_us = us; }  // negative: the profile's
+  void set_pipeline_edge_us(double us) { options_.pipeline_edge_us = us; }  // negative: the profile's
+  // Pipeline mode: the cost charged per sub-graph run on processor `p` (CostModel order): the
+  // most of its pairs' values (one per pair in the profile).
+  double pipeline_subgraph_us(size_t p) const;
+  // Pipeline mode: the delay on an edge from processor `a` to `b` (0 when a == b).
+  double pipeline_edge_us(size_t a, size_t b) const;
 
   // Throws InputError as CostModel::check does.
   Prediction predict(const Mapping& mapping) const;
@@ -145,6 +167,8 @@ class DagCostModel {
   std::vector<graph::SplitUnitGroup> split_units_;  // from the profile's unit names
   std::vector<std::vector<double>> profile_edge_us_;  // [from][to], LayerProfile::switch_edges
   std::vector<std::vector<double>> profile_edge_mb_us_;  // [from][to], LayerProfile::switch_edge_mb
+  std::vector<double> profile_subgraph_us_;  // [processor], LayerProfile::pipeline_subgraphs
+  std::vector<std::vector<double>> profile_delay_us_;  // [from][to], pipeline_edges or the hand-off
   std::vector<double> output_mb_;  // per unit: ProfileLayer::output_bytes / 10^6 (0 when unknown)
   // Per unit, from the profile's op names (false when unknown): the unit starts with a Concat
   // (`concat_first_`; `concat_only_`: it is nothing else) or ends with a convolution. What

@@ -297,6 +297,19 @@ void LayerProfile::set_switch_edge_mb(char a, char b, double us_per_mb) {
   set_pair(switch_edge_mb, a, b, us_per_mb);
 }
 
+const HandoffTime* LayerProfile::find_pipeline_subgraph(char a, char b) const {
+  return find_pair(pipeline_subgraphs, a, b);
+}
+
+const HandoffTime* LayerProfile::find_pipeline_edge(char a, char b) const {
+  return find_pair(pipeline_edges, a, b);
+}
+
+void LayerProfile::set_pipeline_costs(char a, char b, double subgraph_us, double edge_us) {
+  set_pair(pipeline_subgraphs, a, b, subgraph_us);
+  set_pair(pipeline_edges, a, b, edge_us);
+}
+
 bool LayerProfile::is_completed(const std::string& step) const {
   return std::find(completed.begin(), completed.end(), step) != completed.end();
 }
@@ -449,6 +462,8 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
   };
   read_pairs("switch_edge_us", profile.switch_edges);
   read_pairs("switch_edge_mb_us", profile.switch_edge_mb);
+  read_pairs("pipeline_subgraph_us", profile.pipeline_subgraphs);
+  read_pairs("pipeline_edge_us", profile.pipeline_edges);
   if (const Json* power = r.optional(root, "power_w")) {
     r.array(*power, "power_w");
     for (size_t i = 0; i < power->size(); ++i) {
@@ -550,6 +565,8 @@ std::string layer_profile_json(const LayerProfile& profile) {
   };
   write_pairs("switch_edge_us", profile.switch_edges);
   write_pairs("switch_edge_mb_us", profile.switch_edge_mb);
+  write_pairs("pipeline_subgraph_us", profile.pipeline_subgraphs);
+  write_pairs("pipeline_edge_us", profile.pipeline_edges);
   if (!profile.power_w.empty()) {
     root["power_w"] = Ordered::array();
     for (const PowerPoint& p : profile.power_w) {

@@ -136,6 +136,19 @@ struct LayerProfile {
   std::vector<HandoffTime> switch_edge_mb;
   const HandoffTime* find_switch_edge_mb(char a, char b) const;
   void set_switch_edge_mb(char a, char b, double us_per_mb);
+  // Optional ("pipeline_subgraph_us", "pipeline_edge_us"), written together: in pipeline mode,
+  // what the executor costs per sub-graph run on either processor of the pair (the scheduling
+  // lock, the claim, the commit and the wake-up of the other thread: work of that processor's
+  // thread that no layer or transfer event holds) and the delay on a cross-processor edge
+  // between a frame's publishing and its reader seeing it. Fitted by `co_up profile` in the
+  // hand-off step against the DAG cost model's simulation of the pair's pipeline runs
+  // (planner/pipeline_cost_fit.h). Where present the DAG model takes these and not
+  // `handoffs` (which stay the chain model's); absent: the DAG model delays an edge by the
+  // pair's hand-off and charges nothing per sub-graph.
+  std::vector<HandoffTime> pipeline_subgraphs, pipeline_edges;
+  const HandoffTime* find_pipeline_subgraph(char a, char b) const;
+  const HandoffTime* find_pipeline_edge(char a, char b) const;
+  void set_pipeline_costs(char a, char b, double subgraph_us, double edge_us);
   std::vector<PowerPoint> power_w;           // optional
   std::vector<ThreadLayerTimes> thread_times;  // optional, see ThreadLayerTimes
   std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...

@@ -150,6 +150,43 @@ TEST(DagCostModel, PipelineThroughputIsTheSimulatedRunsAsMeasured) {
   EXPECT_DOUBLE_EQ(DagCostModel(model, dag({{}, {0}, {1}})).predict(m).period_us, 20);
 }
 
+// The executor's cost per sub-graph run in pipeline mode (the profile's pipeline_subgraph_us,
+// planner/pipeline_cost_fit.h): work of that sub-graph's processor, so it counts in the busiest
+// resource as in the simulated run; switch mode does not charge it.
+TEST(DagCostModel, APipelineChargesItsProcessorPerSubGraphRun) {
+  LayerProfile p = profile({10, 100, 10}, {100, 5, 100});
+  p.set_pipeline_costs('B', 'L', 2, 0);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag({{}, {0}, {1}}));
+  const Mapping m{"BLB", Mode::kPipeline, {}};
+  // B runs two sub-graphs a frame: 10 + 2 + 10 + 2 = 24; L 5 + 2 = 7.
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_subgraph_us(0), 2);
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us(m), 24);
+  EXPECT_DOUBLE_EQ(dag_model.predict(m).period_us, 24);  // the steady state: B never idles
+  // One sub-graph alone: 10 + 2 + 2 (its two cross edges have no delay).
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLB", Mode::kSwitch, {}}), 25);
+  DagCostModel none = dag_model;
+  none.set_pipeline_subgraph_us(0);
+  EXPECT_DOUBLE_EQ(none.pipeline_period_us(m), 20);
+}
+
+// A profile with the pipeline fit (pipeline_edge_us) delays an edge by it, not by the hand-off,
+// which then is the chain model's alone; an older profile keeps the hand-off as the delay
+// (AHandOffDelaysThePipelinesReader).
+TEST(DagCostModel, TheProfilesPipelineFitReplacesTheHandOffAsTheDelay) {
+  DagCostOptions three;
+  three.pipeline_frames = 3;
+  LayerProfile p = profile({10, 100}, {100, 20}, 0, 0, 5);
+  p.set_pipeline_costs('B', 'L', 0, 2);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag({{}, {0}}), three);
+  // B 10 then L 20, delay 2: B [0,10] [10,20] [20,30]; L frame 0 from 12 [12,32], [32,52],
+  // [52,72]. Latencies 32, 42, 52: median 42 (with the hand-off's 5: 45).
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_edge_us(0, 1), 2);
+  EXPECT_DOUBLE_EQ(dag_model.predict({"BL", Mode::kPipeline, {}}).latency_ms, 0.042);
+  EXPECT_DOUBLE_EQ(model.handoff_us(0, 1), 5);  // the chain model's, unchanged
+}
+
 TEST(DagCostModel, SwitchModeChargesNoCopiesBetweenBackendsThatShareBoundaries) {
   // The profile's processors take boundary tensors in runtime memory: in switch mode the runtime
   // shares them in place, so the edges of TransfersAndHandOffsArePerEdge cost no send/receive

@@ -118,6 +118,25 @@ TEST(LayerProfile, HandoffRoundTripsAndVersionOneProfilesLoadWithoutIt) {
   EXPECT_THAT(with.warnings(), Not(Contains(HasSubstr("hand-off"))));
 }
 
+// The DAG model's pipeline costs: optional keys per pair, absent in older profiles.
+TEST(LayerProfile, PipelineCostsRoundTripAndAreOptional) {
+  SyntheticSpec spec;
+  spec.layers = 4;
+  spec.processors = 2;
+  LayerProfile a = make_synthetic_profile(spec);
+  EXPECT_EQ(layer_profile_json(a).find("pipeline_subgraph_us"), std::string::npos);
+  a.set_pipeline_costs('B', 'L', 12.5, 3);
+  const LayerProfile b = parse_layer_profile(layer_profile_json(a), "mem");
+  ASSERT_NE(b.find_pipeline_subgraph('L', 'B'), nullptr);
+  EXPECT_EQ(b.find_pipeline_subgraph('L', 'B')->us, 12.5);
+  ASSERT_NE(b.find_pipeline_edge('B', 'L'), nullptr);
+  EXPECT_EQ(b.find_pipeline_edge('B', 'L')->us, 3);
+  EXPECT_EQ(Json::parse(layer_profile_json(a))["version"], 2);
+  Json bad = Json::parse(layer_profile_json(a));
+  bad["pipeline_subgraph_us"]["BL"] = -1;
+  EXPECT_THROW(parse_layer_profile(bad.dump(), "bad.json"), InputError);
+}
+
 TEST(LayerProfile, MissingFileAndBadJsonAreClear) {
   EXPECT_THAT(
       [] {

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/network.h"
 #include "planner/cost_model.h"
+#include "planner/pipeline_cost_fit.h"
 #include "tests/cli/scratch_dir.h"
 #include "tests/power/sim_sysfs.h"
 
@@ -96,6 +97,14 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   ASSERT_EQ(p.handoffs.size(), 1u);
   EXPECT_GE(p.handoffs[0].us, 0);
   EXPECT_TRUE(std::isfinite(p.handoffs[0].us));
+  // The DAG model's pipeline costs, fitted on the same step's runs: a cost per sub-graph run, no
+  // delay per edge.
+  ASSERT_NE(p.find_pipeline_subgraph('B', 'L'), nullptr);
+  EXPECT_GE(p.find_pipeline_subgraph('B', 'L')->us, 0);
+  EXPECT_LE(p.find_pipeline_subgraph('B', 'L')->us, planner::kPipelineSubgraphFitLimitUs);
+  ASSERT_NE(p.find_pipeline_edge('B', 'L'), nullptr);
+  EXPECT_EQ(p.find_pipeline_edge('B', 'L')->us, 0);
+  EXPECT_THAT(log_.str(), HasSubstr("pipeline B<->L: "));
   // The planner's cost model takes it as it is.
   EXPECT_GT(planner::predict(p, {"BBBBBLLLLL", planner::Mode::kPipeline, {}}).throughput_fps, 0);
   EXPECT_THAT(log_.str(), HasSubstr("[1/3] layers on B, L at level 0 (as found)"));

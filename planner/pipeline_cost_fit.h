@@ -1,0 +1,61 @@
+// What a pipeline costs beyond its layers and copies (DagCostOptions::pipeline_subgraph_us and
+// pipeline_edge_us), fitted from measured pipeline runs against the DAG cost model's own
+// simulation of those runs.
+//
+// Why against the simulation: a pipeline of N frames all admitted at once is not its steady
+// state (the first frame ends late, queueing grows with the frame's index), and a period taken
+// from the chain model's busiest resource mistakes that for a cost per boundary (it pulled the
+// profile's hand-off to 0 on short runs). The DAG model simulates the very run measured, so
+// what is left between it and the measurement is what the executor costs per sub-graph run
+// (its thread takes the scheduling lock, claims, commits and wakes the other thread: work of
+// that processor) and per cross-processor edge (the reader learning of a frame: a delay).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/dag_cost_model.h"
+
+namespace co_up::planner {
+
+// One measured pipeline run: `frames` frames all admitted at once (as `co_up run --n=N`), the
+// period as profiler::summarize takes it: (end of the last - end of the first) / (frames - 1).
+struct PipelineRun {
+  std::string order;
+  uint32_t frames = 0;
+  double period_us = 0;
+};
+
+// Which of the two numbers a fit may move (the other stays as `model` has it: set it to 0 first
+// for a model with nothing else).
+enum class PipelineCostShape { kPerSubGraph, kPerEdge, kBoth };
+
+struct PipelineCostFit {
+  double subgraph_us = 0;  // per sub-graph run, work of its processor
+  double edge_us = 0;      // per cross-processor edge, a delay
+  double error = 0;        // the fit's error at these values (see fit_pipeline_costs)
+};
+
+// The largest values the fit tries (a per-sub-graph cost of 2 ms would be a scheduling stall,
+// not a cost of the executor).
+inline constexpr double kPipelineSubgraphFitLimitUs = 1000;
+inline constexpr double kPipelineEdgeFitLimitUs = 3000;
+
+// The relative error of each run's predicted period by `model` (pipeline_frames set per run).
+// `relative`: each against the first run's (measured / predicted of runs[0] rescales the rest:
+// both cores running at once slow each other by a factor the profile's one-processor layer
+// times lack, common to all of a pair's runs), else absolute.
+std::vector<double> pipeline_period_errors(const DagCostModel& model, const std::vector<PipelineRun>& runs,
+                                           bool relative);
+
+// Minimises the error of the predicted periods (pipeline_period_errors) over the shape's
+// numbers: absolute, the median |relative error| (many runs, some hit by other load); relative,
+// the root mean square of the errors against the first run (a pair's few runs, each of which
+// must count): a grid (5 us steps to 100 us, then 25 us), refined in 1 us steps around
+// its best; for kBoth the two alternately until neither moves (at most 4 rounds). The other options of `model` are kept. Throws InputError for no runs,
+// fewer than 2 frames or a non-positive period.
+PipelineCostFit fit_pipeline_costs(const DagCostModel& model, const std::vector<PipelineRun>& runs,
+                                   PipelineCostShape shape, bool relative);
+
+}  // namespace co_up::planner

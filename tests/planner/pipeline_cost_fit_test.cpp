@@ -1,0 +1,95 @@
+// The pipeline cost fit: measurements made by the DAG model with known costs per sub-graph and
+// per edge are fitted back to those costs, from a model that had none.
+#include "planner/pipeline_cost_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "planner/synthetic_profile.h"
+#include "tests/planner/two_processor_dag.h"
+
+namespace co_up::planner {
+namespace {
+
+struct Fixture {
+  CostModel model;
+  graph::UnitDag chain;
+  explicit Fixture(uint64_t seed) : model(make_profile(seed)) {
+    std::vector<std::vector<uint32_t>> predecessors = {{}};
+    for (uint32_t u = 1; u < 12; ++u) predecessors.push_back({u - 1});
+    chain = test::unit_dag_of(std::move(predecessors));
+  }
+  static LayerProfile make_profile(uint64_t seed) {
+    SyntheticSpec spec;
+    spec.layers = 12;
+    spec.processors = 2;
+    spec.shared_hosts = false;
+    spec.seed = seed;
+    return make_synthetic_profile(spec);
+  }
+};
+
+const std::vector<std::string> kOrders = {"BBBBBBLLLLLL", "BBBBLLLLBBBB", "BBBLLLBBBLLL",
+                                          "BLBLBLBLBLBL", "LBLBLBLBLBLB", "LLLLLLBBBBBB"};
+
+// Each order's period as the model with the given costs predicts a run of `frames`.
+std::vector<PipelineRun> measured_by(const Fixture& f, double subgraph_us, double edge_us, uint32_t frames,
+                                     double slowdown = 1) {
+  DagCostOptions options;
+  options.pipeline_subgraph_us = subgraph_us;
+  options.pipeline_edge_us = edge_us;
+  options.pipeline_frames = frames;
+  const DagCostModel truth(f.model, f.chain, options);
+  std::vector<PipelineRun> runs;
+  for (const std::string& order : kOrders) {
+    runs.push_back({order, frames, slowdown * truth.predict({order, Mode::kPipeline, {}}).period_us});
+  }
+  return runs;
+}
+
+TEST(PipelineCostFit, RecoversTheCostPerSubGraphRun) {
+  const Fixture f(3);
+  const DagCostModel start(f.model, f.chain);
+  const PipelineCostFit fit =
+      fit_pipeline_costs(start, measured_by(f, 7, 0, 11), PipelineCostShape::kPerSubGraph, false);
+  EXPECT_DOUBLE_EQ(fit.subgraph_us, 7);
+  EXPECT_DOUBLE_EQ(fit.edge_us, 0);
+  EXPECT_NEAR(fit.error, 0, 1e-12);
+}
+
+TEST(PipelineCostFit, RelativeToTheFirstRunACommonSlowdownCancels) {
+  const Fixture f(4);
+  const DagCostModel start(f.model, f.chain);
+  // Every run 10 % slower (both cores at once, or other load): absolute, the per-sub-graph cost
+  // takes some of it; relative to the first run the slowdown cancels.
+  const std::vector<PipelineRun> slow = measured_by(f, 6, 0, 11, 1.1);
+  EXPECT_GT(fit_pipeline_costs(start, slow, PipelineCostShape::kPerSubGraph, false).subgraph_us, 6);
+  const PipelineCostFit relative = fit_pipeline_costs(start, slow, PipelineCostShape::kPerSubGraph, true);
+  EXPECT_DOUBLE_EQ(relative.subgraph_us, 6);
+  EXPECT_NEAR(relative.error, 0, 1e-12);
+}
+
+// Fitting both numbers never fits worse than the cost per sub-graph alone (it starts there).
+TEST(PipelineCostFit, BothNumbersFitAtLeastAsWellAsOne) {
+  const Fixture f(5);
+  const DagCostModel start(f.model, f.chain);
+  const std::vector<PipelineRun> runs = measured_by(f, 9, 25, 11);
+  const PipelineCostFit one = fit_pipeline_costs(start, runs, PipelineCostShape::kPerSubGraph, true);
+  const PipelineCostFit both = fit_pipeline_costs(start, runs, PipelineCostShape::kBoth, true);
+  EXPECT_LE(both.error, one.error);
+  EXPECT_DOUBLE_EQ(one.edge_us, 0);
+}
+
+TEST(PipelineCostFit, BadRunsAreInputErrors) {
+  const Fixture f(3);
+  const DagCostModel start(f.model, f.chain);
+  EXPECT_THROW(fit_pipeline_costs(start, {}, PipelineCostShape::kBoth, false), InputError);
+  EXPECT_THROW(fit_pipeline_costs(start, {{"BBBBBBLLLLLL", 1, 100}}, PipelineCostShape::kBoth, false), InputError);
+  EXPECT_THROW(fit_pipeline_costs(start, {{"BBBBBBLLLLLL", 10, 0}}, PipelineCostShape::kBoth, false), InputError);
+}
+
+}  // namespace
+}  // namespace co_up::planner
