@@ -70,8 +70,8 @@ __attribute__((target("avx512f,prefer-vector-width=512"))) CO_UP_GEMV_LOOP
 }  // namespace
 
 Gemv::Gemv(int64_t in, int64_t out, const float* weights, const float* bias, float lo, float hi,
-           const float* x, float* y)
-    : in_(in), out_(out), lo_(lo), hi_(hi), x_(x), y_(y) {
+           const float* x, float* y, int64_t rows, int64_t y_stride)
+    : in_(in), out_(out), lo_(lo), hi_(hi), x_(x), y_(y), rows_(rows), y_stride_(y_stride > 0 ? y_stride : out) {
   packed_.assign(static_cast<size_t>(blocks() * in * kBlock), 0.0f);
   bias_.assign(static_cast<size_t>(blocks() * kBlock), 0.0f);
   for (int64_t o = 0; o < out; ++o) {
@@ -82,18 +82,23 @@ Gemv::Gemv(int64_t in, int64_t out, const float* weights, const float* bias, flo
 }
 
 void Gemv::run_blocks(int64_t begin, int64_t end) const {
-  const GemvArgs args{in_, out_, packed_.data(), bias_.data(), lo_, hi_, x_, y_};
+  for (int64_t r = 0; r < rows_; ++r) {
+    const GemvArgs args{in_, out_, packed_.data(), bias_.data(), lo_, hi_, x_ + r * in_, y_ + r * y_stride_};
 #if defined(__x86_64__)
-  if (avx512_gemm_available()) {
-    avx512::gemv_blocks(args, begin, end);
-    return;
-  }
+    if (avx512_gemm_available()) {
+      avx512::gemv_blocks(args, begin, end);
+      continue;
+    }
 #endif
-  portable::gemv_blocks(args, begin, end);
+    portable::gemv_blocks(args, begin, end);
+  }
 }
 
 void Gemv::run_blocks_portable(int64_t begin, int64_t end) const {
-  portable::gemv_blocks(GemvArgs{in_, out_, packed_.data(), bias_.data(), lo_, hi_, x_, y_}, begin, end);
+  for (int64_t r = 0; r < rows_; ++r) {
+    portable::gemv_blocks(GemvArgs{in_, out_, packed_.data(), bias_.data(), lo_, hi_, x_ + r * in_, y_ + r * y_stride_},
+                          begin, end);
+  }
 }
 
 bool Gemv::splits(int64_t in, int64_t out, int threads) {
@@ -102,7 +107,7 @@ bool Gemv::splits(int64_t in, int64_t out, int threads) {
 }
 
 void Gemv::run(const CpuPool& pool) const {
-  if (!splits(in_, out_, pool.thread_count())) {
+  if (!splits(in_ * rows_, out_, pool.thread_count())) {
     run_blocks(0, blocks());
     return;
   }

@@ -29,13 +29,14 @@ class Gemv {
   // Outputs per block: ranges of outputs split at multiples of this.
   static constexpr int64_t kBlock = 16;
 
-  // `weights` [out][in] row-major, copied (packed) now; `bias` [out] or NULL. Reads `x` [in],
-  // writes `y` [out] at run.
+  // `weights` [out][in] row-major, copied (packed) now; `bias` [out] or NULL. Reads `rows` rows
+  // of `x` [in] and writes as many rows of `y` [out], `y_stride` floats apart (0: `out`), at run;
+  // every row on its own, so a batch gives each image the bits it gets alone.
   Gemv(int64_t in, int64_t out, const float* weights, const float* bias, float lo, float hi,
-       const float* x, float* y);
+       const float* x, float* y, int64_t rows = 1, int64_t y_stride = 0);
 
   int64_t blocks() const { return (out_ + kBlock - 1) / kBlock; }
-  // Outputs [begin * kBlock, end * kBlock) clipped to `out`, on the calling thread.
+  // Outputs [begin * kBlock, end * kBlock) clipped to `out` of every row, on the calling thread.
   void run_blocks(int64_t begin, int64_t end) const;
   // Every block, cut into ranges of blocks over the pool where the split rule says it pays.
   void run(const CpuPool& pool) const;
@@ -53,6 +54,7 @@ class Gemv {
   float lo_, hi_;
   const float* x_;
   float* y_;
+  int64_t rows_, y_stride_;
 };
 
 }  // namespace co_up::xnnpack

@@ -1,7 +1,8 @@
 // The backend's one-row matrix product (backends/xnnpack/xnn_gemv.h): against a double-precision
 // sum, with a bias, a clamp, reductions of any length (not a multiple of 4) and outputs that end
 // in a partial block; two threads, and any ranges of blocks, give the bits of one thread; the
-// portable loop (what ARM boards run) agrees with the AVX-512 one to rounding; and the
+// portable loop (what ARM boards run) agrees with the AVX-512 one to rounding; each row of a
+// batch, written into a wider output, gets the bits it gets alone; and the
 // classifier and squeeze-excite shapes of MobileNetV3-L are cut over two threads, a tiny one not.
 #include <gtest/gtest.h>
 
@@ -75,6 +76,23 @@ TEST(Gemv, AnySplitAndTwoThreadsGiveTheBitsOfOneThread) {
     const Gemv loop(s.in, s.out, w.data(), nullptr, -kInf, kInf, x.data(), portable.data());
     loop.run_blocks_portable(0, loop.blocks());
     for (size_t o = 0; o < want.size(); ++o) EXPECT_NEAR(portable[o], want[o], 1e-4) << o;
+  }
+}
+
+TEST(Gemv, EachRowOfABatchGetsTheBitsItGetsAlone) {
+  const Shape s{100, 50};
+  const int64_t rows = 3, stride = 64;  // rows written 64 floats apart (a wider output)
+  const std::vector<float> w = random_floats(size_t(s.in * s.out), 8);
+  const std::vector<float> x = random_floats(size_t(rows * s.in), 9);
+  std::vector<float> y(size_t(rows * stride), 7.0f);
+  const Gemv batch(s.in, s.out, w.data(), nullptr, -kInf, kInf, x.data(), y.data(), rows, stride);
+  batch.run(CpuPool(2, {}, Schedule::kDynamic));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> alone(size_t(s.out));
+    const Gemv one(s.in, s.out, w.data(), nullptr, -kInf, kInf, x.data() + r * s.in, alone.data());
+    one.run(CpuPool(1, {}, Schedule::kDynamic));
+    for (int64_t o = 0; o < s.out; ++o) ASSERT_EQ(y[size_t(r * stride + o)], alone[size_t(o)]) << r << ", " << o;
+    for (int64_t o = s.out; o < stride; ++o) ASSERT_EQ(y[size_t(r * stride + o)], 7.0f) << "gap written";
   }
 }
 
