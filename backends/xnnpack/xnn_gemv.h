@@ -1,6 +1,7 @@
-// One input row times a weight matrix, y[o] = clamp(bias[o] + sum_k w[o, k] * x[k]): the fully
-// connected layers of one image (a classifier) and the 1x1 convolutions over one pixel
-// (squeeze-excite), on the backend's own loop instead of XNNPACK's GEMM.
+// Input rows times a weight matrix, each row alone, y[o] = clamp(bias[o] + sum_k w[o, k] * x[k]):
+// the fully connected layers the own convolution does not take (a classifier's one row) and the
+// 1x1 convolutions over one pixel per image (squeeze-excite), on the backend's own loop instead
+// of XNNPACK's GEMM.
 //
 // Why: for one row XNNPACK runs its 1x16 GEMM kernel, one accumulator per 16 outputs, so every
 // multiply-add waits for the one before it (4 cycles of FMA latency per 64 bytes of weights):
