@@ -512,11 +512,8 @@ void Avx512Convolution::run(const CpuPool& pool) const {
   // sequence, each prefetching the next one's weights; each thread still keeps its half of the
   // weights, and a thread that comes late finds its range done by the other.
   const int64_t items = chunks * blocks * runs;
-  // Not where the last block is narrower (208 outputs: 6.5 blocks): equal halves of the items
-  // would then not be equal halves of the work.
-  const bool halves = order == ClaimOrder::kBothEnds && parts == 1 && blocks >= 2 * threads &&
-                      st.group_out % (step * kCols) == 0;
-  pool.parallel_for(items, halves ? ceil_div(items, threads) : 1, 2, [&](int64_t begin, int64_t end) {
+  const bool one_range_each = order == ClaimOrder::kBothEnds && parts == 1 && blocks >= 2 * threads;
+  const auto run_items = [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / (blocks * runs);
       const int64_t gb = item / runs % blocks;
@@ -575,6 +572,39 @@ void Avx512Convolution::run(const CpuPool& pool) const {
                           std::min(step * kCols, st.group_out - block * kCols));
       }
     }
+  };
+  if (!one_range_each) {
+    pool.parallel_for(items, 1, 2, run_items, order);
+    return;
+  }
+  // The ranges are cut where the threads' shares of the work (output columns x pixels) are equal,
+  // not of the items: where the last block is narrower (MobileNetV3's 112 outputs, 3.5 blocks;
+  // GoogLeNet's 208, 6.5) equal halves of the items put a quarter-block more on one thread.
+  const auto work_of = [&](int64_t item) {
+    const int64_t chunk = item / (blocks * runs);
+    const int64_t block = item / runs % blocks % group_steps * step;
+    const int64_t tile_begin = std::min(chunk * chunk_tiles, row_tiles) + item % runs * run_tiles;
+    const int64_t tile_end = std::min({tile_begin + run_tiles, (chunk + 1) * chunk_tiles, row_tiles});
+    const int64_t pixels = std::min(tile_end * tile_rows, st.pixels) - std::min(tile_begin * tile_rows, st.pixels);
+    return std::min(step * kCols, st.group_out - block * kCols) * pixels;
+  };
+  int64_t total = 0;
+  for (int64_t item = 0; item < items; ++item) total += work_of(item);
+  // The first item of thread t's range: where the work before it comes nearest t / threads.
+  const auto range_begin = [&](int64_t t) {
+    if (t == 0) return int64_t{0};
+    if (t == threads) return items;
+    const double target = double(total) * double(t) / double(threads);
+    int64_t done = 0, item = 0;
+    for (; item < items; ++item) {
+      const int64_t next = done + work_of(item);
+      if (double(next) > target) return double(next) - target < target - double(done) ? item + 1 : item;
+      done = next;
+    }
+    return item;
+  };
+  pool.parallel_for(threads, 1, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) run_items(range_begin(t), range_begin(t + 1));
   }, order);
 #else
   (void)pool;

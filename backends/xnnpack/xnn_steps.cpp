@@ -12,6 +12,7 @@
 #include "ref_kernels.h"
 #include "subgraph_desc.h"
 #include "xnn_depthwise.h"
+#include "xnn_gemv.h"
 #include "xnn_silu.h"
 #include "xnn_sliced_ops.h"
 #include "xnn_kernels.h"
@@ -57,6 +58,15 @@ std::string node_where(const co_up_subgraph_desc& graph, uint32_t n) {
   return "node '" + std::string(name ? name : "?") + "'";
 }
 
+// A 1x1 convolution over one pixel per image (squeeze-excite's): a matrix times one vector per
+// image, on Gemv (xnn_gemv.h), not XNNPACK's GEMM, on the CPUs where the own convolutions run (so
+// that a batch, own kernel or Gemv, and its images alone get the same bits there; XNNPACK's
+// everywhere else, as before).
+bool one_pixel_1x1(const Conv2dShape& s) {
+  return avx512_gemm_available() && s.group == 1 && s.kernel_h == 1 && s.kernel_w == 1 &&
+         s.in_height == 1 && s.in_width == 1 && s.out_height() == 1 && s.out_width() == 1;
+}
+
 F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float* bias,
                         const float* x, const ConvTarget& out, const CpuPool& pool,
                         const std::string& where, int64_t chunk_bytes = 0) {
@@ -85,6 +95,13 @@ F32Step build_conv_step(const Conv2dShape& s, const float* weights, const float*
   }
   if (out.silu) {
     backends::fail(CO_UP_STATUS_RUNTIME_ERROR, "internal: fused SiLU on XNNPACK's convolution for " + where);
+  }
+  if (one_pixel_1x1(s) && !out.hardswish) {  // weights OIHW [out][in][1][1]: a matrix [out][in]
+    auto gemv = std::make_shared<Gemv>(s.in_channels, s.out_channels, weights, bias, lo, hi, x, out.y,
+                                       s.batch, out.stride);
+    const CpuPool* pool_ptr = &pool;
+    step.own = [gemv, pool_ptr] { gemv->run(*pool_ptr); };
+    return step;
   }
   // On the claiming pool in bands of output rows (xnn_sliced_ops.h), not on pthreadpool.
   const std::vector<float> packed = conv_weights_ohwi(weights, s);
@@ -159,6 +176,12 @@ F32Step build_f32_step(const co_up_subgraph_desc& graph, uint32_t index, const N
       std::vector<float> permuted;
       const float* w = fc_weights_for_nhwc(constant(p.inputs[1]), p.in_dims, p.fc_out, p.fc_in, permuted);
       const auto [lo, hi] = activation_range(p.activation);
+      if (avx512_gemm_available()) {  // rows the own convolution does not take (a classifier's one)
+        auto gemv = std::make_shared<Gemv>(p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, x, y,
+                                           p.in_dims[0]);
+        step.own = [gemv, pool_ptr] { gemv->run(*pool_ptr); };
+        break;
+      }
       const SlicedOperator sliced = SlicedOperator::fully_connected(
           p.in_dims[0], p.fc_in, p.fc_out, w, constant(p.inputs[2]), lo, hi, 0, x, y, where, 0,
           pool.thread_count());
