@@ -115,6 +115,7 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
   // sub-graph, as before such fits.
   const bool pipeline_fitted = !model.profile().pipeline_edges.empty() || !model.profile().pipeline_subgraphs.empty();
   profile_subgraph_us_.assign(letters.size(), 0.0);
+  profile_work_factor_.assign(letters.size(), 0.0);
   profile_delay_us_.assign(letters.size(), std::vector<double>(letters.size(), 0.0));
   for (size_t a = 0; a < letters.size(); ++a) {
     for (size_t b = 0; b < letters.size(); ++b) {
@@ -122,12 +123,18 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       if (const HandoffTime* h = model.profile().find_pipeline_subgraph(letters[a], letters[b])) {
         profile_subgraph_us_[a] = std::max(profile_subgraph_us_[a], h->us);
       }
+      if (const HandoffTime* h = model.profile().find_pipeline_work_factor(letters[a], letters[b])) {
+        profile_work_factor_[a] = std::max(profile_work_factor_[a], h->us);
+      }
       if (!pipeline_fitted) {
         profile_delay_us_[a][b] = model.handoff_us(a, b);
       } else if (const HandoffTime* h = model.profile().find_pipeline_edge(letters[a], letters[b])) {
         profile_delay_us_[a][b] = h->us;
       }
     }
+  }
+  for (double& f : profile_work_factor_) {
+    if (!(f > 0)) f = 1;
   }
   output_mb_.assign(n, 0.0);
   const std::vector<ProfileLayer>& layers = model.profile().network.layers;
@@ -199,6 +206,10 @@ double DagCostModel::pipeline_subgraph_us(size_t p) const {
   return options_.pipeline_subgraph_us >= 0 ? options_.pipeline_subgraph_us : profile_subgraph_us_[p];
 }
 
+double DagCostModel::pipeline_work_factor(size_t p) const {
+  return options_.pipeline_work_factor > 0 ? options_.pipeline_work_factor : profile_work_factor_[p];
+}
+
 double DagCostModel::pipeline_edge_us(size_t a, size_t b) const {
   if (a == b) return 0;
   return options_.pipeline_edge_us >= 0 ? options_.pipeline_edge_us : profile_delay_us_[a][b];
@@ -243,10 +254,14 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   };
   std::vector<Link> links;
   std::vector<std::pair<uint32_t, uint32_t>> shared_edges;  // overlap mode: (unit, reading sub-graph) in place
+  std::vector<double> work_factor(model.letters().size(), 1.0);
+  if (m.mode == Mode::kPipeline) {
+    for (size_t p = 0; p < work_factor.size(); ++p) work_factor[p] = pipeline_work_factor(p);
+  }
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
-    plan.cost_us[d] += model.layer_us(u, pd, m.levels);
+    plan.cost_us[d] += model.layer_us(u, pd, m.levels) * work_factor[pd];
     if (dag_.inputs[u] && !plan.reads_input[d]) {
       plan.reads_input[d] = true;
       plan.cost_us[d] += model.input_us(pd);
@@ -656,7 +671,7 @@ double DagCostModel::period_lower_bound_us(const std::string& order, const std::
   for (uint32_t u = 0; u < order.size() && u < model.layer_count(); ++u) {
     const size_t p = model.index_of(order[u]);
     if (p >= model.letters().size()) continue;
-    busy[model.resource_of(p)] += model.layer_us(u, p, levels);
+    busy[model.resource_of(p)] += model.layer_us(u, p, levels) * (mode == Mode::kPipeline ? pipeline_work_factor(p) : 1.0);
   }
   return busy.empty() ? 0.0 : *std::max_element(busy.begin(), busy.end());
 }

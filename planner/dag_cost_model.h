@@ -27,7 +27,10 @@
 // reaches a reader on another processor a delay later (the receiver learning of it; neither
 // processor's work, as each has other frames to run meanwhile), and every sub-graph run costs its
 // processor the executor's work around it (scheduling lock, claim, commit, waking the other
-// thread: DagCostOptions::pipeline_subgraph_us). Both are the profile's pipeline fit
+// thread: DagCostOptions::pipeline_subgraph_us), and its layers take `pipeline_work_factor`
+// times their profiled times (both processors computing at once share the last-level cache
+// and memory bandwidth; the profile timed layers one processor at a time). These are the
+// profile's pipeline fit
 // (LayerProfile::pipeline_subgraphs / pipeline_edges, planner/pipeline_cost_fit.h: fitted
 // against this model's simulation of the profile's own pipeline runs); a profile without it
 // delays an edge by the pair's hand-off (CostModel::handoff_us, fitted for the chain model) and
@@ -81,6 +84,12 @@ struct DagCostOptions {
   // reader seeing it; negative: the profile's (LayerProfile::pipeline_edges where the profile
   // has them, else the pair's hand-off, CostModel::handoff_us).
   double pipeline_edge_us = -1;
+  // Pipeline mode, a factor on every layer time: how much longer layers take in a pipeline,
+  // where both processors compute at once and share the last-level cache and memory bandwidth,
+  // than profiled one processor at a time (copies are not scaled: the profile timed them in
+  // runs of both processors). Not positive: the profile's (LayerProfile::pipeline_work_factors,
+  // 1 if absent).
+  double pipeline_work_factor = -1;
   // Simulated frames for pipeline and overlap mode, all admitted at once: those of the run the
   // prediction is compared with (at least 2), or 0: the steady state (64 frames).
   uint32_t pipeline_frames = 0;
@@ -128,6 +137,9 @@ class DagCostModel {
   double pipeline_subgraph_us(size_t p) const;
   // Pipeline mode: the delay on an edge from processor `a` to `b` (0 when a == b).
   double pipeline_edge_us(size_t a, size_t b) const;
+  void set_pipeline_work_factor(double factor) { options_.pipeline_work_factor = factor; }  // not positive: the profile's
+  // Pipeline mode: the factor on the layer times of processor `p` (the most of its pairs' values).
+  double pipeline_work_factor(size_t p) const;
 
   // Throws InputError as CostModel::check does.
   Prediction predict(const Mapping& mapping) const;
@@ -168,6 +180,7 @@ class DagCostModel {
   std::vector<std::vector<double>> profile_edge_us_;  // [from][to], LayerProfile::switch_edges
   std::vector<std::vector<double>> profile_edge_mb_us_;  // [from][to], LayerProfile::switch_edge_mb
   std::vector<double> profile_subgraph_us_;  // [processor], LayerProfile::pipeline_subgraphs
+  std::vector<double> profile_work_factor_;  // [processor], LayerProfile::pipeline_work_factors (1 if absent)
   std::vector<std::vector<double>> profile_delay_us_;  // [from][to], pipeline_edges or the hand-off
   std::vector<double> output_mb_;  // per unit: ProfileLayer::output_bytes / 10^6 (0 when unknown)
   // Per unit, from the profile's op names (false when unknown): the unit starts with a Concat

@@ -310,6 +310,14 @@ void LayerProfile::set_pipeline_costs(char a, char b, double subgraph_us, double
   set_pair(pipeline_edges, a, b, edge_us);
 }
 
+const HandoffTime* LayerProfile::find_pipeline_work_factor(char a, char b) const {
+  return find_pair(pipeline_work_factors, a, b);
+}
+
+void LayerProfile::set_pipeline_work_factor(char a, char b, double factor) {
+  set_pair(pipeline_work_factors, a, b, factor);
+}
+
 bool LayerProfile::is_completed(const std::string& step) const {
   return std::find(completed.begin(), completed.end(), step) != completed.end();
 }
@@ -464,6 +472,12 @@ LayerProfile parse_layer_profile(const std::string& json_text, const std::string
   read_pairs("switch_edge_mb_us", profile.switch_edge_mb);
   read_pairs("pipeline_subgraph_us", profile.pipeline_subgraphs);
   read_pairs("pipeline_edge_us", profile.pipeline_edges);
+  read_pairs("pipeline_work_factor", profile.pipeline_work_factors);
+  for (const HandoffTime& h : profile.pipeline_work_factors) {
+    if (!(h.us > 0)) {
+      r.fail(std::string("pipeline_work_factor.") + h.a + h.b, "must be positive (1: layers as fast as profiled)");
+    }
+  }
   if (const Json* power = r.optional(root, "power_w")) {
     r.array(*power, "power_w");
     for (size_t i = 0; i < power->size(); ++i) {
@@ -567,6 +581,7 @@ std::string layer_profile_json(const LayerProfile& profile) {
   write_pairs("switch_edge_mb_us", profile.switch_edge_mb);
   write_pairs("pipeline_subgraph_us", profile.pipeline_subgraphs);
   write_pairs("pipeline_edge_us", profile.pipeline_edges);
+  write_pairs("pipeline_work_factor", profile.pipeline_work_factors);
   if (!profile.power_w.empty()) {
     root["power_w"] = Ordered::array();
     for (const PowerPoint& p : profile.power_w) {

@@ -149,6 +149,15 @@ struct LayerProfile {
   const HandoffTime* find_pipeline_subgraph(char a, char b) const;
   const HandoffTime* find_pipeline_edge(char a, char b) const;
   void set_pipeline_costs(char a, char b, double subgraph_us, double edge_us);
+  // Optional ("pipeline_work_factor", a ratio; HandoffTime::us holds it): in pipeline mode, how
+  // much longer the pair's layers take than their profiled times (measured one processor at a
+  // time, the other idle; in a pipeline both compute at once and share the last-level cache and
+  // memory bandwidth). Fitted by `co_up profile` in the hand-off step together with
+  // `pipeline_subgraphs`, on the pair's pipeline runs measured absolutely. Must be positive;
+  // absent (profiles before it): 1.
+  std::vector<HandoffTime> pipeline_work_factors;
+  const HandoffTime* find_pipeline_work_factor(char a, char b) const;
+  void set_pipeline_work_factor(char a, char b, double factor);
   std::vector<PowerPoint> power_w;           // optional
   std::vector<ThreadLayerTimes> thread_times;  // optional, see ThreadLayerTimes
   std::vector<std::string> completed;        // "layers:B:0", "transfers:B:L", ...

@@ -27,20 +27,25 @@ struct PipelineRun {
   double period_us = 0;
 };
 
-// Which of the two numbers a fit may move (the other stays as `model` has it: set it to 0 first
-// for a model with nothing else).
-enum class PipelineCostShape { kPerSubGraph, kPerEdge, kBoth };
+// Which numbers a fit may move (the others stay as `model` has them: set them to 0 (1 for the
+// factor) first for a model with nothing else). kWorkFactorAndSubGraph: the factor on layer
+// times and the cost per sub-graph run together, for absolute fits only (relative to the first
+// run, a factor common to all runs cancels).
+enum class PipelineCostShape { kPerSubGraph, kPerEdge, kBoth, kWorkFactorAndSubGraph };
 
 struct PipelineCostFit {
-  double subgraph_us = 0;  // per sub-graph run, work of its processor
-  double edge_us = 0;      // per cross-processor edge, a delay
-  double error = 0;        // the fit's error at these values (see fit_pipeline_costs)
+  double subgraph_us = 0;   // per sub-graph run, work of its processor
+  double edge_us = 0;       // per cross-processor edge, a delay
+  double work_factor = 1;   // on every layer time (DagCostOptions::pipeline_work_factor)
+  double error = 0;         // the fit's error at these values (see fit_pipeline_costs)
 };
 
 // The largest values the fit tries (a per-sub-graph cost of 2 ms would be a scheduling stall,
-// not a cost of the executor).
+// not a cost of the executor; a factor outside these, a profile whose layers ran beside other
+// work).
 inline constexpr double kPipelineSubgraphFitLimitUs = 1000;
 inline constexpr double kPipelineEdgeFitLimitUs = 3000;
+inline constexpr double kPipelineWorkFactorMin = 0.8, kPipelineWorkFactorMax = 1.5;
 
 // The relative error of each run's predicted period by `model` (pipeline_frames set per run).
 // `relative`: each against the first run's (measured / predicted of runs[0] rescales the rest:
@@ -50,11 +55,16 @@ std::vector<double> pipeline_period_errors(const DagCostModel& model, const std:
                                            bool relative);
 
 // Minimises the error of the predicted periods (pipeline_period_errors) over the shape's
-// numbers: absolute, the median |relative error| (many runs, some hit by other load); relative,
-// the root mean square of the errors against the first run (a pair's few runs, each of which
-// must count): a grid (5 us steps to 100 us, then 25 us), refined in 1 us steps around
-// its best; for kBoth the two alternately until neither moves (at most 4 rounds). The other options of `model` are kept. Throws InputError for no runs,
-// fewer than 2 frames or a non-positive period.
+// numbers: absolute, the median |relative error| (many runs, some hit by other load), except
+// for kWorkFactorAndSubGraph; relative, and kWorkFactorAndSubGraph, the root mean square of the
+// errors (a pair's few runs, each of which must count). Costs along a grid (5 us steps to
+// 100 us, then 25 us), refined in 1 us steps around its best, kBoth's two alternately until
+// neither moves (at most 4 rounds); kWorkFactorAndSubGraph by Gauss-Newton steps from 1 and
+// 0 us (the two trade against each other along a valley where scanning one at a time stalls),
+// inside [kPipelineWorkFactorMin, kPipelineWorkFactorMax] and the cost's limit, then scanned in
+// 0.001 and 1 us steps around the result. The other options of `model` are kept.
+// Throws InputError for no runs, fewer than 2 frames, a non-positive period, or a relative
+// kWorkFactorAndSubGraph fit.
 PipelineCostFit fit_pipeline_costs(const DagCostModel& model, const std::vector<PipelineRun>& runs,
                                    PipelineCostShape shape, bool relative);
 

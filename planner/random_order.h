@@ -1,5 +1,6 @@
 // Seeded random mappings for measuring a cost model on orders it was not fitted on (the planner
-// accuracy bench and its unit test draw their held-out orders here, so both test the same kind).
+// accuracy bench and its unit test draw their held-out orders here, so both test the same kind),
+// and for `co_up profile` to measure orders like those users and the planner run.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "graph/parallel_regions.h"
 
 namespace co_up::planner {
 
@@ -37,6 +40,26 @@ inline std::string random_order(uint32_t layers, const std::string& letters, std
     do letter = letters[rng() % letters.size()]; while (letter == previous);
     order.append(end - order.size(), letter);
     previous = letter;
+  }
+  return order;
+}
+
+// An order like those users and the planner run on a network with parallel regions: random_order's
+// 3 to 6 contiguous runs, then, with probability 1/2 per region (`regions` over the same units,
+// graph::find_unit_regions), each branch of it given a random letter of `letters`: many
+// sub-graphs, branches interleaving. (co_up_bench_para_pipe's held-out mappings start from one
+// processor or two contiguous stages instead.) Throws as random_order; draws from `rng` only.
+inline std::string random_branch_order(uint32_t layers, const std::string& letters,
+                                       const std::vector<graph::DagRegion>& regions, std::mt19937_64& rng) {
+  std::string order = random_order(layers, letters, rng);
+  for (const graph::DagRegion& r : regions) {
+    if (rng() % 2 != 0) continue;
+    for (const std::vector<uint32_t>& branch : r.branches) {
+      const char c = letters[rng() % letters.size()];
+      for (uint32_t u : branch) {
+        if (u < layers) order[u] = c;
+      }
+    }
   }
   return order;
 }

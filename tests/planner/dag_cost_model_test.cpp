@@ -170,6 +170,31 @@ TEST(DagCostModel, APipelineChargesItsProcessorPerSubGraphRun) {
   EXPECT_DOUBLE_EQ(none.pipeline_period_us(m), 20);
 }
 
+// The profile's pipeline work factor (both processors computing at once are slower than the
+// layer times profiled one at a time): pipeline mode scales every layer time by it, in the
+// simulated run, the busiest resource and its bound; copies and switch mode stay as profiled.
+TEST(DagCostModel, APipelinesLayersTakeTheProfilesWorkFactor) {
+  LayerProfile p = profile({10, 100, 10}, {100, 5, 100}, 1, 2);
+  const CostModel model(p);
+  const DagCostModel before(model, dag({{}, {0}, {1}}));
+  p.set_pipeline_work_factor('B', 'L', 1.5);
+  const CostModel slower(p);
+  const DagCostModel dag_model(slower, dag({{}, {0}, {1}}));
+  EXPECT_DOUBLE_EQ(before.pipeline_work_factor(0), 1);  // absent: as profiled
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_work_factor(1), 1.5);
+  const Mapping m{"BLB", Mode::kPipeline, {}};
+  // B: 1.5 x (10 + 10) + sends 1 + receives 2 = 33; L: 1.5 x 5 + 2 + 1 = 10.5.
+  EXPECT_DOUBLE_EQ(before.pipeline_period_us(m), 23);
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us(m), 33);
+  EXPECT_DOUBLE_EQ(dag_model.predict(m).period_us, 33);
+  EXPECT_DOUBLE_EQ(dag_model.period_lower_bound_us("BLB", {}, Mode::kPipeline), 30);
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLB", Mode::kSwitch, {}}),
+                   before.switch_latency_us({"BLB", Mode::kSwitch, {}}));
+  DagCostModel explicit_factor = dag_model;
+  explicit_factor.set_pipeline_work_factor(1);
+  EXPECT_DOUBLE_EQ(explicit_factor.pipeline_period_us(m), 23);
+}
+
 // A profile with the pipeline fit (pipeline_edge_us) delays an edge by it, not by the hand-off,
 // which then is the chain model's alone; an older profile keeps the hand-off as the delay
 // (AHandOffDelaysThePipelinesReader).

@@ -135,6 +135,23 @@ TEST(LayerProfile, PipelineCostsRoundTripAndAreOptional) {
   Json bad = Json::parse(layer_profile_json(a));
   bad["pipeline_subgraph_us"]["BL"] = -1;
   EXPECT_THROW(parse_layer_profile(bad.dump(), "bad.json"), InputError);
+  // The work factor: optional too (a profile without it reads as 1), positive.
+  EXPECT_EQ(layer_profile_json(a).find("pipeline_work_factor"), std::string::npos);
+  EXPECT_EQ(b.find_pipeline_work_factor('B', 'L'), nullptr);
+  a.set_pipeline_work_factor('L', 'B', 1.065);
+  const LayerProfile c = parse_layer_profile(layer_profile_json(a), "mem");
+  ASSERT_NE(c.find_pipeline_work_factor('B', 'L'), nullptr);
+  EXPECT_EQ(c.find_pipeline_work_factor('B', 'L')->us, 1.065);
+  Json zero = Json::parse(layer_profile_json(a));
+  zero["pipeline_work_factor"]["LB"] = 0;
+  EXPECT_THAT([&] {
+    try {
+      parse_layer_profile(zero.dump(), "zero.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  }(), HasSubstr("pipeline_work_factor.LB"));
 }
 
 TEST(LayerProfile, MissingFileAndBadJsonAreClear) {

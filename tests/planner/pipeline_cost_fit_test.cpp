@@ -37,10 +37,11 @@ const std::vector<std::string> kOrders = {"BBBBBBLLLLLL", "BBBBLLLLBBBB", "BBBLL
 
 // Each order's period as the model with the given costs predicts a run of `frames`.
 std::vector<PipelineRun> measured_by(const Fixture& f, double subgraph_us, double edge_us, uint32_t frames,
-                                     double slowdown = 1) {
+                                     double slowdown = 1, double work_factor = 1) {
   DagCostOptions options;
   options.pipeline_subgraph_us = subgraph_us;
   options.pipeline_edge_us = edge_us;
+  options.pipeline_work_factor = work_factor;
   options.pipeline_frames = frames;
   const DagCostModel truth(f.model, f.chain, options);
   std::vector<PipelineRun> runs;
@@ -70,6 +71,24 @@ TEST(PipelineCostFit, RelativeToTheFirstRunACommonSlowdownCancels) {
   const PipelineCostFit relative = fit_pipeline_costs(start, slow, PipelineCostShape::kPerSubGraph, true);
   EXPECT_DOUBLE_EQ(relative.subgraph_us, 6);
   EXPECT_NEAR(relative.error, 0, 1e-12);
+}
+
+// Layers 7 % slower in a pipeline than profiled (both processors at once) and 4 us per
+// sub-graph run: fitted on the periods as measured, both come back. Relative to the first run
+// the factor cancels, and a cost per sub-graph alone cannot stand in for it (it grows with the
+// sub-graphs, the factor with the work).
+TEST(PipelineCostFit, RecoversAWorkFactorBesideTheCostPerSubGraphRun) {
+  const Fixture f(6);
+  DagCostModel start(f.model, f.chain);
+  start.set_pipeline_work_factor(1);
+  const std::vector<PipelineRun> runs = measured_by(f, 4, 0, 11, 1, 1.07);
+  const PipelineCostFit fit = fit_pipeline_costs(start, runs, PipelineCostShape::kWorkFactorAndSubGraph, false);
+  EXPECT_NEAR(fit.work_factor, 1.07, 0.002);
+  EXPECT_NEAR(fit.subgraph_us, 4, 1);
+  EXPECT_LT(fit.error, 0.002);
+  const PipelineCostFit alone = fit_pipeline_costs(start, runs, PipelineCostShape::kPerSubGraph, false);
+  EXPECT_GT(alone.error, 10 * fit.error);
+  EXPECT_THROW(fit_pipeline_costs(start, runs, PipelineCostShape::kWorkFactorAndSubGraph, true), InputError);
 }
 
 // Fitting both numbers never fits worse than the cost per sub-graph alone (it starts there).

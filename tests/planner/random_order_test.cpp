@@ -53,5 +53,29 @@ TEST(RandomOrder, RejectsFewerThanTwoLayersOrLetters) {
   EXPECT_EQ(message(8, ""), "random_order: needs at least two distinct processor letters, got ''");
 }
 
+// The orders `co_up profile` measures: random_order's runs, then each region's branches either
+// left alone or each given one letter; the same seed draws the same orders.
+TEST(RandomBranchOrder, GivesEachBranchOfARegionOneLetterOrLeavesIt) {
+  // Units 0..9; a region forking at 1 with branches {2, 3} and {4, 5, 6}, joining at 7.
+  const std::vector<graph::DagRegion> regions = {{1, 7, {{2, 3}, {4, 5, 6}}}};
+  std::mt19937_64 rng(5), again(5);
+  int overridden = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::mt19937_64 before = rng;
+    const std::string order = random_branch_order(10, "BL", regions, rng);
+    ASSERT_EQ(order, random_branch_order(10, "BL", regions, again));
+    const std::string base = random_order(10, "BL", before);  // the runs it starts from
+    ASSERT_EQ(order.size(), 10u);
+    EXPECT_EQ(order.find_first_not_of("BL"), std::string::npos) << order;
+    for (uint32_t u : {0u, 1u, 7u, 8u, 9u}) EXPECT_EQ(order[u], base[u]) << order << " from " << base;
+    if (order.substr(2, 5) == base.substr(2, 5)) continue;
+    ++overridden;
+    EXPECT_EQ(order[2], order[3]) << order;
+    EXPECT_EQ(order[4], order[5]) << order;
+    EXPECT_EQ(order[5], order[6]) << order;
+  }
+  EXPECT_GT(overridden, 20);
+}
+
 }  // namespace
 }  // namespace co_up::planner
