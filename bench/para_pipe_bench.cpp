@@ -364,7 +364,9 @@ static int run_para_pipe(int argc, char** argv) {
       }
       for (const planner::HandoffTime& h : profile.pipeline_subgraphs) {
         const planner::HandoffTime* edge = profile.find_pipeline_edge(h.a, h.b);
-        std::cout << "profile's pipeline cost " << h.a << "<->" << h.b << ": " << h.us << " us per sub-graph run, "
+        const planner::HandoffTime* factor = profile.find_pipeline_work_factor(h.a, h.b);
+        std::cout << "profile's pipeline cost " << h.a << "<->" << h.b << ": layers x"
+                  << (factor != nullptr ? factor->us : 1.0) << ", " << h.us << " us per sub-graph run, "
                   << (edge != nullptr ? edge->us : 0.0) << " us delay per cross-processor edge\n\n";
       }
       for (const planner::HandoffTime& h : profile.switch_edge_mb) {
@@ -544,6 +546,7 @@ static int run_para_pipe(int argc, char** argv) {
             planner::DagCostModel m = dag_model;
             m.set_pipeline_subgraph_us(0);
             m.set_pipeline_edge_us(0);
+            m.set_pipeline_work_factor(1);  // layers as profiled: the shape's numbers alone
             const planner::PipelineCostFit f = planner::fit_pipeline_costs(m, fit_runs, shape, false);
             m.set_pipeline_subgraph_us(f.subgraph_us);
             m.set_pipeline_edge_us(f.edge_us);

@@ -104,7 +104,13 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   EXPECT_LE(p.find_pipeline_subgraph('B', 'L')->us, planner::kPipelineSubgraphFitLimitUs);
   ASSERT_NE(p.find_pipeline_edge('B', 'L'), nullptr);
   EXPECT_EQ(p.find_pipeline_edge('B', 'L')->us, 0);
-  EXPECT_THAT(log_.str(), HasSubstr("pipeline B<->L: "));
+  // Beside it the factor on layer times, fitted with it on the hand-off orders (3 here), the
+  // alternating ones (2) and seeded random orders of the network's units (one per 8 units).
+  ASSERT_NE(p.find_pipeline_work_factor('B', 'L'), nullptr);
+  EXPECT_GE(p.find_pipeline_work_factor('B', 'L')->us, planner::kPipelineWorkFactorMin);
+  EXPECT_LE(p.find_pipeline_work_factor('B', 'L')->us, planner::kPipelineWorkFactorMax);
+  EXPECT_THAT(log_.str(), HasSubstr("pipeline B<->L: layers x"));
+  EXPECT_THAT(log_.str(), HasSubstr("periods of 6 runs within"));
   // The planner's cost model takes it as it is.
   EXPECT_GT(planner::predict(p, {"BBBBBLLLLL", planner::Mode::kPipeline, {}}).throughput_fps, 0);
   EXPECT_THAT(log_.str(), HasSubstr("[1/3] layers on B, L at level 0 (as found)"));
