@@ -354,7 +354,8 @@ SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::s
   LayerProfiler turns = *this;
   turns.settings_.rounds = std::max(settings_.rounds, kSwitchRounds);
   const int share = (settings_.frames + turns.settings_.rounds - 1) / turns.settings_.rounds;
-  const int enough = frame_us > 0 ? static_cast<int>(std::min(std::ceil(kSwitchTurnUs / frame_us), 10'000.0)) : 0;
+  const double turn_us = kSwitchTurnUsPerFrame * settings_.frames;
+  const int enough = frame_us > 0 ? static_cast<int>(std::min(std::ceil(turn_us / frame_us), 1'000.0)) : 0;
   const int per_turn = std::max(share, enough);
   turns.settings_.frames = per_turn * turns.settings_.rounds;
   const auto measure_once = [&] {

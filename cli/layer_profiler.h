@@ -81,9 +81,10 @@ struct MeasureSettings {
 
 // Rounds and the least time per turn of LayerProfiler::measure_switch_latencies: 9 rounds give a
 // 96 % interval of the median estimate from the 2nd smallest to the 2nd largest (one disturbed
-// round moves neither); 20 ms turns are about 100 frames of a 0.2 ms network.
+// round moves neither); a turn runs at least 2 ms of frames per measured frame asked for
+// (MeasureSettings::frames): at the default 10, 20 ms, about 60 frames of a 0.3 ms network.
 inline constexpr int kSwitchRounds = 9;
-inline constexpr double kSwitchTurnUs = 20'000;
+inline constexpr double kSwitchTurnUsPerFrame = 2'000;
 
 // Switch-mode one-frame latencies of interleaved orders.
 struct SwitchLatencies {
@@ -130,8 +131,8 @@ class LayerProfiler {
   uint32_t pipeline_run_frames() const;
   // One-frame latencies of each order in switch mode, the orders interleaved in
   // max(rounds, kSwitchRounds) rounds (one estimate per round for the edge fit), each turn
-  // max(its share of `frames`, kSwitchTurnUs / `frame_us`) frames: a short frame is run often
-  // enough that a turn's median is well above the frame-to-frame noise. `frame_us`: the
+  // max(its share of `frames`, frames * kSwitchTurnUsPerFrame / `frame_us`) frames: a short
+  // frame is run often enough that a turn's median is well above the frame-to-frame noise. `frame_us`: the
   // expected latency of one frame (the model's, 0 if unknown). Measured again, as measure_layers
   // does, while the frames spread more than MeasureSettings::quiet_spread, keeping the quietest.
   SwitchLatencies measure_switch_latencies(const std::vector<std::string>& orders, double frame_us = 0) const;
