@@ -237,12 +237,20 @@ std::vector<SwitchRun> switch_runs(const DagCostModel& dm, double mb_us, const s
   return runs;
 }
 
-TEST(SwitchEdgeFit, OneDisturbedRunMovesNeitherTheValueNorItsInterval) {
-  LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2);
-  for (ProfileLayer& l : p.network.layers) l.output_bytes = 500'000;
-  const CostModel model(p);
-  const DagCostModel dm(model, dag(kOneSplitDag));
+// The one-split network with 0.5 MB per unit output, and its two spread orders.
+class SwitchEdgeRuns : public ::testing::Test {
+ protected:
+  static LayerProfile megabyte_profile() {
+    LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2);
+    for (ProfileLayer& l : p.network.layers) l.output_bytes = 500'000;
+    return p;
+  }
+  const CostModel model{megabyte_profile()};
+  const DagCostModel dm{model, dag(kOneSplitDag)};
   const std::vector<std::string> spread = {"BBLBB", "BLBLB"};
+};
+
+TEST_F(SwitchEdgeRuns, OneDisturbedRunMovesNeitherTheValueNorItsInterval) {
   const std::vector<double> loads = {1.0, 1.1, 0.95, 1.3, 1.0, 1.05, 0.9, 1.2, 1.0};
   const std::vector<SwitchRun> runs = switch_runs(dm, 30, loads, 3);
   // One ratio of the disturbed run alone is far off: what a single-run fit stored.
@@ -259,12 +267,7 @@ TEST(SwitchEdgeFit, OneDisturbedRunMovesNeitherTheValueNorItsInterval) {
   EXPECT_THROW(fit_switch_edge_runs(dm, "BBBBB", spread, {}, SwitchEdgeShape::kPerMegabyte), InputError);
 }
 
-TEST(SwitchEdgeFit, ACostTheRunsCannotTellFromNoneIsNotStored) {
-  LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2);
-  for (ProfileLayer& l : p.network.layers) l.output_bytes = 500'000;
-  const CostModel model(p);
-  const DagCostModel dm(model, dag(kOneSplitDag));
-  const std::vector<std::string> spread = {"BBLBB", "BLBLB"};
+TEST_F(SwitchEdgeRuns, ACostTheRunsCannotTellFromNoneIsNotStored) {
   // No cost per megabyte, but each spread run measured with noise of a few percent either way:
   // some runs fit a cost, the others none.
   const std::vector<double> noise = {1.03, 0.98, 1.04, 0.97, 1.02, 0.99, 1.05, 0.96, 1.01};
