@@ -43,6 +43,19 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
   return sums;
 }
 
+// Takes `measure()` (a result with `spread` and `attempts`) until one's spread is at most `quiet`,
+// at most `attempts` times in all, and keeps the quietest, as measure_layers does per processor.
+template <typename Measure>
+auto measure_until_quiet(const Measure& measure, double quiet, int attempts) {
+  auto kept = measure();
+  for (int attempt = 2; attempt <= attempts && kept.spread > quiet; ++attempt) {
+    auto again = measure();
+    if (again.spread < kept.spread) kept = std::move(again);
+    kept.attempts = attempt;
+  }
+  return kept;
+}
+
 }  // namespace
 
 std::string alternating_order(char first, char second, uint32_t length) {
@@ -336,24 +349,40 @@ std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<st
   return medians;
 }
 
-std::vector<double> LayerProfiler::measure_switch_latencies(const std::vector<std::string>& orders) const {
-  std::vector<std::vector<double>> latencies(orders.size());
-  run_interleaved(
-      orders, 0,
-      [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
-        const size_t frames = std::min(run.frame_start_ns.size(), run.frame_end_ns.size());
-        for (size_t f = first; f < frames; ++f) {
-          const int64_t ns = run.frame_end_ns[f] - run.frame_start_ns[f];
-          if (ns > 0) latencies[i].push_back(static_cast<double>(ns) / 1e3);
-        }
-      },
-      Mode::kSwitch);
-  std::vector<double> medians;
-  for (size_t i = 0; i < orders.size(); ++i) {
-    if (latencies[i].empty()) throw RuntimeError("switch run of order '" + orders[i] + "' measured no frame");
-    medians.push_back(profiler::median(latencies[i]));
-  }
-  return medians;
+SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::string>& orders,
+                                                       double frame_us) const {
+  LayerProfiler turns = *this;
+  turns.settings_.rounds = std::max(settings_.rounds, kSwitchRounds);
+  const int share = (settings_.frames + turns.settings_.rounds - 1) / turns.settings_.rounds;
+  const double turn_us = kSwitchTurnUsPerFrame * settings_.frames;
+  const int enough = frame_us > 0 ? static_cast<int>(std::min(std::ceil(turn_us / frame_us), 1'000.0)) : 0;
+  const int per_turn = std::max(share, enough);
+  turns.settings_.frames = per_turn * turns.settings_.rounds;
+  const auto measure_once = [&] {
+    SwitchLatencies m;
+    m.frames_per_turn = per_turn;
+    m.round_us.assign(static_cast<size_t>(turns.settings_.rounds), std::vector<double>(orders.size(), 0.0));
+    std::vector<size_t> turns_seen(orders.size(), 0);
+    std::vector<std::vector<double>> relative(orders.size());  // frame over its turn's median
+    turns.run_interleaved(
+        orders, 0,
+        [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
+          std::vector<double> latencies;
+          const size_t frames = std::min(run.frame_start_ns.size(), run.frame_end_ns.size());
+          for (size_t f = first; f < frames; ++f) {
+            const int64_t ns = run.frame_end_ns[f] - run.frame_start_ns[f];
+            if (ns > 0) latencies.push_back(static_cast<double>(ns) / 1e3);
+          }
+          if (latencies.empty()) throw RuntimeError("switch run of order '" + orders[i] + "' measured no frame");
+          const double median = profiler::median(latencies);
+          m.round_us[turns_seen[i]++][i] = median;
+          for (double us : latencies) relative[i].push_back(us / median);
+        },
+        Mode::kSwitch);
+    for (const std::vector<double>& r : relative) m.spread = std::max(m.spread, median_absolute_deviation(r, 1.0));
+    return m;
+  };
+  return measure_until_quiet(measure_once, settings_.quiet_spread, settings_.layer_attempts);
 }
 
 std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure_transfers(

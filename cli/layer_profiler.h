@@ -79,6 +79,23 @@ struct MeasureSettings {
   int layer_attempts = kLayerAttempts;
 };
 
+// Rounds and the least time per turn of LayerProfiler::measure_switch_latencies: 9 rounds give a
+// 96 % interval of the median estimate from the 2nd smallest to the 2nd largest (one disturbed
+// round moves neither); a turn runs at least 2 ms of frames per measured frame asked for
+// (MeasureSettings::frames): at the default 10, 20 ms, about 60 frames of a 0.3 ms network.
+inline constexpr int kSwitchRounds = 9;
+inline constexpr double kSwitchTurnUsPerFrame = 2'000;
+
+// Switch-mode one-frame latencies of interleaved orders.
+struct SwitchLatencies {
+  std::vector<std::vector<double>> round_us;  // [round][order]: median over that round's frames
+  // Frame-to-frame spread: each frame's latency over its turn's median, the median absolute
+  // deviation of that from 1, the largest over the orders.
+  double spread = 0;
+  int attempts = 1;  // measurements taken (more than 1: the first ones spread too much)
+  int frames_per_turn = 0;
+};
+
 struct LayerMeasurement {
   planner::LayerTimes times;
   double input_us = 0;  // receive side of the network input on this processor
@@ -112,8 +129,13 @@ class LayerProfiler {
   std::vector<double> measure_pipeline_periods(const std::vector<std::string>& orders) const;
   // The frames of each run measure_pipeline_periods takes a period from (all admitted at once).
   uint32_t pipeline_run_frames() const;
-  // Median one-frame latency (us) of each order in switch mode, the orders interleaved.
-  std::vector<double> measure_switch_latencies(const std::vector<std::string>& orders) const;
+  // One-frame latencies of each order in switch mode, the orders interleaved in
+  // max(rounds, kSwitchRounds) rounds (one estimate per round for the edge fit), each turn
+  // max(its share of `frames`, frames * kSwitchTurnUsPerFrame / `frame_us`) frames: a short
+  // frame is run often enough that a turn's median is well above the frame-to-frame noise. `frame_us`: the
+  // expected latency of one frame (the model's, 0 if unknown). Measured again, as measure_layers
+  // does, while the frames spread more than MeasureSettings::quiet_spread, keeping the quietest.
+  SwitchLatencies measure_switch_latencies(const std::vector<std::string>& orders, double frame_us = 0) const;
 
   // Sets up one executor per order in `mode` at `profile_level` and runs them as described
   // above; `measured(i, run, first)` gets each turn's profile of order i, whose frames from

@@ -355,22 +355,27 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   return fits;
 }
 
-// What a switch-mode cross-processor edge costs between `a` and `b` (planner/switch_edge_fit.h),
-// from switch runs of every layer on `a` and of the two alternating orders, interleaved.
-struct SwitchEdgeFit {
-  double edge_us = 0;         // per edge, with nothing per megabyte
-  std::optional<double> mb_us;  // per megabyte of the edge's tensor, nothing per edge
-};
-
-// Nothing when the network has one layer or an alternating order cannot run (a declined layer):
-// the profile then has no wake-up for the pair, rather than a measured-looking 0. No per-megabyte
-// fit when a unit's output size is unknown.
 std::string format_us(double us) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(1) << us;
   return text.str();
 }
 
+// What a switch-mode cross-processor edge costs between `a` and `b` (planner/switch_edge_fit.h),
+// from switch runs of every layer on `a` and of the two alternating orders, interleaved: one
+// estimate per round, their median and its interval.
+struct SwitchEdgeFit {
+  planner::SwitchEdgeEstimate per_edge;                 // per edge, with nothing per megabyte
+  std::optional<planner::SwitchEdgeEstimate> per_mb;  // per megabyte of the edge's tensor
+  SwitchLatencies runs;
+  // What the profile stores: the per-megabyte fit where the sizes are known, else the per-edge
+  // one (planner::stored_value: 0 when its interval reaches 0), and 0 for the other.
+  const planner::SwitchEdgeEstimate& stored() const { return per_mb ? *per_mb : per_edge; }
+};
+
+// Nothing when the network has one layer or an alternating order cannot run (a declined layer):
+// the profile then has no wake-up for the pair, rather than a measured-looking 0. No per-megabyte
+// fit when a unit's output size is unknown.
 std::optional<SwitchEdgeFit> measure_switch_edge(const LayerProfiler& profiler,
                                                  const planner::LayerProfile& profile,
                                                  const graph::Graph& g, char a, char b) {
@@ -381,20 +386,37 @@ std::optional<SwitchEdgeFit> measure_switch_edge(const LayerProfiler& profiler,
   for (const std::string& order : orders) {
     if (!model.runs(order)) return std::nullopt;
   }
-  const std::vector<double> measured = profiler.measure_switch_latencies(orders);
   const planner::DagCostModel dag_model(model, graph::unit_dag(g));
-  const auto fit = [&](planner::SwitchEdgeShape shape) {
-    return planner::fit_switch_edge(dag_model, orders[0], measured[0], {orders[1], orders[2]},
-                                    {measured[1], measured[2]}, shape);
-  };
   SwitchEdgeFit result;
-  result.edge_us = fit(planner::SwitchEdgeShape::kPerEdge);
+  result.runs = profiler.measure_switch_latencies(
+      orders, dag_model.switch_latency_us(planner::Mapping{orders[1], Mode::kSwitch, {}}));
+  std::vector<planner::SwitchRun> runs;
+  for (const std::vector<double>& round : result.runs.round_us) runs.push_back({round[0], {round[1], round[2]}});
+  const auto fit = [&](planner::SwitchEdgeShape shape) {
+    return planner::fit_switch_edge_runs(dag_model, orders[0], {orders[1], orders[2]}, runs, shape);
+  };
+  result.per_edge = fit(planner::SwitchEdgeShape::kPerEdge);
   const std::vector<planner::ProfileLayer>& layers = profile.network.layers;
   if (layers.size() == n && std::all_of(layers.begin(), layers.end(),
                                         [](const planner::ProfileLayer& l) { return l.output_bytes > 0; })) {
-    result.mb_us = fit(planner::SwitchEdgeShape::kPerMegabyte);
+    result.per_mb = fit(planner::SwitchEdgeShape::kPerMegabyte);
   }
   return result;
+}
+
+// "switch-mode edge B<->L: 57.0 us per MB of the edge's tensor (95.3 % interval ...), 9 runs of
+// 40 frames, frame spread 1.2 %"
+std::string switch_edge_note(char a, char b, const SwitchEdgeFit& edge) {
+  std::string line = "switch-mode edge " + std::string{a} + "<->" + std::string{b} + ": " +
+                     planner::describe(edge.stored(), edge.per_mb ? " us per MB of the edge's tensor" : " us per edge");
+  if (edge.per_mb && edge.per_mb->significant()) line += " (as one cost per edge: " + format_us(edge.per_edge.value) + " us)";
+  line += "; runs of " + std::to_string(edge.runs.frames_per_turn) + " frames, frame spread " +
+          format_us(100 * edge.runs.spread) + " %";
+  if (edge.runs.attempts > 1) {
+    line += ", the quietest of " + std::to_string(edge.runs.attempts) + " measurements";
+    if (edge.runs.spread > kQuietLayerSpread) line += ": still busy, profile again on a quieter machine";
+  }
+  return line;
 }
 
 }  // namespace
@@ -610,13 +632,10 @@ ProfileOutcome profile_network(const ProfileJob& job) {
         if (const std::optional<SwitchEdgeFit> edge = measure_switch_edge(profiler, profile, *job.graph, a, b)) {
           // Per megabyte where the sizes are known: a tensor the other core wrote is read from
           // its caches, and that cost grows with the tensor (the fit's one number either way).
-          profile.set_switch_edge(a, b, edge->mb_us ? 0.0 : edge->edge_us);
-          if (edge->mb_us) {
-            profile.set_switch_edge_mb(a, b, *edge->mb_us);
-            progress.note("switch-mode edge " + std::string{a} + "<->" + std::string{b} + ": " +
-                          format_us(*edge->mb_us) + " us per MB of the edge's tensor (as one cost per edge: " +
-                          format_us(edge->edge_us) + " us)");
-          }
+          const double stored = planner::stored_value(edge->stored());
+          profile.set_switch_edge(a, b, edge->per_mb ? 0.0 : stored);
+          if (edge->per_mb) profile.set_switch_edge_mb(a, b, stored);
+          progress.note(switch_edge_note(a, b, *edge));
         }
       } else {
         if (step.level > 0) {  // a DVFS step measures one processor

@@ -53,6 +53,8 @@ CostModel::CostModel(const LayerProfile& profile) : profile_(profile), layers_(p
                      "before its first step? resume it)");
   }
   const size_t n_proc = procs.size();
+  index_of_.fill(static_cast<uint8_t>(n_proc));
+  for (size_t p = n_proc; p-- > 0;) index_of_[static_cast<unsigned char>(letters_[p])] = static_cast<uint8_t>(p);
 
   // DVFS domains of the usable processors.
   for (const ProfileProcessor* p : procs) {
@@ -276,11 +278,6 @@ Mapping CostModel::normalized(Mapping m) const {
     }
   }
   return m;
-}
-
-size_t CostModel::index_of(char letter) const {
-  const size_t i = letters_.find(letter);
-  return i == std::string::npos ? letters_.size() : i;
 }
 
 double CostModel::layer_us(uint32_t layer, size_t p, const std::vector<int>& levels) const {

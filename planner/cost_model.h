@@ -42,6 +42,9 @@
 // Everything above is a prediction; `co_up plan --verify` measures.
 #pragma once
 
+#include <array>
+#include <cstdint>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -128,7 +131,9 @@ class CostModel {
   int level_of(size_t p, const std::vector<int>& levels) const {
     return domain_of_[p] < 0 || levels.empty() ? 0 : levels[static_cast<size_t>(domain_of_[p])];
   }
-  size_t index_of(char letter) const;  // letters().size() when absent
+  // letters().size() when absent. A table, not a search: the planner's searches ask for every
+  // unit of every candidate they build.
+  size_t index_of(char letter) const { return index_of_[static_cast<unsigned char>(letter)]; }
   // Whether layer `layer` can run on processor p (false: it declined the layer when profiled;
   // layer_us then is kDeclinedUs), and whether every layer of `order` runs where it is placed.
   bool runs(uint32_t layer, size_t p) const { return runs_[p][layer]; }
@@ -141,6 +146,7 @@ class CostModel {
   LayerProfile profile_;
   uint32_t layers_ = 0;
   std::string letters_;
+  std::array<uint8_t, 256> index_of_{};  // per letter: its index in letters_, else letters_.size()
   std::vector<std::string> domains_;
   std::vector<int> level_count_;
   std::vector<bool> domain_profiled_;

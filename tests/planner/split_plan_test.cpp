@@ -221,6 +221,70 @@ TEST(SwitchEdgeFit, RecoversTheCostPerMegabyteThatMadeTheMeasurements) {
   EXPECT_DOUBLE_EQ(back.find_switch_edge_mb('L', 'B')->us, 30);
 }
 
+// Runs "measured" with `mb_us` per megabyte, each scaled by its own load factor; `disturbed`
+// (index) has its first spread order 40 % slower (something else ran during that one frame run).
+std::vector<SwitchRun> switch_runs(const DagCostModel& dm, double mb_us, const std::vector<double>& loads,
+                                   size_t disturbed) {
+  DagCostModel truth = dm;
+  truth.set_switch_edge_mb_us(mb_us);
+  std::vector<SwitchRun> runs;
+  for (size_t r = 0; r < loads.size(); ++r) {
+    SwitchRun run{loads[r] * truth.switch_latency_us({"BBBBB", Mode::kSwitch, {}}), {}};
+    for (const char* o : {"BBLBB", "BLBLB"}) run.spread_us.push_back(loads[r] * truth.switch_latency_us({o, Mode::kSwitch, {}}));
+    if (r == disturbed) run.spread_us[0] *= 1.4;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+// The one-split network with 0.5 MB per unit output, and its two spread orders.
+class SwitchEdgeRuns : public ::testing::Test {
+ protected:
+  static LayerProfile megabyte_profile() {
+    LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2);
+    for (ProfileLayer& l : p.network.layers) l.output_bytes = 500'000;
+    return p;
+  }
+  const CostModel model{megabyte_profile()};
+  const DagCostModel dm{model, dag(kOneSplitDag)};
+  const std::vector<std::string> spread = {"BBLBB", "BLBLB"};
+};
+
+TEST_F(SwitchEdgeRuns, OneDisturbedRunMovesNeitherTheValueNorItsInterval) {
+  const std::vector<double> loads = {1.0, 1.1, 0.95, 1.3, 1.0, 1.05, 0.9, 1.2, 1.0};
+  const std::vector<SwitchRun> runs = switch_runs(dm, 30, loads, 3);
+  // One ratio of the disturbed run alone is far off: what a single-run fit stored.
+  EXPECT_GT(fit_switch_edge(dm, "BBBBB", runs[3].alone_us, spread, runs[3].spread_us, SwitchEdgeShape::kPerMegabyte), 35);
+  const SwitchEdgeEstimate e = fit_switch_edge_runs(dm, "BBBBB", spread, runs, SwitchEdgeShape::kPerMegabyte);
+  EXPECT_NEAR(e.value, 30, 0.2);
+  EXPECT_NEAR(e.low, 30, 0.2);
+  EXPECT_NEAR(e.high, 30, 0.2);
+  EXPECT_EQ(e.runs, 9u);
+  EXPECT_GE(e.confidence, 0.95);
+  EXPECT_TRUE(e.significant());
+  EXPECT_NEAR(stored_value(e), 30, 0.2);
+  EXPECT_EQ(describe(e, " us per MB").rfind("30.", 0), 0u) << describe(e, " us per MB");
+  EXPECT_THROW(fit_switch_edge_runs(dm, "BBBBB", spread, {}, SwitchEdgeShape::kPerMegabyte), InputError);
+}
+
+TEST_F(SwitchEdgeRuns, ACostTheRunsCannotTellFromNoneIsNotStored) {
+  // No cost per megabyte, but each spread run measured with noise of a few percent either way:
+  // some runs fit a cost, the others none.
+  const std::vector<double> noise = {1.03, 0.98, 1.04, 0.97, 1.02, 0.99, 1.05, 0.96, 1.01};
+  std::vector<SwitchRun> runs = switch_runs(dm, 0, std::vector<double>(noise.size(), 1.0), noise.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (double& us : runs[r].spread_us) us *= noise[r];
+  }
+  const SwitchEdgeEstimate e = fit_switch_edge_runs(dm, "BBBBB", spread, runs, SwitchEdgeShape::kPerMegabyte);
+  EXPECT_GT(e.value, 0);  // the median run still fits something
+  EXPECT_GT(e.high, e.value);
+  EXPECT_FALSE(e.significant());
+  EXPECT_DOUBLE_EQ(stored_value(e), 0);
+  const std::string text = describe(e, " us per MB");
+  EXPECT_EQ(text.rfind("no cost stored: ", 0), 0u) << text;
+  EXPECT_NE(text.find("not distinguishable from none"), std::string::npos) << text;
+}
+
 TEST(SwitchEdgeFit, TheProfileKeepsTheWakeUpPerPairAndTheModelUsesIt) {
   LayerProfile p = profile(kOneSplit, {10, 20, 20, 2, 5}, {}, 1, 2, 3);
   const LayerProfile back = parse_layer_profile(layer_profile_json(p), "round trip");

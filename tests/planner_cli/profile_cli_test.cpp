@@ -58,6 +58,10 @@ TEST_F(ProfileCliTest, ProfilesResumesAndVerifies) {
   EXPECT_THAT(e.err, HasSubstr("DVFS not profiled for BL: platform file"));
   EXPECT_EQ(planner::read_layer_profile(out).completed.size(), 3u);
   EXPECT_THAT(e.out, HasSubstr("B<->L  hand-off "));
+  // The switch-mode edge cost: one estimate per interleaved round, their interval printed (or
+  // no cost, and why).
+  EXPECT_THAT(e.err, ContainsRegex("switch-mode edge B<->L: .*interval .* over 9 runs\\).*; runs of [0-9]+ frames, "
+                                   "frame spread [0-9.]+ %"));
 
   e = run(profile("squeezenet", 32, out));
   ASSERT_EQ(e.code, 0) << e;
