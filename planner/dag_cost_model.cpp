@@ -633,7 +633,7 @@ Prediction DagCostModel::predict_run(const Mapping& m, uint32_t draws, uint64_t 
   noise.sigma_us.assign(plan.processor.size(), 0.0);
   bool any = false;
   // Pipeline mode only: one switch frame queues nothing (the draws moved the saved runs' switch
-  // latency errors by 0.1-0.4 points either way), and overlap mode's gate keeps two frames in flight.
+  // latency errors by 0-0.4 points either way), and overlap mode's gate keeps two frames in flight.
   for (size_t s = 0; s < plan.processor.size() && m.mode == Mode::kPipeline; ++s) {
     const size_t p = plan.processor[s];
     for (uint32_t u = plan.first[s]; u <= plan.last[s]; ++u) {

@@ -47,9 +47,9 @@
 //             sub-graphs meanwhile). 0 (the default), the steady state: 64 frames, the mean period
 //             over the middle half (not the first frames, ending late, nor the last, the early
 //             stages done). predict_run(): the run's median over simulations with the
-//             profile's layer-time noise (one run is chaotic; see there). pipeline_period_us() is the busiest resource (sub-graph
-//             times, the per-sub-graph cost included, summed per resource), the searches'
-//             objective and bound.
+//             profile's layer-time noise (one run is chaotic; see there).
+//             pipeline_period_us() is the busiest resource (sub-graph times, the per-sub-graph
+//             cost included, summed per resource), the searches' objective and bound.
 //   overlap:  the executor's overlap mode: frame g enters once g - 2 completed, and runs on a
 //             processor only when g - 1 has nothing left there and, for a tensor shared in
 //             place with another processor, that processor's readers finished g - 1; boundary
