@@ -663,7 +663,7 @@ static int run_para_pipe(int argc, char** argv) {
       const planner::Prediction b_predicted = dag_model.predict(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
       std::vector<Gains> predicted_gains;
       for (const planner::Candidate& c : pareto.ranked) {
-        const planner::Prediction p = dag_model.predict(c.mapping);
+        const planner::Prediction p = dag_model.predict_run(c.mapping);
         predicted_gains.push_back({p.throughput_fps / b_predicted.throughput_fps, b_predicted.latency_ms / p.latency_ms});
       }
       for (size_t i = 0; i < front; ++i) {  // the front is sorted by throughput
