@@ -301,7 +301,7 @@ void explain_plan(const graph::Graph& g, const Platform& platform, const PluginR
     std::cout << fs.processors[i] << " busy per frame: predicted " << fs.busy_us[i] << " us, measured median "
               << profiler::median(busy[fs.processors[i]]) << " us\n";
   }
-  std::cout << "measured " << summary.throughput_fps << " fps (predicted " << dag_model.predict(mapping).throughput_fps
+  std::cout << "measured " << summary.throughput_fps << " fps (predicted " << dag_model.predict_run(mapping).throughput_fps
             << "), " << mode_name(mapping.mode) << " mode\n\n";
 }
 
@@ -430,7 +430,9 @@ static int run_para_pipe(int argc, char** argv) {
         for (size_t i = 0; i < runs.size(); ++i) {
           const Run& r = runs[i];
           if (r.mapping.mode != mode || ((i / 2) % 2 == 1) != report) continue;
-          const planner::Prediction p = dm.predict(r.mapping);
+          // A pipeline run's median over simulations with the profile's noise (the fits' grids are
+          // switch mode: one simulation).
+          const planner::Prediction p = mode == planner::Mode::kPipeline ? dm.predict_run(r.mapping) : dm.predict(r.mapping);
           if (what == 0) e.push_back(std::abs(rel(p.latency_ms, r.measured_latency_ms)));
           if (what == 1) e.push_back(std::abs(rel(p.throughput_fps, r.measured_fps)));
           if (what == 2) e.push_back(std::abs(rel(r.chain_latency_ms, r.measured_latency_ms)));
@@ -441,7 +443,7 @@ static int run_para_pipe(int argc, char** argv) {
       // these runs, so every mapping is held out.
       if (runs_out.is_open()) {
         for (const Run& r : runs) {
-          const planner::Prediction p = dag_model.predict(r.mapping);
+          const planner::Prediction p = dag_model.predict_run(r.mapping);
           const auto [subgraphs, cross] = cut_counts(dag_model, r.mapping);
           char line[256];
           std::snprintf(line, sizeof line, "%s,%s,%zu,%zu,%.4f,%.4f,%.3f,%.3f,", name.c_str(),
@@ -451,10 +453,13 @@ static int run_para_pipe(int argc, char** argv) {
         }
         runs_out.flush();
       }
-      {
+      // One simulation with the profile's median times (the searches' prediction), and the median
+      // over simulations with its measured noise (DagCostModel::predict_run: what co_up plan
+      // --verify compares with a run).
+      for (const bool draws : {false, true}) {
         std::vector<double> sw, pl, tp;
         for (const Run& r : runs) {
-          const planner::Prediction p = dag_model.predict(r.mapping);
+          const planner::Prediction p = draws ? dag_model.predict_run(r.mapping) : dag_model.predict(r.mapping);
           (r.mapping.mode == planner::Mode::kSwitch ? sw : pl)
               .push_back(std::abs(rel(p.latency_ms, r.measured_latency_ms)));
           if (r.mapping.mode == planner::Mode::kPipeline) {
@@ -462,7 +467,10 @@ static int run_para_pipe(int argc, char** argv) {
           }
         }
         std::cout << "with the profile's own wake-up per edge (as co_up plan predicts; nothing fitted, all "
-                  << runs.size() / 2 << " mappings): median |error| switch latency " << pct(profiler::median(sw))
+                  << runs.size() / 2 << " mappings), "
+                  << (draws ? "median of " + std::to_string(planner::DagCostModel::kRunDraws) + " noisy simulations"
+                            : std::string("one simulation"))
+                  << ": median |error| switch latency " << pct(profiler::median(sw))
                   << ", pipeline latency " << pct(profiler::median(pl)) << ", pipeline throughput "
                   << pct(profiler::median(tp)) << "\n\n";
       }
@@ -540,7 +548,7 @@ static int run_para_pipe(int argc, char** argv) {
         const auto report = [&](const std::string& label, const planner::DagCostModel& dm, double fit_error) {
           std::vector<double> tp, lat, bins[3];
           for (size_t k = 0; k < report_runs.size(); ++k) {
-            const planner::Prediction p = dm.predict(report_runs[k]->mapping);
+            const planner::Prediction p = dm.predict_run(report_runs[k]->mapping);
             const double e = rel(p.throughput_fps, report_runs[k]->measured_fps);
             tp.push_back(std::abs(e));
             lat.push_back(std::abs(rel(p.latency_ms, report_runs[k]->measured_latency_ms)));
@@ -655,7 +663,7 @@ static int run_para_pipe(int argc, char** argv) {
       const planner::Prediction b_predicted = dag_model.predict(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
       std::vector<Gains> predicted_gains;
       for (const planner::Candidate& c : pareto.ranked) {
-        const planner::Prediction p = dag_model.predict(c.mapping);
+        const planner::Prediction p = dag_model.predict_run(c.mapping);
         predicted_gains.push_back({p.throughput_fps / b_predicted.throughput_fps, b_predicted.latency_ms / p.latency_ms});
       }
       for (size_t i = 0; i < front; ++i) {  // the front is sorted by throughput
@@ -738,7 +746,7 @@ static int run_para_pipe(int argc, char** argv) {
       for (size_t i = 0; i < plans.size(); ++i) {
         const planner::Candidate& c = plans[i];
         const AgainstB r = measure_against_b(c.mapping, reps);
-        const planner::Prediction p = dag_model.predict(c.mapping);
+        const planner::Prediction p = dag_model.predict_run(c.mapping);
         char line[512];
         std::snprintf(line, sizeof line, "| %s | %s | %s | %.1f | %.3f | %.1f | %.3f | %.3f | %.2fx | %.2fx |\n",
                       labels[i].c_str(), mode_name(c.mapping.mode),

@@ -220,9 +220,10 @@ int run_plan_command(const Options& o, StopSignal& stop) {
     planner::DagCostOptions measured_run;
     measured_run.pipeline_frames = static_cast<uint32_t>(std::clamp<int64_t>(o.frames, 2, kMostSimulatedFrames));
     const planner::DagCostModel run_model(model, *dag, measured_run);
-    for (planner::Candidate& c : to_run) c.prediction = run_model.predict(c.mapping);
+    for (planner::Candidate& c : to_run) c.prediction = run_model.predict_run(c.mapping);
     out << "\npredictions below: of the run measured (" << measured_run.pipeline_frames
-        << " frames admitted at once; pipeline and overlap plans above: the steady state)";
+        << " frames admitted at once, pipelines the median of " << planner::DagCostModel::kRunDraws
+        << " simulations with the profile's layer-time noise; pipeline and overlap plans above: the steady state)";
   }
   out << "\n";
   const std::vector<VerifiedMapping> verified = verify_mappings(o, model, to_run, out);

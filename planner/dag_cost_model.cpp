@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <span>
 #include <stdexcept>
 
@@ -24,7 +25,30 @@ double median(std::vector<double> values) {
   return (upper + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
 }
 
+// The MAD of a normal distribution is 0.6745 standard deviations.
+constexpr double kSigmaPerMad = 1.4826;
+// predict_run's draws are cut here (in standard deviations): a layer time never goes negative
+// or far beyond what a profile's repetitions saw.
+constexpr double kMostDeviations = 3;
+
 }  // namespace
+
+// predict_run's draws: per sub-graph, the standard deviation of its run's layer time.
+struct DagCostModel::RunNoise {
+  std::vector<double> sigma_us;
+  std::mt19937_64 random;
+  // A standard normal draw (Box-Muller on the engine's 53-bit uniforms, which the standard fixes,
+  // unlike std::normal_distribution), cut at kMostDeviations.
+  double normal() {
+    const double u1 = (static_cast<double>(random() >> 11) + 1) * 0x1p-53;  // (0, 1]
+    const double u2 = static_cast<double>(random() >> 11) * 0x1p-53;        // [0, 1)
+    const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::acos(-1.0) * u2);
+    return std::clamp(z, -kMostDeviations, kMostDeviations);
+  }
+  double run_us(uint32_t s, double cost_us) {
+    return sigma_us[s] > 0 ? std::max(0.0, cost_us + sigma_us[s] * normal()) : cost_us;
+  }
+};
 
 struct DagCostModel::Plan {
   struct Out {
@@ -135,6 +159,24 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
   }
   for (double& f : profile_work_factor_) {
     if (!(f > 0)) f = 1;
+  }
+  relative_mad_.resize(letters.size());
+  for (size_t p = 0; p < letters.size(); ++p) {
+    const int domain = model.domain_of(p);
+    const int levels = domain < 0 ? 0 : model.level_count(static_cast<size_t>(domain));
+    const LayerTimes* any = nullptr;
+    for (const LayerTimes& t : model.profile().layer_times) {
+      if (t.processor == letters[p] && (any == nullptr || t.level == 0)) any = &t;
+    }
+    for (int l = 0; l <= levels; ++l) {
+      const LayerTimes* t = model.profile().find_layer_times(letters[p], l);
+      if (t == nullptr) t = any;
+      std::vector<double>& rel = relative_mad_[p].emplace_back(n, 0.0);
+      for (uint32_t u = 0; t != nullptr && u < n && u < t->mad_us.size() && u < t->median_us.size(); ++u) {
+        const double mad = t->mad_us[u], median = t->median_us[u];
+        if (std::isfinite(mad) && std::isfinite(median) && median > 0 && mad > 0) rel[u] = mad / median;
+      }
+    }
   }
   output_mb_.assign(n, 0.0);
   const std::vector<ProfileLayer>& layers = model.profile().network.layers;
@@ -428,8 +470,8 @@ void DagCostModel::set_guards(Plan& plan, const std::vector<uint32_t>& sg_of,
   }
 }
 
-std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mode mode,
-                                           FrameSchedule* first, std::vector<double>* ends) const {
+std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
+                                           std::vector<double>* ends, RunNoise* noise) const {
   const size_t count = plan.processor.size();
   const size_t n_proc = model_->letters().size();
   std::vector<std::vector<uint32_t>> of_processor(n_proc);
@@ -512,7 +554,7 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
         waited_for[pick] = cause;
       }
       running[p] = pick;
-      running_end[p] = now + plan.cost_us[pick];
+      running_end[p] = now + (noise != nullptr ? noise->run_us(pick, plan.cost_us[pick]) : plan.cost_us[pick]);
     }
     double t = kNever;
     for (size_t p = 0; p < n_proc; ++p) t = std::min(t, running_end[p]);
@@ -577,12 +619,50 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
 }
 
 Prediction DagCostModel::predict(const Mapping& m) const {
+  return predict(build(m, m.mode != Mode::kSwitch), m, nullptr);
+}
+
+double DagCostModel::layer_sigma_us(uint32_t u, size_t p, const std::vector<int>& levels) const {
+  const std::vector<double>& rel = relative_mad_.at(p).at(static_cast<size_t>(model_->level_of(p, levels)));
+  return kSigmaPerMad * rel.at(u) * model_->layer_us(u, p, levels);
+}
+
+Prediction DagCostModel::predict_run(const Mapping& m, uint32_t draws, uint64_t seed) const {
   const Plan plan = build(m, m.mode != Mode::kSwitch);
+  RunNoise noise;
+  noise.sigma_us.assign(plan.processor.size(), 0.0);
+  bool any = false;
+  // Pipeline mode only: one switch frame queues nothing (the draws moved the saved runs' switch
+  // latency errors by 0-0.4 points either way), and overlap mode's gate keeps two frames in flight.
+  for (size_t s = 0; s < plan.processor.size() && m.mode == Mode::kPipeline; ++s) {
+    const size_t p = plan.processor[s];
+    for (uint32_t u = plan.first[s]; u <= plan.last[s]; ++u) {
+      noise.sigma_us[s] += layer_sigma_us(u, p, m.levels) * pipeline_work_factor(p);
+    }
+    any = any || noise.sigma_us[s] > 0;
+  }
+  if (!any || draws == 0) return predict(plan, m, nullptr);
+  noise.random.seed(seed);
+  std::vector<double> latency_ms, period_us;
+  Prediction out;
+  for (uint32_t k = 0; k < draws; ++k) {
+    out = predict(plan, m, &noise);
+    latency_ms.push_back(out.latency_ms);
+    period_us.push_back(out.period_us);
+  }
+  out.latency_ms = median(latency_ms);
+  out.period_us = median(period_us);
+  out.throughput_fps = out.period_us > 0 ? 1e6 / out.period_us : std::numeric_limits<double>::infinity();
+  out.energy_mj_per_frame = model_->energy_mj(plan.busy_us, plan.used, out.period_us, m.levels);
+  return out;
+}
+
+Prediction DagCostModel::predict(const Plan& plan, const Mapping& m, RunNoise* noise) const {
   Prediction out;
   const bool steady = options_.pipeline_frames == 0;
   const uint32_t frames = m.mode == Mode::kSwitch ? 1 : steady ? kSteadyStateFrames : options_.pipeline_frames;
   std::vector<double> ends;
-  const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr, &ends);
+  const std::vector<double> latency = simulate(plan, frames, m.mode, nullptr, &ends, noise);
   out.latency_ms = median(latency) / 1000.0;
   out.resources.resize(model_->resource_count());
   for (size_t p = 0; p < model_->letters().size(); ++p) {

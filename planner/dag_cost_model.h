@@ -46,9 +46,10 @@
 //             the steady rate (the first frame ends late: its processors ran later frames' early
 //             sub-graphs meanwhile). 0 (the default), the steady state: 64 frames, the mean period
 //             over the middle half (not the first frames, ending late, nor the last, the early
-//             stages done). pipeline_period_us() is the busiest resource (sub-graph
-//             times, the per-sub-graph cost included, summed per resource), the searches'
-//             objective and bound.
+//             stages done). predict_run(): the run's median over simulations with the
+//             profile's layer-time noise (one run is chaotic; see there).
+//             pipeline_period_us() is the busiest resource (sub-graph times, the per-sub-graph
+//             cost included, summed per resource), the searches' objective and bound.
 //   overlap:  the executor's overlap mode: frame g enters once g - 2 completed, and runs on a
 //             processor only when g - 1 has nothing left there and, for a tensor shared in
 //             place with another processor, that processor's readers finished g - 1; boundary
@@ -143,6 +144,28 @@ class DagCostModel {
 
   // Throws InputError as CostModel::check does.
   Prediction predict(const Mapping& mapping) const;
+  // A measured run's prediction: the median over `draws` simulations of the run, each sub-graph
+  // run's layer time drawn anew from the noise the profile measured, as a run's layers vary from
+  // frame to frame. A pipeline run of frames admitted at once is chaotic: which ready sub-graph
+  // an idle processor takes next turns on small differences, so one simulation with the median
+  // layer times may queue frames quite differently from the typical run (docs/para_pipe.md, "DAG
+  // cost model"). The draw: normal with the layers' standard deviation 1.4826 x MAD (the MAD of
+  // a normal; mad_us of the profile's layer times at the mapping's level, relative to the median,
+  // applied to the layer time as charged) summed over the sub-graph's units, as if they varied
+  // together (a host's interference slows consecutive layers alike), cut at 3 deviations;
+  // copies and per-sub-graph costs as predict(). Latency, period and throughput are the medians
+  // over the simulations; energy is predict()'s at that period. Deterministic for a given seed
+  // (std::mt19937_64 and its own normal draw: the standard distributions differ between
+  // libraries). Pipeline mode only: switch mode (one frame, no queueing) and overlap mode (its
+  // gate keeps two frames in flight), a profile without spread, or `draws` 0 give predict()
+  // exactly. The searches keep predict(): this one costs `draws` simulations.
+  static constexpr uint32_t kRunDraws = 15;
+  static constexpr uint64_t kRunSeed = 1;
+  Prediction predict_run(const Mapping& mapping, uint32_t draws = kRunDraws, uint64_t seed = kRunSeed) const;
+  // The standard deviation of unit `u`'s time on processor `p` at `levels` as predict_run draws
+  // it (before a pipeline's work factor): 1.4826 x the profile's MAD relative to its median, x
+  // the unit's time; 0 where the profile has no MAD.
+  double layer_sigma_us(uint32_t u, size_t p, const std::vector<int>& levels) const;
   FrameSchedule schedule(const Mapping& mapping) const;  // switch mode, one frame
   // The searches' objectives without the rest of predict(): one switch frame's latency, and the
   // pipeline period as the busiest resource (the steady state; predict() simulates the run).
@@ -163,6 +186,8 @@ class DagCostModel {
 
  private:
   struct Plan;
+  struct RunNoise;  // predict_run's draws (the .cpp)
+  Prediction predict(const Plan& plan, const Mapping& mapping, RunNoise* noise) const;
   // `capacities`: receiver capacities as the runtime's (a pipeline simulation needs them); else
   // every edge gets the base (one switch frame, or no simulation at all).
   Plan build(const Mapping& mapping, bool capacities) const;
@@ -170,8 +195,9 @@ class DagCostModel {
   void set_guards(Plan& plan, const std::vector<uint32_t>& sg_of,
                   const std::vector<std::pair<uint32_t, uint32_t>>& shared_edges) const;
   // One latency per frame; `ends`, when given, gets each frame's completion time.
+  // `noise`, when given, draws each sub-graph run's time (predict_run).
   std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
-                               std::vector<double>* ends = nullptr) const;
+                               std::vector<double>* ends = nullptr, RunNoise* noise = nullptr) const;
 
   const CostModel* model_;
   graph::UnitDag dag_;
@@ -195,6 +221,9 @@ class DagCostModel {
   // Per processor: ProfileProcessor::in_place_boundaries (switch-mode edges between two such
   // processors cost no transfer).
   std::vector<bool> in_place_;
+  // [processor][level][unit]: the profile's MAD over its median at that level (a level not
+  // measured: level 0's, else the first measured level's; 0 without a MAD), for predict_run.
+  std::vector<std::vector<std::vector<double>>> relative_mad_;
   std::vector<double> fastest_us_;  // per unit: min over processors at fastest levels (bounds)
 };
 

@@ -195,6 +195,70 @@ TEST(DagCostModel, APipelinesLayersTakeTheProfilesWorkFactor) {
   EXPECT_DOUBLE_EQ(explicit_factor.pipeline_period_us(m), 23);
 }
 
+// The profile's layer times with a MAD of `relative` x the median on every unit.
+LayerProfile with_spread(LayerProfile p, double relative) {
+  for (LayerTimes& t : p.layer_times) {
+    t.mad_us.resize(t.median_us.size());
+    for (size_t u = 0; u < t.median_us.size(); ++u) t.mad_us[u] = relative * t.median_us[u];
+  }
+  return p;
+}
+
+// One pipeline run of 30 frames admitted at once is chaotic: B runs units 0 and 2 of a chain,
+// L unit 1, all 10 us. When L's frame ends exactly as B frees, B takes the older frame's unit
+// 2 and frames flow through; L 0.1 % slower, B runs unit 0 of a new frame first, and every frame
+// queues longer. A run's layers vary by more than that (the profile's MAD), so a measured run
+// sits between the two; the median over simulations with that noise barely moves with the
+// 0.1 %, where the single simulation jumps.
+TEST(DagCostModel, ARunsLatencyIsTheMedianOverSimulationsWithTheProfilesNoise) {
+  DagCostOptions run;
+  run.pipeline_frames = 30;
+  const graph::UnitDag chain = dag({{}, {0}, {1}});
+  const CostModel tie(with_spread(profile({10, 100, 10}, {100, 10, 100}), 0.02));
+  const CostModel late(with_spread(profile({10, 100, 10}, {100, 10.01, 100}), 0.02));
+  const DagCostModel a(tie, chain, run), b(late, chain, run);
+  const Mapping m{"BLB", Mode::kPipeline, {}};
+  // One simulation: 30 us a frame on the tie, 40 us 0.1 % off it.
+  EXPECT_DOUBLE_EQ(a.predict(m).latency_ms, 0.030);
+  EXPECT_DOUBLE_EQ(b.predict(m).latency_ms, 0.040);
+  // The median over noisy simulations: the same on both sides of the tie, and for every seed.
+  const double runs_a = a.predict_run(m).latency_ms, runs_b = b.predict_run(m).latency_ms;
+  EXPECT_NEAR(runs_b / runs_a, 1, 0.005);
+  EXPECT_GT(runs_a, 0.036);  // far from the tie's one simulation
+  for (uint64_t seed = 2; seed < 10; ++seed) {
+    EXPECT_NEAR(a.predict_run(m, DagCostModel::kRunDraws, seed).latency_ms / runs_a, 1, 0.02) << seed;
+  }
+}
+
+// The draws are seeded: the same seed gives the same prediction, another seed another; the
+// profile's spread sets them (a unit's standard deviation is 1.4826 MADs, the MAD of a normal),
+// and with no spread the prediction is the single simulation's exactly, as in switch mode.
+TEST(DagCostModel, ARunsPredictionIsSeededAndDrawnFromTheProfilesSpread) {
+  DagCostOptions run;
+  run.pipeline_frames = 30;
+  const graph::UnitDag g = dag(kDiamond);
+  const LayerProfile base = profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2);
+  const CostModel noisy(with_spread(base, 0.05)), quiet(with_spread(base, 0));
+  const DagCostModel a(noisy, g, run), q(quiet, g, run);
+  EXPECT_DOUBLE_EQ(a.layer_sigma_us(2, 1, {}), 1.4826 * 0.05 * 40);
+  EXPECT_DOUBLE_EQ(q.layer_sigma_us(2, 1, {}), 0);
+  const Mapping m{"BLBL", Mode::kPipeline, {}};
+  const Prediction first = a.predict_run(m, 15, 7), again = a.predict_run(m, 15, 7);
+  EXPECT_EQ(first.latency_ms, again.latency_ms);
+  EXPECT_EQ(first.period_us, again.period_us);
+  EXPECT_NE(a.predict_run(m, 15, 8).period_us, first.period_us);
+  EXPECT_NE(first.period_us, a.predict(m).period_us);
+  const Prediction one = q.predict(m), runs = q.predict_run(m);
+  EXPECT_EQ(runs.latency_ms, one.latency_ms);
+  EXPECT_EQ(runs.period_us, one.period_us);
+  EXPECT_EQ(runs.throughput_fps, one.throughput_fps);
+  EXPECT_EQ(a.predict_run(m, 0).period_us, a.predict(m).period_us);  // no draws
+  for (const Mode mode : {Mode::kSwitch, Mode::kOverlap}) {
+    const Mapping other{"BLBL", mode, {}};
+    EXPECT_EQ(a.predict_run(other).latency_ms, a.predict(other).latency_ms) << mode_name(mode);
+  }
+}
+
 // A profile with the pipeline fit (pipeline_edge_us) delays an edge by it, not by the hand-off,
 // which then is the chain model's alone; an older profile keeps the hand-off as the delay
 // (AHandOffDelaysThePipelinesReader).
