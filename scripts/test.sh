@@ -60,8 +60,14 @@ for suite in "${suites[@]}"; do
     # ThreadSanitizer checks what shares data between threads: the tests labelled "threads"
     # (tests/CMakeLists.txt: pipelines, thread pools, the co_up binary in pipeline mode on every
     # shipped backend, signals during runs). The Release and ASan suites run everything.
+    # atexit_sleep_ms=0: by default TSan sleeps 1 s at exit in every process that still has another
+    # thread, to give that thread time to race with exit-time destructors. co_up joins every thread
+    # it starts before main returns (no detached threads); the threads still there at exit are
+    # PoCL's idle workers (started when the OpenCL plugin first queries its platforms, never
+    # joined), uninstrumented and waiting on a condition variable. The sleep watched them, at 1 s
+    # per test process and per co_up a test spawns.
     tsan)
-      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:intercept_tls_get_addr=0 BUILD_TARGET=co_up_thread_tests \
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:intercept_tls_get_addr=0:atexit_sleep_ms=0 BUILD_TARGET=co_up_thread_tests \
         CTEST_ARGS="-L threads" run_suite tsan build-tsan "${sanitizer_flags[@]}" -DCO_UP_SANITIZE=thread
       ;;
     # Cross-build for arm64, run the NEON paths under qemu-aarch64 (see scripts/aarch64.sh).

@@ -12,19 +12,16 @@
 
 #include "co_up/co_up.hpp"
 #include "tests/api/api_test_support.h"
+#include "tests/sanitizer_size.h"
 
 namespace co_up::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer runs cpu-reference ~40x slower (83 s for 1,000 frames); the hand-offs it checks
-// are the same for every frame, so fewer frames keep the TSan suite short.
-constexpr uint64_t kFrames = 250;
-#else
-constexpr uint64_t kFrames = 1000;
-#endif
+// How many frames a stream test submits. ThreadSanitizer runs cpu-reference ~40x slower (83 s for
+// 1,000 frames); the hand-offs a sanitizer checks are the same for every frame.
+uint64_t stream_frames() { return size_for_this_build<uint64_t>("frames streamed", 1000, 250); }
 constexpr uint32_t kDistinctInputs = 5;
 
 struct StreamSetup {
@@ -45,6 +42,7 @@ StreamSetup prepare(const ApiWorld& world) {
 }
 
 void stream_with_callback(const ApiWorld& world) {
+  const uint64_t frames = stream_frames();
   const StreamSetup s = prepare(world);
   Session session = Session::open_zoo(kNetwork, world.options(s.order));
   std::atomic<uint64_t> delivered{0};
@@ -58,15 +56,15 @@ void stream_with_callback(const ApiWorld& world) {
     }
     delivered.store(n + 1);
   });
-  for (uint64_t f = 0; f < kFrames; ++f) {
+  for (uint64_t f = 0; f < frames; ++f) {
     session.submit(Tensor(s.inputs[f % kDistinctInputs]), reinterpret_cast<void*>(static_cast<uintptr_t>(f)));
   }
   session.drain();
-  EXPECT_EQ(delivered.load(), kFrames);
+  EXPECT_EQ(delivered.load(), frames);
   EXPECT_EQ(wrong.load(), 0u);
   EXPECT_EQ(session.in_flight(), 0u);
   const Profile p = session.profile();
-  EXPECT_EQ(p.frames_completed, kFrames);
+  EXPECT_EQ(p.frames_completed, frames);
   EXPECT_EQ(p.order, s.order);
   ASSERT_EQ(p.subgraphs.size(), 3u);  // three stages
   EXPECT_EQ(p.subgraphs[1].processor, 'L');
@@ -85,24 +83,25 @@ TEST(ApiStream, ThousandFramesInOrderThroughCallbackOnCpuXnnpack) {
 #endif
 
 TEST(ApiStream, ThousandFramesInOrderThroughWaitResultOnAnotherThread) {
+  const uint64_t frames = stream_frames();
   const ApiWorld world;
   const StreamSetup s = prepare(world);
   Session session = Session::open_zoo(kNetwork, world.options(s.order));
   uint64_t wrong = 0;
   std::thread consumer([&] {
-    for (uint64_t n = 0; n < kFrames; ++n) {
+    for (uint64_t n = 0; n < frames; ++n) {
       // Frames are submitted from the other thread; wait until this one is.
       while (session.in_flight() == 0) std::this_thread::yield();
       const Result r = session.wait_result();
       if (r.frame != n || !bitwise_equal(r.outputs.at(0), s.expected[n % kDistinctInputs])) ++wrong;
     }
   });
-  for (uint64_t f = 0; f < kFrames; ++f) session.submit(Tensor(s.inputs[f % kDistinctInputs]));
+  for (uint64_t f = 0; f < frames; ++f) session.submit(Tensor(s.inputs[f % kDistinctInputs]));
   consumer.join();
   EXPECT_EQ(wrong, 0u);
   EXPECT_EQ(session.in_flight(), 0u);
   session.drain();
-  EXPECT_EQ(session.profile().frames_completed, kFrames);
+  EXPECT_EQ(session.profile().frames_completed, frames);
   // After a drained stream, run() works again and still gives the same bits.
   EXPECT_TRUE(bitwise_equal(session.run(s.inputs[0]).at(0), s.expected[0]));
 }

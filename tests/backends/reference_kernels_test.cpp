@@ -16,6 +16,7 @@
 #include "backends/reference/ref_thread_pool.h"
 #include "tests/backends/reference_naive.h"
 #include "tests/backends/random_data.h"
+#include "tests/sanitizer_size.h"
 
 namespace co_up::reference {
 namespace {
@@ -412,12 +413,9 @@ TEST(RepresentativeConvolutions, MatchTheDefinitionWithEveryKernelAndThreadCount
       {"depthwise 112x112x32 3x3", conv(1, 32, 112, 112, 32, 3, 1, 1, 32)},
   };
   // Under a sanitizer the definition (in double) of the three big ones alone takes tens of
-  // seconds; there the deep 1x1 and the depthwise shape are checked, the rest in Release.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  const std::span<const Bench> checked(benches + 3, 2);
-#else
-  const std::span<const Bench> checked(benches);
-#endif
+  // seconds; there the last two (the deep 1x1 and the depthwise shape) are checked.
+  const size_t shapes = test::size_for_this_build<size_t>("convolution shapes (the last ones)", std::size(benches), 2);
+  const std::span<const Bench> checked(std::end(benches) - shapes, shapes);
   for (const Bench& b : checked) {
     const NaiveConv& s = b.s;
     const auto x = random_vector(size_t(s.n * s.c * s.h * s.w), 1);

@@ -24,6 +24,7 @@
 #include "profiler/workload_report.h"
 #include "tests/core/test_support.h"
 #include "tests/core/workload_harness.h"
+#include "tests/sanitizer_size.h"
 
 namespace co_up {
 namespace {
@@ -94,7 +95,7 @@ TEST(WorkloadReplicasTest, EveryRequestRunsOnceOnOneReplicaInOrderWithItsOwnBits
   nets[1].replicas = {std::string(m, o)};
   nets[2].order = std::string(g, o);
   nets[2].replicas = {std::string(g, 'B')};
-  const uint64_t frames = 500;
+  const uint64_t frames = test::size_for_this_build<uint64_t>("requests per network", 500, 100);
   GroupRun got;
   run_group(nets, frames, got);
   expect_every_frame_as_alone(nets, got, frames);

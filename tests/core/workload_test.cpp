@@ -23,6 +23,7 @@
 #include "profiler/workload_report.h"
 #include "tests/core/test_support.h"
 #include "tests/core/workload_harness.h"
+#include "tests/sanitizer_size.h"
 
 namespace co_up {
 namespace {
@@ -81,7 +82,7 @@ TEST(WorkloadTest, ThreeNetworksMatchTheirSingleRunsBitForBitWithEveryFrameInOrd
   const std::vector<Net> nets = {make_net("squeeze", "squeezenet", "half", 3),
                                  make_net("mobile", "mobilenet", "third", 4),
                                  make_net("google", "googlenet", "blocks", 5, 64)};
-  const uint64_t frames = 500;
+  const uint64_t frames = test::size_for_this_build<uint64_t>("frames per network", 500, 100);
   GroupRun got;
   run_group(nets, {frames, frames, frames}, {{}, {}, {}}, {0, 0, 0}, GroupPolicy::kOldest, got);
   expect_every_frame_as_alone(nets, got, frames);

@@ -14,6 +14,7 @@
 #include "tests/cli/scratch_dir.h"
 #include "tests/exits/three_on_one.h"
 #include "tests/plugins/run_command.h"
+#include "tests/sanitizer_size.h"
 
 namespace co_up {
 namespace {
@@ -22,10 +23,11 @@ using test::CommandResult;
 using test::ScratchDir;
 
 const std::filesystem::path kDir = CO_UP_MNC_FIXTURES;
-constexpr size_t kImages = 1000;
 
 class OneProcessorExitCliTest : public ::testing::Test {
  protected:
+  // The first images of the fixture's 1000, in order.
+  const size_t images_ = test::size_for_this_build<size_t>("labelled images run", 1000, 200);
   nlohmann::json run(const std::string& exit_spec, const std::string& mode) {
     const std::filesystem::path platform = scratch_.write("platform.json", test::three_on_one_platform());
     const std::filesystem::path profile = scratch_ / ("profile-" + mode + ".json");
@@ -34,7 +36,7 @@ class OneProcessorExitCliTest : public ::testing::Test {
         {"--platform=" + platform.string(), "--model=" + (kDir / "multi_exit.onnx").string(),
          "--stage-plan=" + (kDir / "stage_plan.json").string(), "--order=BBB", "--mode=" + mode,
          "--exit=" + exit_spec, "--input=" + (kDir / "test_images.npy").string(), "--input-scale=1/255",
-         "--n=" + std::to_string(kImages), "--profile=2", "--profile-out=" + profile.string()},
+         "--n=" + std::to_string(images_), "--profile=2", "--profile-out=" + profile.string()},
         scratch_.path());
     EXPECT_EQ(r.exit_code, 0) << r;
     return nlohmann::json::parse(test::read_file(profile));
@@ -44,8 +46,8 @@ class OneProcessorExitCliTest : public ::testing::Test {
 
 TEST_F(OneProcessorExitCliTest, StoppingAtExitZeroRunsNoLaterStageOnB) {
   const nlohmann::json p = run("softmax-max>=0", "pipeline");
-  EXPECT_EQ(p.at("frames_completed"), kImages);
-  EXPECT_EQ(p.at("exits").at("subgraph_frames_skipped"), nlohmann::json({uint64_t{0}, kImages, kImages}));
+  EXPECT_EQ(p.at("frames_completed"), images_);
+  EXPECT_EQ(p.at("exits").at("subgraph_frames_skipped"), nlohmann::json({uint64_t{0}, images_, images_}));
   size_t stage1 = 0;
   for (const nlohmann::json& e : p.at("events")) {
     EXPECT_EQ(e.at("subgraph"), 0) << e.dump();
@@ -54,16 +56,16 @@ TEST_F(OneProcessorExitCliTest, StoppingAtExitZeroRunsNoLaterStageOnB) {
       ++stage1;
     }
   }
-  EXPECT_EQ(stage1, kImages);
+  EXPECT_EQ(stage1, images_);
 }
 
 TEST_F(OneProcessorExitCliTest, MixedExitsRunEachFramesStagesUpToItsExitOnce) {
   for (const std::string mode : {"pipeline", "switch"}) {
     SCOPED_TRACE(mode);
     const nlohmann::json p = run("softmax-max>=0.9", mode);
-    EXPECT_EQ(p.at("frames_completed"), kImages);
+    EXPECT_EQ(p.at("frames_completed"), images_);
     const std::vector<int> frame_exit = p.at("exits").at("frame_exit").get<std::vector<int>>();
-    ASSERT_EQ(frame_exit.size(), kImages);
+    ASSERT_EQ(frame_exit.size(), images_);
     std::set<int> exits(frame_exit.begin(), frame_exit.end());
     EXPECT_EQ(exits, (std::set<int>{0, 1, 2})) << "0.9 should give every exit frames";
     std::set<std::pair<size_t, int>> ran;  // (frame, layer)

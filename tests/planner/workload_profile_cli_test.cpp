@@ -10,6 +10,7 @@
 #include "planner/workload_profile.h"
 #include "tests/cli/scratch_dir.h"
 #include "tests/plugins/spawn_process.h"
+#include "tests/sanitizer_size.h"
 
 namespace co_up {
 namespace {
@@ -29,8 +30,9 @@ TEST_F(WorkloadProfileCli, MeasuresNetworksAloneAndCoRunsAndHoldsSomeOut) {
       {"name": "sq", "graph": "squeezenet", "image_size": 32},
       {"name": "alex", "graph": "alexnet", "image_size": 67}]})");
   const auto p = dir_ / "p.json";
+  const int repetitions = test::size_for_this_build("measured frames per run (--repetitions)", 2, 1);
   const test::Exit x = run({"profile", "--workload=" + w.string(), "--profile-out=" + p.string(), "--processors=BL",
-                            "--repetitions=2", "--coruns=4"});
+                            "--repetitions=" + std::to_string(repetitions), "--coruns=4"});
   ASSERT_EQ(x.code, 0) << x.out << x.err;
   const planner::WorkloadProfile wp = planner::read_workload_profile(p);
   EXPECT_EQ(wp.processors, "BL");
