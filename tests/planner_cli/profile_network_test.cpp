@@ -15,6 +15,7 @@
 #include "planner/cost_model.h"
 #include "planner/pipeline_cost_fit.h"
 #include "tests/cli/scratch_dir.h"
+#include "tests/core/spinning_process.h"
 #include "tests/power/sim_sysfs.h"
 
 namespace co_up::cli {
@@ -136,9 +137,31 @@ TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
     expect_all_positive(m.times.median_us, std::string(1, m.times.processor));
   }
   settings.quiet_spread = 1e9;  // every measurement is
+  settings.quiet_foreign = 2;   // whatever else runs on the cores
   for (const LayerMeasurement& m :
        LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0)) {
     EXPECT_EQ(m.attempts, 1) << m.times.processor;
+  }
+}
+
+// Another process spinning on the measured cores makes a measurement not quiet however little
+// the frames spread: measured again, each attempt's share of foreign time reported, the least
+// disturbed kept. The spread is left out (any is quiet), so only the foreign time can decide.
+TEST_F(ProfileNetworkTest, LayersMeasuredBesideAnotherProcessAreMeasuredAgain) {
+  MeasureSettings settings;
+  settings.frames = 2;
+  settings.warmup_frames = 1;
+  settings.rounds = 1;
+  settings.layer_attempts = 2;
+  settings.quiet_spread = 1e9;
+  const test::SpinningProcess neighbour({0, 1});
+  for (const LayerMeasurement& m :
+       LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0)) {
+    EXPECT_EQ(m.attempts, 2) << m.times.processor;
+    EXPECT_THAT(m.foreign.cores, ElementsAre(0, 1));
+    ASSERT_TRUE(m.foreign.share.has_value()) << "/proc/stat unreadable on this Linux host";
+    EXPECT_GT(*m.foreign.share, settings.quiet_foreign) << m.times.processor;
+    expect_all_positive(m.times.median_us, std::string(1, m.times.processor));
   }
 }
 
