@@ -119,14 +119,20 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   EXPECT_THAT(log_.str(), HasSubstr("[3/3] hand-off B<->L"));
 }
 
-// A processor whose layer times spread more than the quiet limit is measured again, up to the
-// attempts allowed, and keeps the attempt it reports; one within the limit is measured once.
-TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
+// Two frames in one round, measured up to `attempts` times while not quiet.
+MeasureSettings few_frames(int attempts) {
   MeasureSettings settings;
   settings.frames = 2;
   settings.warmup_frames = 1;
   settings.rounds = 1;
-  settings.layer_attempts = 3;
+  settings.layer_attempts = attempts;
+  return settings;
+}
+
+// A processor whose layer times spread more than the quiet limit is measured again, up to the
+// attempts allowed, and keeps the attempt it reports; one within the limit is measured once.
+TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
+  MeasureSettings settings = few_frames(3);
   settings.quiet_spread = -1;  // no measurement is quiet enough
   const std::vector<LayerMeasurement> busy =
       LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0);
@@ -148,11 +154,7 @@ TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
 // the frames spread: measured again, each attempt's share of foreign time reported, the least
 // disturbed kept. The spread is left out (any is quiet), so only the foreign time can decide.
 TEST_F(ProfileNetworkTest, LayersMeasuredBesideAnotherProcessAreMeasuredAgain) {
-  MeasureSettings settings;
-  settings.frames = 2;
-  settings.warmup_frames = 1;
-  settings.rounds = 1;
-  settings.layer_attempts = 2;
+  MeasureSettings settings = few_frames(2);
   settings.quiet_spread = 1e9;
   const test::SpinningProcess neighbour({0, 1});
   for (const LayerMeasurement& m :
