@@ -252,13 +252,14 @@ double layer_spread(const planner::LayerTimes& times) {
 }
 
 bool quiet(double spread, const ForeignShare& foreign, const MeasureSettings& settings) {
-  return spread <= settings.quiet_spread && (!foreign.share || *foreign.share <= settings.quiet_foreign);
+  return spread <= settings.quiet_spread &&
+         (!foreign.share || foreign.share->foreign <= std::max(settings.quiet_foreign, foreign.share->resolution));
 }
 
 double disturbance(double spread, const ForeignShare& foreign, const MeasureSettings& settings) {
   const auto over = [](double value, double limit) { return limit > 0 ? value / limit : value; };
   return std::max(over(spread, settings.quiet_spread),
-                  foreign.share ? over(*foreign.share, settings.quiet_foreign) : 0.0);
+                  foreign.share ? over(foreign.share->foreign, settings.quiet_foreign) : 0.0);
 }
 
 std::vector<int> LayerProfiler::cores_of(const std::string& letters) const {

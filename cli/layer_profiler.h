@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "core/executor.h"
+#include "core/foreign_cpu_time.h"
 #include "core/partition.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
@@ -93,11 +94,12 @@ struct MeasureSettings {
 // (ForeignCpuTime); `share` std::nullopt: unknown (no /proc), which counts as quiet.
 struct ForeignShare {
   std::vector<int> cores;
-  std::optional<double> share;
+  std::optional<ForeignCpuTime::Share> share;
 };
 
 // A measurement is quiet when its spread is at most `quiet_spread` and other processes' share of
-// its cores (where known) at most `quiet_foreign`. Of several attempts the one of lowest
+// its cores (where known) at most `quiet_foreign`, or at most one tick of the counters (a short
+// measurement's resolution: one tick of a tenth of a second on two cores is 5 %). Of several attempts the one of lowest
 // disturbance is kept: the larger of spread over `quiet_spread` and share over `quiet_foreign`.
 bool quiet(double spread, const ForeignShare& foreign, const MeasureSettings& settings);
 double disturbance(double spread, const ForeignShare& foreign, const MeasureSettings& settings);

@@ -263,7 +263,7 @@ std::string percent(double fraction) {
 std::string foreign_text(const ForeignShare& f) {
   const std::string cores = "core" + std::string(f.cores.size() == 1 ? " " : "s ") + format_cores(f.cores);
   if (!f.share) return "other processes' share of " + cores + " unknown";
-  return "other processes took " + percent(*f.share) + " of " + cores;
+  return "other processes took " + percent(f.share->foreign) + " of " + cores;
 }
 
 // What a measurement that stayed disturbed through every attempt asks of the user.

@@ -84,13 +84,14 @@ std::optional<ForeignCpuTime::Counters> ForeignCpuTime::read() const {
   return c;
 }
 
-std::optional<double> ForeignCpuTime::share() const {
+std::optional<ForeignCpuTime::Share> ForeignCpuTime::share() const {
   const std::optional<Counters> now = read();
   if (!start_ || !now || now->elapsed <= start_->elapsed) return std::nullopt;
   const auto delta = [](uint64_t later, uint64_t earlier) { return later > earlier ? later - earlier : 0; };
   const uint64_t busy = delta(now->busy, start_->busy), own = delta(now->own, start_->own);
   const uint64_t foreign = busy > own ? busy - own : 0;
-  return std::min(1.0, static_cast<double>(foreign) / static_cast<double>(now->elapsed - start_->elapsed));
+  const auto elapsed = static_cast<double>(now->elapsed - start_->elapsed);
+  return Share{std::min(1.0, static_cast<double>(foreign) / elapsed), 1.0 / elapsed};
 }
 
 }  // namespace co_up

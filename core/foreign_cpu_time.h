@@ -31,9 +31,12 @@ class ForeignCpuTime {
   // Starts the interval now. `proc` is the procfs root (tests pass a simulated tree).
   explicit ForeignCpuTime(std::vector<int> cores, std::filesystem::path proc = "/proc");
 
-  // Foreign share of the cores' time since construction, 0-1; std::nullopt where the counters
-  // cannot be read or no tick elapsed.
-  std::optional<double> share() const;
+  struct Share {
+    double foreign = 0;     // other work's share of the cores' time, 0-1
+    double resolution = 0;  // one tick of the counters over the cores' elapsed ticks
+  };
+  // Since construction; std::nullopt where the counters cannot be read or no tick elapsed.
+  std::optional<Share> share() const;
   const std::vector<int>& cores() const { return cores_; }
 
  private:

@@ -42,9 +42,11 @@ TEST(ForeignCpuTime, BusyTimeLessThisProcesssOwnOverTheCoresElapsedTime) {
   // cpu1: 100 idle.
   write_proc(root, "140 0 60 830 55 5 0 10", "500 0 0 600 0 0 0 0", 85, 40);
   ASSERT_TRUE(cpu0.share().has_value());
-  EXPECT_DOUBLE_EQ(*cpu0.share(), 0.40);
+  EXPECT_DOUBLE_EQ(cpu0.share()->foreign, 0.40);
+  EXPECT_DOUBLE_EQ(cpu0.share()->resolution, 1.0 / 100);
   ASSERT_TRUE(both.share().has_value());
-  EXPECT_DOUBLE_EQ(*both.share(), 40.0 / 200.0);
+  EXPECT_DOUBLE_EQ(both.share()->foreign, 40.0 / 200.0);
+  EXPECT_DOUBLE_EQ(both.share()->resolution, 1.0 / 200);
   EXPECT_EQ(both.cores(), (std::vector<int>{0, 1}));
   fs::remove_all(root);
 }
@@ -58,7 +60,7 @@ TEST(ForeignCpuTime, OwnTimeAboveTheCoresBusyTimeIsNoForeignTime) {
   const ForeignCpuTime meter({0}, root);
   write_proc(root, "150 0 0 150 0 0 0 0", "0 0 0 0 0 0 0 0", 90, 0);
   ASSERT_TRUE(meter.share().has_value());
-  EXPECT_DOUBLE_EQ(*meter.share(), 0.0);
+  EXPECT_DOUBLE_EQ(meter.share()->foreign, 0.0);
   fs::remove_all(root);
 }
 
@@ -84,7 +86,7 @@ TEST(ForeignCpuTime, UnreadableCountersAreUnknownNotZero) {
 // whatever the other tests run.
 TEST(ForeignCpuTime, AnotherProcessSpinningOnTheCoreIsForeignTime) {
   const int core = current_thread_affinity().front();
-  std::optional<double> share;
+  std::optional<ForeignCpuTime::Share> share;
   {
     const test::SpinningProcess neighbour({core});
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // pinned and spinning
@@ -95,7 +97,7 @@ TEST(ForeignCpuTime, AnotherProcessSpinningOnTheCoreIsForeignTime) {
   ASSERT_TRUE(share.has_value()) << "/proc/stat or /proc/self/stat unreadable on this Linux host";
   // The profile's threshold is 2 %; a spinning process gets far more of a core even beside a
   // few other runnable tasks.
-  EXPECT_GT(*share, 0.10) << "core " << core;
+  EXPECT_GT(share->foreign, 0.10) << "core " << core;
 }
 
 }  // namespace

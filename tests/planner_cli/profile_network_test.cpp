@@ -150,6 +150,22 @@ TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
   }
 }
 
+// Foreign time decides quietness above 2 % and above one tick of the counters (a short
+// measurement's resolution); unknown foreign time leaves it to the spread.
+TEST(QuietMeasurement, ForeignTimeCountsAboveTheLimitAndAboveOneTick) {
+  const MeasureSettings limits;
+  const auto share = [](double foreign, double resolution) {
+    return ForeignShare{{0, 1}, ForeignCpuTime::Share{foreign, resolution}};
+  };
+  EXPECT_TRUE(quiet(0.01, share(0.015, 0.001), limits));
+  EXPECT_FALSE(quiet(0.01, share(0.03, 0.001), limits));
+  EXPECT_TRUE(quiet(0.01, share(0.05, 0.05), limits));  // one tick of 20
+  EXPECT_FALSE(quiet(0.01, share(0.10, 0.05), limits));
+  EXPECT_TRUE(quiet(0.01, ForeignShare{{0, 1}, std::nullopt}, limits));
+  EXPECT_FALSE(quiet(0.03, ForeignShare{{0, 1}, std::nullopt}, limits));  // the spread alone
+  EXPECT_LT(disturbance(0.01, share(0.03, 0.001), limits), disturbance(0.01, share(0.06, 0.001), limits));
+}
+
 // Another process spinning on the measured cores makes a measurement not quiet however little
 // the frames spread: measured again, each attempt's share of foreign time reported, the least
 // disturbed kept. The spread is left out (any is quiet), so only the foreign time can decide.
@@ -162,7 +178,7 @@ TEST_F(ProfileNetworkTest, LayersMeasuredBesideAnotherProcessAreMeasuredAgain) {
     EXPECT_EQ(m.attempts, 2) << m.times.processor;
     EXPECT_THAT(m.foreign.cores, ElementsAre(0, 1));
     ASSERT_TRUE(m.foreign.share.has_value()) << "/proc/stat unreadable on this Linux host";
-    EXPECT_GT(*m.foreign.share, settings.quiet_foreign) << m.times.processor;
+    EXPECT_GT(m.foreign.share->foreign, settings.quiet_foreign) << m.times.processor;
     expect_all_positive(m.times.median_us, std::string(1, m.times.processor));
   }
 }
