@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/fallback.h"
+#include "core/foreign_cpu_time.h"
 #include "core/partition.h"
 #include "core/placement.h"
 #include "profiler/report.h"
@@ -43,14 +44,17 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
   return sums;
 }
 
-// Takes `measure()` (a result with `spread` and `attempts`) until one's spread is at most `quiet`,
-// at most `attempts` times in all, and keeps the quietest, as measure_layers does per processor.
+// Takes `measure()` (a result with `spread`, `foreign` and `attempts`) until one is quiet
+// (quiet()), at most settings.layer_attempts times in all, and keeps the least
+// disturbed, as measure_layers does per processor.
 template <typename Measure>
-auto measure_until_quiet(const Measure& measure, double quiet, int attempts) {
+auto measure_until_quiet(const Measure& measure, const MeasureSettings& settings) {
   auto kept = measure();
-  for (int attempt = 2; attempt <= attempts && kept.spread > quiet; ++attempt) {
+  const auto disturbed = [&](const auto& m) { return disturbance(m.spread, m.foreign, settings); };
+  for (int attempt = 2; attempt <= settings.layer_attempts && !quiet(kept.spread, kept.foreign, settings);
+       ++attempt) {
     auto again = measure();
-    if (again.spread < kept.spread) kept = std::move(again);
+    if (disturbed(again) < disturbed(kept)) kept = std::move(again);
     kept.attempts = attempt;
   }
   return kept;
@@ -247,22 +251,44 @@ double layer_spread(const planner::LayerTimes& times) {
   return medians > 0 ? mads / medians : 0.0;
 }
 
+bool quiet(double spread, const ForeignShare& foreign, const MeasureSettings& settings) {
+  return spread <= settings.quiet_spread &&
+         (!foreign.share || foreign.share->foreign <= std::max(settings.quiet_foreign, foreign.share->resolution));
+}
+
+double disturbance(double spread, const ForeignShare& foreign, const MeasureSettings& settings) {
+  const auto over = [](double value, double limit) { return limit > 0 ? value / limit : value; };
+  return std::max(over(spread, settings.quiet_spread),
+                  foreign.share ? over(foreign.share->foreign, settings.quiet_foreign) : 0.0);
+}
+
+std::vector<int> LayerProfiler::cores_of(const std::string& letters) const {
+  std::vector<int> cores;
+  for (char p : letters) {
+    if (platform_.find(p) == nullptr) continue;
+    const std::vector<int>& own = platform_.host_cores(p);
+    cores.insert(cores.end(), own.begin(), own.end());
+  }
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  return cores;
+}
+
 std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& processors,
                                                             int level) const {
   std::vector<LayerMeasurement> kept = measure_layers_once(processors, level);
-  for (LayerMeasurement& m : kept) m.spread = layer_spread(m.times);
+  const auto disturbed = [&](const LayerMeasurement& m) { return disturbance(m.spread, m.foreign, settings_); };
   for (int attempt = 2; attempt <= settings_.layer_attempts; ++attempt) {
     std::string again;
     for (size_t i = 0; i < processors.size(); ++i) {
-      if (kept[i].spread > settings_.quiet_spread) again += processors[i];
+      if (!quiet(kept[i].spread, kept[i].foreign, settings_)) again += processors[i];
     }
     if (again.empty()) break;
     std::vector<LayerMeasurement> retry = measure_layers_once(again, level);
     for (LayerMeasurement& m : retry) {
       const size_t i = processors.find(m.times.processor);
-      m.spread = layer_spread(m.times);
       m.attempts = attempt;
-      if (m.spread < kept[i].spread) {
+      if (disturbed(m) < disturbed(kept[i])) {
         kept[i] = std::move(m);
       } else {
         kept[i].attempts = attempt;
@@ -291,6 +317,9 @@ std::vector<LayerMeasurement> LayerProfiler::measure_layers_once(const std::stri
     cuts.push_back(accelerator ? SubGraphCuts::kEveryLayer : SubGraphCuts::kWhereLetterChanges);
     samples.emplace_back(layers);
   }
+  // The processors run in turns, so each one's cores are idle while the others run: other work
+  // on any of them is counted (this process's threads cannot be told apart per core).
+  const ForeignCpuTime foreign(cores_of(processors));
   run_interleaved(
       orders, 2,
       [&](size_t i, const profiler::RunProfile& run, uint64_t first) {
@@ -307,9 +336,14 @@ std::vector<LayerMeasurement> LayerProfiler::measure_layers_once(const std::stri
         samples[i].add(own, first);
       },
       Mode::kSwitch, 0, cuts);
+  const ForeignShare share{foreign.cores(), foreign.share()};
   std::vector<LayerMeasurement> result;
   for (size_t i = 0; i < processors.size(); ++i) {
-    result.push_back({samples[i].times(processors[i], level, declined[i]), samples[i].input_us()});
+    LayerMeasurement& m = result.emplace_back();
+    m.times = samples[i].times(processors[i], level, declined[i]);
+    m.input_us = samples[i].input_us();
+    m.spread = layer_spread(m.times);
+    m.foreign = share;
   }
   return result;
 }
@@ -358,7 +392,11 @@ SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::s
   const int enough = frame_us > 0 ? static_cast<int>(std::min(std::ceil(turn_us / frame_us), 1'000.0)) : 0;
   const int per_turn = std::max(share, enough);
   turns.settings_.frames = per_turn * turns.settings_.rounds;
+  std::string letters;
+  for (const std::string& order : orders) letters += order;
+  const std::vector<int> cores = cores_of(letters);
   const auto measure_once = [&] {
+    const ForeignCpuTime foreign(cores);
     SwitchLatencies m;
     m.frames_per_turn = per_turn;
     m.round_us.assign(static_cast<size_t>(turns.settings_.rounds), std::vector<double>(orders.size(), 0.0));
@@ -380,9 +418,10 @@ SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::s
         },
         Mode::kSwitch);
     for (const std::vector<double>& r : relative) m.spread = std::max(m.spread, median_absolute_deviation(r, 1.0));
+    m.foreign = {foreign.cores(), foreign.share()};
     return m;
   };
-  return measure_until_quiet(measure_once, settings_.quiet_spread, settings_.layer_attempts);
+  return measure_until_quiet(measure_once, settings_);
 }
 
 std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure_transfers(

@@ -44,11 +44,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/executor.h"
+#include "core/foreign_cpu_time.h"
 #include "core/partition.h"
 #include "core/platform.h"
 #include "core/plugin_registry.h"
@@ -64,6 +66,12 @@ namespace co_up::cli {
 // runs (a uniform slowdown the medians cannot reject, and the model's error on that network).
 inline constexpr double kQuietLayerSpread = 0.025;
 inline constexpr int kLayerAttempts = 3;
+// A measurement during which other processes took more than this share of the measured cores'
+// time (ForeignCpuTime) was taken beside foreign work: a `co_up plan` on one core of a pair, even
+// one the profile's real-time threads preempt, ran in their idle gaps and made cross-core reads
+// five times dearer while the frames spread as little as on a quiet core. 2 % is about one
+// kernel tick in a half-second measurement on one core: above the counters' resolution.
+inline constexpr double kQuietForeignShare = 0.02;
 
 struct MeasureSettings {
   int frames = 10;        // measured frames per executor (medians over them)
@@ -77,7 +85,24 @@ struct MeasureSettings {
   // up to `layer_attempts` measurements in all, and keeps its quietest (lowest spread).
   double quiet_spread = kQuietLayerSpread;
   int layer_attempts = kLayerAttempts;
+  // Likewise (both steps) while other processes took more than `quiet_foreign` of the measured
+  // processors' cores.
+  double quiet_foreign = kQuietForeignShare;
 };
+
+// Other processes' share of the measured processors' cores over one measurement
+// (ForeignCpuTime); `share` std::nullopt: unknown (no /proc), which counts as quiet.
+struct ForeignShare {
+  std::vector<int> cores;
+  std::optional<ForeignCpuTime::Share> share;
+};
+
+// A measurement is quiet when its spread is at most `quiet_spread` and other processes' share of
+// its cores (where known) at most `quiet_foreign`, or at most one tick of the counters (a short
+// measurement's resolution: one tick of a tenth of a second on two cores is 5 %). Of several attempts the one of lowest
+// disturbance is kept: the larger of spread over `quiet_spread` and share over `quiet_foreign`.
+bool quiet(double spread, const ForeignShare& foreign, const MeasureSettings& settings);
+double disturbance(double spread, const ForeignShare& foreign, const MeasureSettings& settings);
 
 // Rounds and the least time per turn of LayerProfiler::measure_switch_latencies: 9 rounds give a
 // 96 % interval of the median estimate from the 2nd smallest to the 2nd largest (one disturbed
@@ -92,7 +117,8 @@ struct SwitchLatencies {
   // Frame-to-frame spread: each frame's latency over its turn's median, the median absolute
   // deviation of that from 1, the largest over the orders.
   double spread = 0;
-  int attempts = 1;  // measurements taken (more than 1: the first ones spread too much)
+  ForeignShare foreign;
+  int attempts = 1;  // measurements taken (more than 1: the first ones were not quiet)
   int frames_per_turn = 0;
 };
 
@@ -100,7 +126,8 @@ struct LayerMeasurement {
   planner::LayerTimes times;
   double input_us = 0;  // receive side of the network input on this processor
   double spread = 0;    // layer_spread(times) of the kept measurement
-  int attempts = 1;     // measurements taken (more than 1: the first ones spread too much)
+  ForeignShare foreign;  // over the kept measurement, on the cores of every processor measured with it
+  int attempts = 1;     // measurements taken (more than 1: the first ones were not quiet)
 };
 
 // How much a processor's layer times vary from frame to frame: the sum of the layers' MADs over
@@ -115,10 +142,12 @@ class LayerProfiler {
 
   // Every layer on each processor of `processors`, measured in interleaved rounds; one result
   // per letter, in that order. `level` is only recorded (0 = as found, else 1-based level).
-  // Processors whose times spread more than MeasureSettings::quiet_spread are measured again
-  // (those together, interleaved) up to MeasureSettings::layer_attempts times; each keeps its
-  // measurement of lowest spread: what a unit costs is its time in a run on a quiet core, not
-  // the slowdown of whatever else ran beside the first attempt.
+  // Processors whose measurement was not quiet (disturbance: times spread more than
+  // MeasureSettings::quiet_spread, or other processes took more than quiet_foreign of the
+  // measured cores) are measured again (those together, interleaved) up to
+  // MeasureSettings::layer_attempts times; each keeps its least disturbed measurement: what a
+  // unit costs is its time in a run on a quiet core, not the slowdown of whatever else ran beside
+  // the first attempt.
   std::vector<LayerMeasurement> measure_layers(const std::string& processors, int level) const;
   // Both directions between `a` and `b` (the two alternating orders, interleaved). Needs at
   // least two layers.
@@ -134,7 +163,7 @@ class LayerProfiler {
   // max(its share of `frames`, frames * kSwitchTurnUsPerFrame / `frame_us`) frames: a short
   // frame is run often enough that a turn's median is well above the frame-to-frame noise. `frame_us`: the
   // expected latency of one frame (the model's, 0 if unknown). Measured again, as measure_layers
-  // does, while the frames spread more than MeasureSettings::quiet_spread, keeping the quietest.
+  // does, while the measurement is not quiet, keeping the least disturbed.
   SwitchLatencies measure_switch_latencies(const std::vector<std::string>& orders, double frame_us = 0) const;
 
   // Sets up one executor per order in `mode` at `profile_level` and runs them as described
@@ -154,6 +183,8 @@ class LayerProfiler {
 
  private:
   std::vector<LayerMeasurement> measure_layers_once(const std::string& processors, int level) const;
+  // The cores the threads of the processors among `letters` run on (ascending, each once).
+  std::vector<int> cores_of(const std::string& letters) const;
 
   const graph::Graph& graph_;
   const Platform& platform_;

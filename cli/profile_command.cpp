@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/affinity.h"
 #include "core/calibration.h"
 #include "core/error.h"
 #include "core/network.h"
@@ -258,12 +259,25 @@ std::string percent(double fraction) {
   return text.str();
 }
 
-// One line for a processor whose layer times were measured again because they spread too much.
+// "other processes took 14.0 % of cores 0,1": what ran beside a measurement (ForeignCpuTime).
+std::string foreign_text(const ForeignShare& f) {
+  const std::string cores = "core" + std::string(f.cores.size() == 1 ? " " : "s ") + format_cores(f.cores);
+  if (!f.share) return "other processes' share of " + cores + " unknown";
+  return "other processes took " + percent(f.share->foreign) + " of " + cores;
+}
+
+// What a measurement that stayed disturbed through every attempt asks of the user.
+constexpr const char* kStillBusy =
+    ": still busy, profile again on a quiet machine for a closer model (co_up profile --restart)";
+
+// One line for a processor whose layer times were measured again because they were not quiet.
 std::string spread_note(const LayerMeasurement& m, const std::string& what) {
+  const MeasureSettings quiet_limits;
   std::string line = what + ": " + letter_string(m.times.processor) + "'s layer times varied by more than " +
-                     percent(kQuietLayerSpread) + " from frame to frame (other work on its core or caches); measured " +
-                     std::to_string(m.attempts) + " times, kept the quietest (" + percent(m.spread) + ")";
-  if (m.spread > kQuietLayerSpread) line += ": still busy, profile again on a quieter machine for a closer model";
+                     percent(quiet_limits.quiet_spread) + " from frame to frame, or other processes took more than " +
+                     percent(quiet_limits.quiet_foreign) + " of its cores; measured " + std::to_string(m.attempts) +
+                     " times, kept the quietest (" + percent(m.spread) + ", " + foreign_text(m.foreign) + ")";
+  if (!quiet(m.spread, m.foreign, quiet_limits)) line += kStillBusy;
   return line;
 }
 
@@ -405,16 +419,16 @@ std::optional<SwitchEdgeFit> measure_switch_edge(const LayerProfiler& profiler,
 }
 
 // "switch-mode edge B<->L: 57.0 us per MB of the edge's tensor (95.3 % interval ...), 9 runs of
-// 40 frames, frame spread 1.2 %"
+// 40 frames, frame spread 1.2 %, other processes took 0.4 % of cores 0,1"
 std::string switch_edge_note(char a, char b, const SwitchEdgeFit& edge) {
   std::string line = "switch-mode edge " + std::string{a} + "<->" + std::string{b} + ": " +
                      planner::describe(edge.stored(), edge.per_mb ? " us per MB of the edge's tensor" : " us per edge");
   if (edge.per_mb && edge.per_mb->significant()) line += " (as one cost per edge: " + format_us(edge.per_edge.value) + " us)";
   line += "; runs of " + std::to_string(edge.runs.frames_per_turn) + " frames, frame spread " +
-          format_us(100 * edge.runs.spread) + " %";
+          format_us(100 * edge.runs.spread) + " %, " + foreign_text(edge.runs.foreign);
   if (edge.runs.attempts > 1) {
     line += ", the quietest of " + std::to_string(edge.runs.attempts) + " measurements";
-    if (edge.runs.spread > kQuietLayerSpread) line += ": still busy, profile again on a quieter machine";
+    if (!quiet(edge.runs.spread, edge.runs.foreign, MeasureSettings{})) line += kStillBusy;
   }
   return line;
 }

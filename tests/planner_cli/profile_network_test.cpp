@@ -15,6 +15,7 @@
 #include "planner/cost_model.h"
 #include "planner/pipeline_cost_fit.h"
 #include "tests/cli/scratch_dir.h"
+#include "tests/core/spinning_process.h"
 #include "tests/power/sim_sysfs.h"
 
 namespace co_up::cli {
@@ -118,14 +119,20 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   EXPECT_THAT(log_.str(), HasSubstr("[3/3] hand-off B<->L"));
 }
 
-// A processor whose layer times spread more than the quiet limit is measured again, up to the
-// attempts allowed, and keeps the attempt it reports; one within the limit is measured once.
-TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
+// Two frames in one round, measured up to `attempts` times while not quiet.
+MeasureSettings few_frames(int attempts) {
   MeasureSettings settings;
   settings.frames = 2;
   settings.warmup_frames = 1;
   settings.rounds = 1;
-  settings.layer_attempts = 3;
+  settings.layer_attempts = attempts;
+  return settings;
+}
+
+// A processor whose layer times spread more than the quiet limit is measured again, up to the
+// attempts allowed, and keeps the attempt it reports; one within the limit is measured once.
+TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
+  MeasureSettings settings = few_frames(3);
   settings.quiet_spread = -1;  // no measurement is quiet enough
   const std::vector<LayerMeasurement> busy =
       LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0);
@@ -136,9 +143,43 @@ TEST_F(ProfileNetworkTest, LayersThatSpreadTooMuchAreMeasuredAgain) {
     expect_all_positive(m.times.median_us, std::string(1, m.times.processor));
   }
   settings.quiet_spread = 1e9;  // every measurement is
+  settings.quiet_foreign = 2;   // whatever else runs on the cores
   for (const LayerMeasurement& m :
        LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0)) {
     EXPECT_EQ(m.attempts, 1) << m.times.processor;
+  }
+}
+
+// Foreign time decides quietness above 2 % and above one tick of the counters (a short
+// measurement's resolution); unknown foreign time leaves it to the spread.
+TEST(QuietMeasurement, ForeignTimeCountsAboveTheLimitAndAboveOneTick) {
+  const MeasureSettings limits;
+  const auto share = [](double foreign, double resolution) {
+    return ForeignShare{{0, 1}, ForeignCpuTime::Share{foreign, resolution}};
+  };
+  EXPECT_TRUE(quiet(0.01, share(0.015, 0.001), limits));
+  EXPECT_FALSE(quiet(0.01, share(0.03, 0.001), limits));
+  EXPECT_TRUE(quiet(0.01, share(0.05, 0.05), limits));  // one tick of 20
+  EXPECT_FALSE(quiet(0.01, share(0.10, 0.05), limits));
+  EXPECT_TRUE(quiet(0.01, ForeignShare{{0, 1}, std::nullopt}, limits));
+  EXPECT_FALSE(quiet(0.03, ForeignShare{{0, 1}, std::nullopt}, limits));  // the spread alone
+  EXPECT_LT(disturbance(0.01, share(0.03, 0.001), limits), disturbance(0.01, share(0.06, 0.001), limits));
+}
+
+// Another process spinning on the measured cores makes a measurement not quiet however little
+// the frames spread: measured again, each attempt's share of foreign time reported, the least
+// disturbed kept. The spread is left out (any is quiet), so only the foreign time can decide.
+TEST_F(ProfileNetworkTest, LayersMeasuredBesideAnotherProcessAreMeasuredAgain) {
+  MeasureSettings settings = few_frames(2);
+  settings.quiet_spread = 1e9;
+  const test::SpinningProcess neighbour({0, 1});
+  for (const LayerMeasurement& m :
+       LayerProfiler(graph_, platform_, plugins_, seeded_inputs(graph_, 1), settings).measure_layers("BL", 0)) {
+    EXPECT_EQ(m.attempts, 2) << m.times.processor;
+    EXPECT_THAT(m.foreign.cores, ElementsAre(0, 1));
+    ASSERT_TRUE(m.foreign.share.has_value()) << "/proc/stat unreadable on this Linux host";
+    EXPECT_GT(m.foreign.share->foreign, settings.quiet_foreign) << m.times.processor;
+    expect_all_positive(m.times.median_us, std::string(1, m.times.processor));
   }
 }
 
