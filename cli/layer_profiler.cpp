@@ -44,22 +44,6 @@ std::vector<double> per_frame_us(const profiler::RunProfile& run, uint64_t first
   return sums;
 }
 
-// Takes `measure()` (a result with `spread`, `foreign` and `attempts`) until one is quiet
-// (quiet()), at most settings.layer_attempts times in all, and keeps the least
-// disturbed, as measure_layers does per processor.
-template <typename Measure>
-auto measure_until_quiet(const Measure& measure, const MeasureSettings& settings) {
-  auto kept = measure();
-  const auto disturbed = [&](const auto& m) { return disturbance(m.spread, m.foreign, settings); };
-  for (int attempt = 2; attempt <= settings.layer_attempts && !quiet(kept.spread, kept.foreign, settings);
-       ++attempt) {
-    auto again = measure();
-    if (disturbed(again) < disturbed(kept)) kept = std::move(again);
-    kept.attempts = attempt;
-  }
-  return kept;
-}
-
 }  // namespace
 
 std::string alternating_order(char first, char second, uint32_t length) {
@@ -262,6 +246,33 @@ double disturbance(double spread, const ForeignShare& foreign, const MeasureSett
                   foreign.share ? over(foreign.share->foreign, settings.quiet_foreign) : 0.0);
 }
 
+namespace {
+
+// While some of `kept` are not quiet, and at most settings.layer_attempts measurements in all,
+// `remeasure(indices)` measures those again (together: interleaved, so one phase of the machine
+// hits them alike) and returns one result per index, in that order; each keeps whichever of
+// its attempts is the least disturbed, and counts them all in `attempts`.
+template <typename Measurement, typename Remeasure>
+void keep_least_disturbed(std::vector<Measurement>& kept, const MeasureSettings& settings,
+                          const Remeasure& remeasure) {
+  const auto disturbed = [&](const Measurement& m) { return disturbance(m.spread, m.foreign, settings); };
+  for (int attempt = 2; attempt <= settings.layer_attempts; ++attempt) {
+    std::vector<size_t> again;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (!quiet(kept[i].spread, kept[i].foreign, settings)) again.push_back(i);
+    }
+    if (again.empty()) return;
+    std::vector<Measurement> retry = remeasure(again);
+    for (size_t k = 0; k < again.size(); ++k) {
+      Measurement& m = kept[again[k]];
+      if (disturbed(retry.at(k)) < disturbed(m)) m = std::move(retry[k]);
+      m.attempts = attempt;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<int> LayerProfiler::cores_of(const std::string& letters) const {
   std::vector<int> cores;
   for (char p : letters) {
@@ -277,24 +288,11 @@ std::vector<int> LayerProfiler::cores_of(const std::string& letters) const {
 std::vector<LayerMeasurement> LayerProfiler::measure_layers(const std::string& processors,
                                                             int level) const {
   std::vector<LayerMeasurement> kept = measure_layers_once(processors, level);
-  const auto disturbed = [&](const LayerMeasurement& m) { return disturbance(m.spread, m.foreign, settings_); };
-  for (int attempt = 2; attempt <= settings_.layer_attempts; ++attempt) {
-    std::string again;
-    for (size_t i = 0; i < processors.size(); ++i) {
-      if (!quiet(kept[i].spread, kept[i].foreign, settings_)) again += processors[i];
-    }
-    if (again.empty()) break;
-    std::vector<LayerMeasurement> retry = measure_layers_once(again, level);
-    for (LayerMeasurement& m : retry) {
-      const size_t i = processors.find(m.times.processor);
-      m.attempts = attempt;
-      if (disturbed(m) < disturbed(kept[i])) {
-        kept[i] = std::move(m);
-      } else {
-        kept[i].attempts = attempt;
-      }
-    }
-  }
+  keep_least_disturbed(kept, settings_, [&](const std::vector<size_t>& again) {
+    std::string letters;
+    for (size_t i : again) letters += processors[i];
+    return measure_layers_once(letters, level);  // one result per letter, in that order
+  });
   return kept;
 }
 
@@ -421,7 +419,9 @@ SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::s
     m.foreign = {foreign.cores(), foreign.share()};
     return m;
   };
-  return measure_until_quiet(measure_once, settings_);
+  std::vector<SwitchLatencies> kept{measure_once()};
+  keep_least_disturbed(kept, settings_, [&](const std::vector<size_t>&) { return std::vector{measure_once()}; });
+  return std::move(kept.front());
 }
 
 std::pair<planner::TransferTimes, planner::TransferTimes> LayerProfiler::measure_transfers(

@@ -82,7 +82,7 @@ struct MeasureSettings {
   std::string calibrating;
   int calibration_frames = 0;
   // measure_layers measures a processor whose layer times spread more than `quiet_spread` again,
-  // up to `layer_attempts` measurements in all, and keeps its quietest (lowest spread).
+  // up to `layer_attempts` measurements in all, and keeps its least disturbed (disturbance()).
   double quiet_spread = kQuietLayerSpread;
   int layer_attempts = kLayerAttempts;
   // Likewise (both steps) while other processes took more than `quiet_foreign` of the measured
