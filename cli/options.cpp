@@ -267,7 +267,7 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
                         first; --n frames, 3 runs each, interleaved) for SECONDS and prints the
                         measured front (latency, throughput or pareto objective)
   --tune-candidates=N   measure at most N mappings (the start points count)
-  --tune-target=FPS,MS  pareto: start from the points predicted nearest (>= FPS, <= MS) and aim there
+  --tune-target=FPS,MS  pareto: start from the points predicted nearest >= FPS at <= MS, aim there
   --stage-plan=FILE | --stages=...  with --model (multi-exit) and a --units=ops profile: plan
                         stage -> processor, DVFS levels and exit thresholds (Map-and-Conquer;
                         --objective=latency|energy|accuracy|pareto, default pareto)
