@@ -28,11 +28,14 @@
 //      split spread": each split layer's parts over B and L in turn, the Concat on B (the plan
 //      with the most hand-offs, for comparison). Overlap mode (planner/dag_cost_model.h): the best
 //      latency plan run in overlap mode, and the front's overlap point of highest throughput.
-//      The target (>= 1.8x B alone's throughput with >= 1.3x lower latency): every front point
-//      predicted at >= 1.7x and >= 1.2x (at most --select-max=K, 8, those predicted nearest the
-//      target first) is measured on a selection pass, --select-reps=R (3) times alternating with
-//      B alone; the best measured is then measured again like every row (without such a point,
-//      or with --select-reps=0, the point predicted nearest the target).
+//      The target (>= 1.8x B alone's throughput with >= 1.3x lower latency): from every front
+//      point predicted at >= 1.7x and >= 1.2x (at most --select-max=K, 8, those predicted nearest
+//      the target first; without one, the nearest) the tuner (cli/measured_tuning.h, `co_up plan
+//      --tune`) measures neighbouring mappings for --tune=SECONDS (60), each --select-reps=R (3)
+//      times interleaved, aiming at the target computed from B alone measured R times before;
+//      the best measured is then measured again like every row (choose on one run, report
+//      another). --tune=0: a selection pass instead, the near points alone, each R times
+//      alternating with B alone; --select-reps=0: the point predicted nearest the target.
 //   The model simulates the run it is compared with: --frames frames all admitted at once
 //   (DagCostOptions::pipeline_frames), their median latency and the throughput as
 //   profiler::summarize takes it from their completions. --pipeline-frames=N (default --frames)
@@ -64,6 +67,7 @@
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
 #include "cli/layer_profiler.h"
+#include "cli/measured_tuning.h"
 #include "cli/verify_mappings.h"
 #include "core/executor.h"
 #include "core/network.h"
@@ -314,6 +318,7 @@ static int run_para_pipe(int argc, char** argv) {
   size_t pareto_points = 12;
   int select_reps = 3;      // the selection pass's repetitions per point near the target (0: none)
   size_t select_max = 8;    // at most this many points near the target measured on it
+  double tune_seconds = 60;  // the measured search from those points (cli/measured_tuning.h); 0: none
   bool plans_wanted = true;
   bool explain = false;
   uint64_t seed = 1;
@@ -322,7 +327,7 @@ static int run_para_pipe(int argc, char** argv) {
   std::vector<std::string> profiles;
   constexpr const char* kUsage =
       "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--pipeline-frames=N] [--reps=R] [--seed=S] [--pareto=K] "
-      "[--select-reps=R] [--select-max=K] [--plans=0|1] [--explain=0|1] [--plugins=DIR] [--runs=FILE.csv] [--measured=FILE.csv] PROFILE.json...";
+      "[--select-reps=R] [--select-max=K] [--tune=SECONDS] [--plans=0|1] [--explain=0|1] [--plugins=DIR] [--runs=FILE.csv] [--measured=FILE.csv] PROFILE.json...";
   for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
     if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
     else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
@@ -332,6 +337,7 @@ static int run_para_pipe(int argc, char** argv) {
     else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
     else if (a.is("select-reps")) select_reps = static_cast<int>(a.integer(0, 100000));
     else if (a.is("select-max")) select_max = static_cast<size_t>(a.integer(1, 100000));
+    else if (a.is("tune")) tune_seconds = static_cast<double>(a.integer(0, 100000));
     else if (a.is("plans")) plans_wanted = a.integer(0, 1) == 1;  // 0: only the model's error (part 2)
     else if (a.is("plugins")) plugin_dir = a.string();
     else if (a.is("explain")) explain = a.integer(0, 1) == 1;  // 1: the best latency plan taken apart
@@ -688,9 +694,61 @@ static int run_para_pipe(int argc, char** argv) {
           return predicted_gains[a].target() > predicted_gains[b].target();
         });
         if (near.size() > select_max) near.resize(select_max);
-        size_t chosen = nearest;
-        std::string how = " (predicted nearest the target)";
-        if (!near.empty() && select_reps > 0) {
+        planner::Candidate chosen_plan;
+        std::string chosen_label;
+        if (nearest != front) {
+          chosen_plan = pareto.ranked[nearest];
+          chosen_label = "pareto " + std::to_string(nearest + 1) + "/" + std::to_string(front) + " (predicted nearest the target)";
+        }
+        if (select_reps > 0 && tune_seconds > 0 && nearest != front) {
+          // The tuner from those points (or the nearest), aiming at the target in absolute numbers from
+          // B alone measured now; the row measures its choice again, alternating with B alone.
+          std::vector<planner::Candidate> starts;
+          for (size_t i : near) starts.push_back(pareto.ranked[i]);
+          if (starts.empty()) starts.push_back(pareto.ranked[nearest]);
+          measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});  // warm, not counted
+          std::vector<double> b_fps, b_ms;
+          for (int k = 0; k < select_reps; ++k) {
+            const cli::Measurement b = measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
+            b_fps.push_back(b.throughput_fps);
+            b_ms.push_back(b.latency_ms);
+          }
+          const double b_f = profiler::median(b_fps), b_m = profiler::median(b_ms);
+          cli::TuneGoal goal;
+          goal.target_fps = kTargetFpsGain * b_f;
+          goal.target_ms = b_m / kTargetLatencyGain;
+          cli::TuneSettings settings;
+          settings.seconds = tune_seconds;
+          settings.reps = select_reps;
+          settings.starts = select_max;
+          settings.seed = seed;
+          const cli::TuneResult tuned = cli::tune_mappings(dag_model, starts, goal, settings, measure, nullptr);
+          std::cout << "tuning pass (co_up plan --tune): from the " << starts.size() << " front point"
+                    << (starts.size() == 1 ? "" : "s") << " predicted nearest the target, neighbours measured "
+                    << select_reps << "x each, interleaved, for " << tune_seconds << " s: " << tuned.measured.size()
+                    << " mappings, " << tuned.runs << " runs; B alone before it " << b_f << " fps, " << b_m
+                    << " ms (its measured front below, against that)\n\n"
+                    << "| mapping | move | mode | predicted fps / B | predicted B ms / ms | measured fps / B | measured B ms / ms |\n"
+                    << "|---|---|---|---|---|---|---|\n";
+          double best = -1;
+          for (size_t k = 0; k < tuned.front.size(); ++k) {
+            const cli::TunedMapping& t = tuned.measured[tuned.front[k]];
+            char line[512];
+            std::snprintf(line, sizeof line, "| %zu | %s | %s | %.2fx | %.2fx | %.2fx | %.2fx |\n", k + 1, t.move.c_str(),
+                          mode_name(t.candidate.mapping.mode), t.candidate.prediction.throughput_fps / b_predicted.throughput_fps,
+                          b_predicted.latency_ms / t.candidate.prediction.latency_ms, t.measured.throughput_fps / b_f,
+                          b_m / t.measured.latency_ms);
+            std::cout << line;
+            const double score = goal.score(t.measured.throughput_fps, t.measured.latency_ms);
+            if (score > best) {
+              best = score;
+              chosen_plan = t.candidate;
+              chosen_label = "tuned " + std::to_string(k + 1) + "/" + std::to_string(tuned.front.size()) + " (" + t.move +
+                             "; best measured for the target on the tuning pass)";
+            }
+          }
+          std::cout << "\n" << std::flush;
+        } else if (!near.empty() && select_reps > 0) {
           measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});  // warm, not counted
           std::cout << "selection pass: the " << near.size() << " front points predicted at >= " << kNearFpsGain
                     << "x B alone's throughput and >= " << kNearLatencyGain << "x lower latency, each measured "
@@ -708,15 +766,16 @@ static int run_para_pipe(int argc, char** argv) {
             std::cout << line;
             if (m.target() > best) {
               best = m.target();
-              chosen = i;
+              chosen_plan = c;
+              chosen_label = "pareto " + std::to_string(i + 1) + "/" + std::to_string(front) + " (best of " +
+                             std::to_string(near.size()) + " near the target on the selection pass)";
             }
           }
           std::cout << "\n" << std::flush;
-          how = " (best of " + std::to_string(near.size()) + " near the target on the selection pass)";
         }
-        if (chosen != front) {
-          plans.push_back(pareto.ranked[chosen]);
-          labels.push_back("pareto " + std::to_string(chosen + 1) + "/" + std::to_string(front) + how);
+        if (!chosen_label.empty()) {
+          plans.push_back(chosen_plan);
+          labels.push_back(chosen_label);
         }
       }
       if (explain) {

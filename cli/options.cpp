@@ -46,6 +46,9 @@ Options parse_options(const std::vector<std::string>& args) {
       {"objective", [&](const std::string& v) { o.objective = v; }},  // plan; checked by plan_command.cpp
       {"min-fps", [&](const std::string& v) { o.min_fps = v; }},            // plan; checked there too
       {"max-latency-ms", [&](const std::string& v) { o.max_latency_ms = v; }},
+      {"tune", [&](const std::string& v) { o.tune = v; }},  // plan; checked there
+      {"tune-candidates", [&](const std::string& v) { o.tune_candidates = v; }},
+      {"tune-target", [&](const std::string& v) { o.tune_target = v; }},
       {"exit-logits", [&](const std::string& v) { o.exit_logits = v; }},  // plan with a stage plan
       {"exit-labels", [&](const std::string& v) { o.exit_labels = v; }},
       {"stage-timing", [&](const std::string& v) {
@@ -259,6 +262,12 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
   --seed=N              seeds the NSGA-II search (same seed, same plan)
   --verify              runs each printed mapping (--n frames after 2 warm-up) and prints
                         predicted vs measured throughput and latency
+  --tune=SECONDS        then measures neighbours of the printed plans on this machine (one unit,
+                        branch or split layer moved, the mode changed; the model's best-predicted
+                        first; --n frames, 3 runs each, interleaved) for SECONDS and prints the
+                        measured front (latency, throughput or pareto objective)
+  --tune-candidates=N   measure at most N mappings (the start points count)
+  --tune-target=FPS,MS  pareto: start from the points predicted nearest >= FPS at <= MS, aim there
   --stage-plan=FILE | --stages=...  with --model (multi-exit) and a --units=ops profile: plan
                         stage -> processor, DVFS levels and exit thresholds (Map-and-Conquer;
                         --objective=latency|energy|accuracy|pareto, default pareto)

@@ -65,6 +65,9 @@ struct Options : RunValues {
   std::string out_dir;   // plan: --out=DIR, where the planned workload files go
   int coruns = 0;        // profile: --coruns=N co-runs per processor pair (0: the command's default)
   std::string min_fps, max_latency_ms;    // plan constraints, checked by plan_command.cpp
+  // plan --tune=SECONDS [--tune-candidates=N] [--tune-target=FPS,MS] (cli/measured_tuning.h),
+  // checked by plan_command.cpp
+  std::string tune, tune_candidates, tune_target;
 };
 
 // Throws InputError for unknown options, missing or malformed values.

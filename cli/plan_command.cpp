@@ -6,11 +6,14 @@
 #include <optional>
 #include <cstdio>
 #include <iostream>
+#include <limits>
+#include <memory>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "cli/stage_plan_command.h"
+#include "cli/measured_tuning.h"
 #include "cli/verify_mappings.h"
 #include "cli/workload_plan_command.h"
 #include "core/error.h"
@@ -106,8 +109,8 @@ double parse_limit(const std::string& option, const std::string& text) {
 }
 
 // The profiled network's layer-unit DAG when it can be built here (a zoo graph, or a model file
-// that exists) and has parallel regions; else nothing (the chain planner).
-std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerProfile& profile) {
+// that exists); else nothing.
+std::optional<graph::UnitDag> network_dag(const Options& o, const planner::LayerProfile& profile) {
   const planner::ProfileNetwork& net = profile.network;
   const std::string model = !o.model.empty() ? o.model : net.model;
   if (net.graph.empty() && (model.empty() || !std::filesystem::exists(model))) return std::nullopt;
@@ -121,9 +124,62 @@ std::optional<graph::UnitDag> region_dag(const Options& o, const planner::LayerP
   }
   const graph::Graph g = build_network(spec);
   if (g.layer_count() != net.layer_count) return std::nullopt;
-  graph::UnitDag dag = graph::unit_dag(g);
-  if (graph::find_unit_regions(dag).empty()) return std::nullopt;
+  return graph::unit_dag(g);
+}
+
+// network_dag when the network has parallel regions (the hybrid search); else nothing (the chain
+// planner).
+std::optional<graph::UnitDag> region_dag(const std::optional<graph::UnitDag>& dag) {
+  if (!dag || graph::find_unit_regions(*dag).empty()) return std::nullopt;
   return dag;
+}
+
+// --tune, --tune-candidates, --tune-target, checked before any planning.
+struct TuneRequest {
+  double seconds = 0;  // 0: no tuning
+  size_t max_candidates = std::numeric_limits<size_t>::max();
+  double target_fps = 0, target_ms = 0;
+};
+
+TuneRequest parse_tune(const Options& o, planner::Objective objective) {
+  TuneRequest t;
+  if (o.tune.empty()) {
+    if (!o.tune_candidates.empty() || !o.tune_target.empty()) {
+      throw InputError(std::string(o.tune_candidates.empty() ? "--tune-target" : "--tune-candidates") +
+                       " needs --tune=SECONDS (the time the measured search may take)");
+    }
+    return t;
+  }
+  t.seconds = parse_limit("tune", o.tune);
+  if (objective == planner::Objective::kEnergy) {
+    throw InputError("--tune measures throughput and latency, not energy; use it with --objective=latency, "
+                     "throughput or pareto");
+  }
+  if (!o.tune_candidates.empty()) {
+    size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(o.tune_candidates, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != o.tune_candidates.size() || n < 0) {
+      throw InputError("--tune-candidates='" + o.tune_candidates + "' must be a whole number >= 0 (mappings measured)");
+    }
+    t.max_candidates = static_cast<size_t>(n);
+  }
+  if (!o.tune_target.empty()) {
+    if (objective != planner::Objective::kPareto) {
+      throw InputError("--tune-target is a point of the Pareto front; use it with --objective=pareto");
+    }
+    const size_t comma = o.tune_target.find(',');
+    if (comma == std::string::npos) {
+      throw InputError("--tune-target='" + o.tune_target + "' must be FPS,MS (e.g. --tune-target=120,9.5)");
+    }
+    t.target_fps = parse_limit("tune-target", o.tune_target.substr(0, comma));
+    t.target_ms = parse_limit("tune-target", o.tune_target.substr(comma + 1));
+  }
+  return t;
 }
 
 std::map<char, int> plan_thread_counts(const Options& o) {
@@ -133,15 +189,29 @@ std::map<char, int> plan_thread_counts(const Options& o) {
   return threads;
 }
 
+// Predictions of the runs --verify and --tune measure: --n frames admitted at once (a short run
+// measures more than the steady throughput: its first frame ends late). Capped: the simulation
+// keeps every frame.
+planner::DagCostOptions measured_run_options(const Options& o) {
+  constexpr int64_t kMostSimulatedFrames = 4096;
+  planner::DagCostOptions measured_run;
+  measured_run.pipeline_frames = static_cast<uint32_t>(std::clamp<int64_t>(o.frames, 2, kMostSimulatedFrames));
+  return measured_run;
+}
+
 }  // namespace
 
 int run_plan_command(const Options& o, StopSignal& stop) {
+  if (!o.tune.empty() && (!o.workload.empty() || !o.stages.empty() || !o.stage_plan.empty())) {
+    throw InputError("--tune measures one network's mappings; it does not apply to --workload or stage plans");
+  }
   if (!o.workload.empty()) return run_workload_plan_command(o);
   if (!o.stages.empty() || !o.stage_plan.empty()) return run_stage_plan_command(o, stop);
   if (o.profile_file.empty()) {
     throw InputError("co_up plan needs --profile=FILE (a layer profile written by co_up profile)");
   }
   const planner::Objective objective = parse_objective(o.objective);
+  const TuneRequest tune = parse_tune(o, objective);
   // --threads / --threads_little: plan with those clusters' times at that intra-op thread count.
   const planner::LayerProfile profile =
       planner::with_thread_counts(planner::read_layer_profile(o.profile_file), plan_thread_counts(o));
@@ -152,7 +222,12 @@ int run_plan_command(const Options& o, StopSignal& stop) {
   hybrid.seed = o.seed;
   hybrid.min_fps = parse_limit("min-fps", o.min_fps);
   hybrid.max_latency_ms = parse_limit("max-latency-ms", o.max_latency_ms);
-  const std::optional<graph::UnitDag> dag = region_dag(o, profile);
+  const std::optional<graph::UnitDag> whole_dag = network_dag(o, profile);
+  const std::optional<graph::UnitDag> dag = region_dag(whole_dag);
+  if (tune.seconds > 0 && !whole_dag) {
+    throw InputError("--tune needs a network co_up plan can build from the profile (a zoo --graph, or a model "
+                     "file that exists) to measure");
+  }
   if (!dag && (hybrid.min_fps > 0 || hybrid.max_latency_ms > 0)) {
     throw InputError("--min-fps and --max-latency-ms need a network with parallel regions (see --list-regions) "
                      "that co_up plan can build from the profile");
@@ -202,33 +277,49 @@ int run_plan_command(const Options& o, StopSignal& stop) {
   if (!model.has_energy()) out << "  energy n/a: " << model.energy_gap() << "\n";
   out.flush();
 
-  if (!o.verify) return 0;
-  // The ranked mappings, then the baselines; each distinct command line runs once.
-  std::vector<planner::Candidate> to_run;
-  std::set<std::string> seen;
-  for (const planner::Candidate& c : result.ranked) {
-    if (seen.insert(planner::command_line(model, c.mapping)).second) to_run.push_back(c);
+  bool any_ran = true;
+  if (o.verify) {
+    // The ranked mappings, then the baselines; each distinct command line runs once.
+    std::vector<planner::Candidate> to_run;
+    std::set<std::string> seen;
+    for (const planner::Candidate& c : result.ranked) {
+      if (seen.insert(planner::command_line(model, c.mapping)).second) to_run.push_back(c);
+    }
+    for (const planner::Candidate* c : {&result.single_processor, &result.heft}) {
+      if (seen.insert(planner::command_line(model, c->mapping)).second) to_run.push_back(*c);
+    }
+    if (dag) {
+      const planner::DagCostModel run_model(model, *dag, measured_run_options(o));
+      for (planner::Candidate& c : to_run) c.prediction = run_model.predict_run(c.mapping);
+      out << "\npredictions below: of the run measured (" << run_model.options().pipeline_frames
+          << " frames admitted at once, pipelines the median of " << planner::DagCostModel::kRunDraws
+          << " simulations with the profile's layer-time noise; pipeline and overlap plans above: the steady state)";
+    }
+    out << "\n";
+    const std::vector<VerifiedMapping> verified = verify_mappings(o, model, to_run, out);
+    any_ran = std::any_of(verified.begin(), verified.end(), [](const VerifiedMapping& v) { return v.failure.empty(); });
   }
-  for (const planner::Candidate* c : {&result.single_processor, &result.heft}) {
-    if (seen.insert(planner::command_line(model, c->mapping)).second) to_run.push_back(*c);
+  if (tune.seconds > 0) {
+    const planner::DagCostModel run_model(model, *whole_dag, measured_run_options(o));
+    const std::unique_ptr<MeasuringSetup> setup = measuring_setup(o, model, out);
+    TuneGoal goal;
+    goal.objective = objective;
+    goal.target_fps = tune.target_fps;
+    goal.target_ms = tune.target_ms;
+    TuneSettings settings;
+    settings.seconds = tune.seconds;
+    settings.max_candidates = tune.max_candidates;
+    settings.seed = o.seed;
+    out << "\ntune: up to " << format_number("%.0f", tune.seconds) << " s measuring neighbours of the plans above ("
+        << std::max(setup->settings.frames, 2) << " frames per run after " << setup->settings.warmup_frames
+        << " warm-up, " << settings.reps << " runs each, interleaved; predictions of that run)\n";
+    out.flush();
+    const TuneResult tuned = tune_mappings(
+        run_model, result.ranked, goal, settings,
+        [&](const planner::Mapping& m) { return measure_mapping(*setup, model, m); }, &std::cerr);
+    print_tuned(out, model, goal, tuned);
+    any_ran = any_ran && (tuned.runs == 0 || !tuned.front.empty());
   }
-  if (dag) {
-    // Compared with the run --verify makes: --n frames admitted at once (a short run measures
-    // more than the steady throughput: its first frame ends late). Capped: the simulation keeps
-    // every frame.
-    constexpr int64_t kMostSimulatedFrames = 4096;
-    planner::DagCostOptions measured_run;
-    measured_run.pipeline_frames = static_cast<uint32_t>(std::clamp<int64_t>(o.frames, 2, kMostSimulatedFrames));
-    const planner::DagCostModel run_model(model, *dag, measured_run);
-    for (planner::Candidate& c : to_run) c.prediction = run_model.predict_run(c.mapping);
-    out << "\npredictions below: of the run measured (" << measured_run.pipeline_frames
-        << " frames admitted at once, pipelines the median of " << planner::DagCostModel::kRunDraws
-        << " simulations with the profile's layer-time noise; pipeline and overlap plans above: the steady state)";
-  }
-  out << "\n";
-  const std::vector<VerifiedMapping> verified = verify_mappings(o, model, to_run, out);
-  const bool any_ran = std::any_of(verified.begin(), verified.end(),
-                                   [](const VerifiedMapping& v) { return v.failure.empty(); });
   return any_ran ? 0 : 1;
 }
 

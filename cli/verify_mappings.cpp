@@ -132,15 +132,13 @@ std::vector<VerifiedMapping> verify_mappings(const graph::Graph& graph, const Pl
   return verified;
 }
 
-std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::CostModel& model,
-                                             const std::vector<planner::Candidate>& candidates,
-                                             std::ostream& out) {
+std::unique_ptr<MeasuringSetup> measuring_setup(const Options& o, const planner::CostModel& model, std::ostream& out) {
   const planner::ProfileNetwork& net = model.profile().network;
   NetworkSpec spec{net.graph, net.units, net.image_size, o.seed, o.data};
   spec.split = net.split;
   spec.model = net.model;
   spec.input_shape = o.input_shape;
-  const graph::Graph graph = build_network(spec);
+  graph::Graph graph = build_network(spec);
   if (graph.layer_count() != model.layer_count()) {
     throw InputError("the profile's network has " + std::to_string(model.layer_count()) +
                      " layers, but building it here gives " + std::to_string(graph.layer_count()) +
@@ -156,13 +154,38 @@ std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::Co
     out << "verify: note: measuring on platform '" << platform.name << "', the profile is of '"
         << model.profile().platform_name << "'\n";
   }
-  const PluginRegistry registry = PluginRegistry::load_directory(plugin_dir);
-  power::SysfsDvfs dvfs(platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));  // restores governors on every path out
-  VerifySettings settings;
-  settings.frames = static_cast<int>(std::min<int64_t>(o.frames, 1 << 20));
-  settings.calibration_frames = static_cast<int>(o.calibration);
-  settings.calibrating = set_calibration_frames(platform, registry, settings.calibration_frames);
-  return verify_mappings(graph, platform, registry, &dvfs, model, candidates, settings, out);
+  auto setup = std::make_unique<MeasuringSetup>(MeasuringSetup{
+      std::move(graph), std::move(platform), PluginRegistry::load_directory(plugin_dir), nullptr, {}});
+  // After the platform has its place: the controller keeps what it is given.
+  setup->dvfs = std::make_unique<power::SysfsDvfs>(setup->platform, o.sysfs_root, power::resolve_state_dir(o.state_dir));
+  setup->settings.frames = static_cast<int>(std::min<int64_t>(o.frames, 1 << 20));
+  setup->settings.calibration_frames = static_cast<int>(o.calibration);
+  setup->settings.calibrating =
+      set_calibration_frames(setup->platform, setup->plugins, setup->settings.calibration_frames);
+  return setup;
+}
+
+Measurement measure_mapping(MeasuringSetup& setup, const planner::CostModel& model, const Mapping& mapping) {
+  std::string failure = apply_levels(setup.dvfs.get(), model, mapping);
+  Measurement m;
+  try {
+    if (failure.empty()) {
+      m = measure_mapping(setup.graph, setup.platform, setup.plugins, mapping.order, mapping.mode, setup.settings);
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  for (const std::string& e : setup.dvfs->restore()) failure += (failure.empty() ? "" : "; ") + e;
+  if (!failure.empty()) throw RuntimeError(failure);
+  return m;
+}
+
+std::vector<VerifiedMapping> verify_mappings(const Options& o, const planner::CostModel& model,
+                                             const std::vector<planner::Candidate>& candidates,
+                                             std::ostream& out) {
+  const std::unique_ptr<MeasuringSetup> setup = measuring_setup(o, model, out);
+  return verify_mappings(setup->graph, setup->platform, setup->plugins, setup->dvfs.get(), model, candidates,
+                         setup->settings, out);
 }
 
 double median_abs_error(const std::vector<VerifiedMapping>& verified) {

@@ -9,6 +9,7 @@
 // throughput, switch: latency) is the one the summary line's median is taken over.
 #pragma once
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -64,6 +65,20 @@ std::vector<VerifiedMapping> verify_mappings(const graph::Graph& graph, const Pl
 std::vector<VerifiedMapping> verify_mappings(const Options& options, const planner::CostModel& model,
                                              const std::vector<planner::Candidate>& candidates,
                                              std::ostream& out);
+
+// What --verify and --tune measure with, built from `options` as verify_mappings(options, ..)
+// builds it (a note on `out` when the platform is not the profile's).
+struct MeasuringSetup {
+  graph::Graph graph;
+  Platform platform;
+  PluginRegistry plugins;
+  std::unique_ptr<power::SysfsDvfs> dvfs;  // restores governors on every path out
+  VerifySettings settings;
+};
+std::unique_ptr<MeasuringSetup> measuring_setup(const Options& options, const planner::CostModel& model,
+                                                std::ostream& out);
+// One run of `mapping` with its DVFS levels set (restored after); throws what failed.
+Measurement measure_mapping(MeasuringSetup& setup, const planner::CostModel& model, const Mapping& mapping);
 
 // Median of |error| over the candidates' own objectives (see above); 0 without any.
 double median_abs_error(const std::vector<VerifiedMapping>& verified);

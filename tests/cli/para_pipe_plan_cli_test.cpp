@@ -96,6 +96,19 @@ TEST(PlanRegions, ErrorsAreOneLine) {
       {{"--objective=throughput", "--min-fps=abc"}, "co_up: error: --min-fps='abc' must be a positive number\n"},
       {{"--objective=latency", "--max-latency-ms=-1"},
        "co_up: error: --max-latency-ms='-1' must be a positive number\n"},
+      {{"--objective=pareto", "--tune=0"}, "co_up: error: --tune='0' must be a positive number\n"},
+      {{"--objective=pareto", "--tune=soon"}, "co_up: error: --tune='soon' must be a positive number\n"},
+      {{"--objective=energy", "--tune=30"},
+       "co_up: error: --tune measures throughput and latency, not energy; use it with --objective=latency, "
+       "throughput or pareto\n"},
+      {{"--objective=pareto", "--tune-candidates=4"},
+       "co_up: error: --tune-candidates needs --tune=SECONDS (the time the measured search may take)\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-candidates=-1"},
+       "co_up: error: --tune-candidates='-1' must be a whole number >= 0 (mappings measured)\n"},
+      {{"--objective=latency", "--tune=30", "--tune-target=100,5"},
+       "co_up: error: --tune-target is a point of the Pareto front; use it with --objective=pareto\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-target=100"},
+       "co_up: error: --tune-target='100' must be FPS,MS (e.g. --tune-target=120,9.5)\n"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"plan", "--profile=" + profile.string()};
