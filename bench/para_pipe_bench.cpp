@@ -19,6 +19,8 @@
 //      the signed throughput error by sub-graph count, beside the profile's own.
 //      --mappings=0 skips 1 and 2: the model then uses the profile's own switch-mode wake-up per
 //      edge (LayerProfile::switch_edges, measured by `co_up profile`), as `co_up plan` does.
+//      Part 2 also gives, with the profile's own wake-up, every run's error with the co-run
+//      slowdown (DagCostOptions::corun_work_factor) off and on: median |error|, signed median.
 //   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
 //      --pareto=K points of the Pareto front (--objective=pareto; evenly spread over it, both ends
 //      included) measured: throughput

@@ -2,7 +2,8 @@
 // executor on small graphs (branches on different processors overlap, a sub-graph publishes when
 // it ends, one processor runs its ready sub-graphs lowest index first), with transfers and
 // per edge; pipelines as runs of a few frames (a hand-off delays the reader, throughput from the
-// completions as a run measures it).
+// completions as a run measures it); in switch and overlap mode layers computed while the other
+// processor computes take the pair's work factor.
 #include "planner/dag_cost_model.h"
 
 #include <gtest/gtest.h>
