@@ -19,6 +19,8 @@
 //      the signed throughput error by sub-graph count, beside the profile's own.
 //      --mappings=0 skips 1 and 2: the model then uses the profile's own switch-mode wake-up per
 //      edge (LayerProfile::switch_edges, measured by `co_up profile`), as `co_up plan` does.
+//      Part 2 also gives, with the profile's own wake-up, every run's error with the co-run
+//      slowdown (DagCostOptions::corun_work_factor) off and on: median |error|, signed median.
 //   3. Performance: B alone (switch) against the best planned latency (--objective=latency), and
 //      --pareto=K points of the Pareto front (--objective=pareto; evenly spread over it, both ends
 //      included) measured: throughput
@@ -479,6 +481,32 @@ static int run_para_pipe(int argc, char** argv) {
                   << ": median |error| switch latency " << pct(profiler::median(sw))
                   << ", pipeline latency " << pct(profiler::median(pl)) << ", pipeline throughput "
                   << pct(profiler::median(tp)) << "\n\n";
+      }
+      // The co-run slowdown (DagCostOptions::corun_work_factor) on and off, as co_up plan predicts
+      // (nothing fitted to these runs): median |error| and signed median per mode. Pipeline mode
+      // keeps its constant factor either way.
+      {
+        planner::DagCostOptions off_options = dag_options;
+        off_options.corun_work_factor = 1;
+        const planner::DagCostModel off(model, dag, off_options);
+        std::cout << "| co-run slowdown | switch latency: median abs / signed | pipeline latency | "
+                     "pipeline throughput |\n|---|---|---|---|\n";
+        for (const planner::DagCostModel* dm : {&off, static_cast<const planner::DagCostModel*>(&dag_model)}) {
+          std::vector<double> sw, pl, tp;
+          for (const Run& r : runs) {
+            const planner::Prediction p = dm->predict_run(r.mapping);
+            (r.mapping.mode == planner::Mode::kSwitch ? sw : pl).push_back(rel(p.latency_ms, r.measured_latency_ms));
+            if (r.mapping.mode == planner::Mode::kPipeline) tp.push_back(rel(p.throughput_fps, r.measured_fps));
+          }
+          const auto both = [](const std::vector<double>& e) {
+            std::vector<double> a;
+            for (double x : e) a.push_back(std::abs(x));
+            return pct(profiler::median(a)) + " / " + pct(profiler::median(e));
+          };
+          std::cout << "| " << (dm == &off ? "off" : "on") << " | " << both(sw) << " | " << both(pl) << " | "
+                    << both(tp) << " |\n";
+        }
+        std::cout << "\n";
       }
       // A loaded host's waiting thread comes back a scheduler time slice late (several ms): the
       // grid reaches 20 ms so that the fit is never cut off at its edge.

@@ -60,6 +60,10 @@ struct DagCostModel::Plan {
   std::vector<size_t> processor;  // per sub-graph: index in letters()
   std::vector<uint32_t> first, last;
   std::vector<double> cost_us;
+  // Switch and overlap mode with a co-run slowdown (`corun` not empty, [p * processors + q]: the
+  // factor on p's layers while q runs): per sub-graph, the part of cost_us before its layers
+  // (input, receives, wake-ups) and its layers; the rest (its sends) follows them.
+  std::vector<double> corun, head_us, layer_us;
   // Flat per sub-graph lists (one allocation each, not one per sub-graph: a search builds a plan
   // per candidate): sub-graph s reads source_list[source_begin[s] .. source_begin[s + 1]),
   // ascending (each with its edge's delay in source_delay_us), and feeds
@@ -160,6 +164,15 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
   for (double& f : profile_work_factor_) {
     if (!(f > 0)) f = 1;
   }
+  profile_corun_factor_.assign(letters.size(), std::vector<double>(letters.size(), 1.0));
+  for (size_t a = 0; a < letters.size(); ++a) {
+    for (size_t b = 0; b < letters.size(); ++b) {
+      if (model.resource_of(a) == model.resource_of(b)) continue;
+      if (const HandoffTime* h = model.profile().find_pipeline_work_factor(letters[a], letters[b])) {
+        profile_corun_factor_[a][b] = std::max(1.0, h->us);
+      }
+    }
+  }
   relative_mad_.resize(letters.size());
   for (size_t p = 0; p < letters.size(); ++p) {
     const int domain = model.domain_of(p);
@@ -252,6 +265,11 @@ double DagCostModel::pipeline_work_factor(size_t p) const {
   return options_.pipeline_work_factor > 0 ? options_.pipeline_work_factor : profile_work_factor_[p];
 }
 
+double DagCostModel::corun_work_factor(size_t p, size_t q) const {
+  if (model_->resource_of(p) == model_->resource_of(q)) return 1;
+  return options_.corun_work_factor > 0 ? std::max(1.0, options_.corun_work_factor) : profile_corun_factor_[p][q];
+}
+
 double DagCostModel::pipeline_edge_us(size_t a, size_t b) const {
   if (a == b) return 0;
   return options_.pipeline_edge_us >= 0 ? options_.pipeline_edge_us : profile_delay_us_[a][b];
@@ -296,17 +314,36 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
   };
   std::vector<Link> links;
   std::vector<std::pair<uint32_t, uint32_t>> shared_edges;  // overlap mode: (unit, reading sub-graph) in place
-  std::vector<double> work_factor(model.letters().size(), 1.0);
+  const size_t n_proc = model.letters().size();
+  std::vector<double> work_factor(n_proc, 1.0);
   if (m.mode == Mode::kPipeline) {
-    for (size_t p = 0; p < work_factor.size(); ++p) work_factor[p] = pipeline_work_factor(p);
+    for (size_t p = 0; p < n_proc; ++p) work_factor[p] = pipeline_work_factor(p);
+  } else {
+    plan.corun.assign(n_proc * n_proc, 1.0);
+    bool any = false;
+    for (size_t p = 0; p < n_proc; ++p) {
+      for (size_t q = 0; q < n_proc; ++q) {
+        if (p != q) plan.corun[p * n_proc + q] = corun_work_factor(p, q);
+        any = any || plan.corun[p * n_proc + q] != 1;
+      }
+    }
+    if (!any) {
+      plan.corun.clear();  // none: the sub-graphs' times as they are
+    } else {
+      plan.head_us.assign(count, 0.0);
+      plan.layer_us.assign(count, 0.0);
+    }
   }
+  const bool corun = !plan.corun.empty();
   for (uint32_t u = 0; u < n; ++u) {
     const uint32_t d = sg_of[u];
     const size_t pd = plan.processor[d];
     plan.cost_us[d] += model.layer_us(u, pd, m.levels) * work_factor[pd];
+    if (corun) plan.layer_us[d] += model.layer_us(u, pd, m.levels);
     if (dag_.inputs[u] && !plan.reads_input[d]) {
       plan.reads_input[d] = true;
       plan.cost_us[d] += model.input_us(pd);
+      if (corun) plan.head_us[d] += model.input_us(pd);
     }
     if (dag_.outputs[u]) plan.writes_output[d] = true;
     for (uint32_t q : dag_.predecessors[u]) {
@@ -325,10 +362,14 @@ DagCostModel::Plan DagCostModel::build(const Mapping& m, bool capacities) const 
       // either processor.
       if (!in_place) {
         plan.cost_us[s] += ps == pd ? same_send_us_[ps][q] : model.send_us(q, ps, pd, Mode::kSwitch);
-        plan.cost_us[d] += ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, Mode::kSwitch);
+        const double receive = ps == pd ? same_receive_us_[pd][q] : model.receive_us(q, ps, pd, Mode::kSwitch);
+        plan.cost_us[d] += receive;
+        if (corun) plan.head_us[d] += receive;
       }
       if (m.mode != Mode::kPipeline && ps != pd) {
-        plan.cost_us[d] += switch_edge_us(ps, pd) + switch_edge_mb_us(ps, pd) * output_mb_[q];
+        const double wake_up = switch_edge_us(ps, pd) + switch_edge_mb_us(ps, pd) * output_mb_[q];
+        plan.cost_us[d] += wake_up;
+        if (corun) plan.head_us[d] += wake_up;
       }
       if (link_of[s] == UINT32_MAX || links[link_of[s]].destination != d) {
         link_of[s] = static_cast<uint32_t>(links.size());
@@ -491,6 +532,53 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   // instants at which a published frame reaches a reader (events of their own).
   std::vector<double> published(plan.delays ? count * frames : 0, 0.0);
   std::vector<double> arrivals;
+  // The co-run slowdown (Plan::corun): per processor, the running sub-graph's work done (in
+  // profiled us: its head, layers, then sends) at `progress_at`, and the factor on its layers
+  // since then.
+  const bool corun = !plan.corun.empty();
+  std::vector<double> done_us(corun ? n_proc : 0, 0.0), progress_at(done_us), factor(corun ? n_proc : 0, 1.0);
+  std::vector<double> busy_frame0(n_proc, 0.0);  // frame 0's run times per processor (schedule)
+  // Work done from `progress_at` to `t` at the processor's factor on the layers.
+  auto advance = [&](size_t p, double t) {
+    const uint32_t s = running[p];
+    const double head = plan.head_us[s], layers_end = head + plan.layer_us[s];
+    double left = t - progress_at[p], done = done_us[p];
+    if (done < head) {
+      const double x = std::min(left, head - done);
+      done += x;
+      left -= x;
+    }
+    if (left > 0 && done < layers_end) {
+      const double wall = (layers_end - done) * factor[p];
+      if (left >= wall) {
+        done = layers_end;
+        left -= wall;
+      } else {
+        done += left / factor[p];
+        left = 0;
+      }
+    }
+    done_us[p] = std::min(plan.cost_us[s], done + left);
+    progress_at[p] = t;
+  };
+  // Where a processor's factor changes, its end from the work left at the new factor (a run
+  // alone from start to end: start + cost_us exactly, as without the slowdown).
+  auto rerate = [&]() {
+    for (size_t p = 0; p < n_proc; ++p) {
+      if (running[p] == UINT32_MAX) continue;
+      double f = 1;
+      for (size_t q = 0; q < n_proc; ++q) {
+        if (q != p && running[q] != UINT32_MAX) f = std::max(f, plan.corun[p * n_proc + q]);
+      }
+      if (f == factor[p]) continue;
+      advance(p, now);
+      factor[p] = f;
+      const uint32_t s = running[p];
+      const double head = plan.head_us[s], layers_end = head + plan.layer_us[s];
+      const double layers_left = std::max(0.0, layers_end - std::max(done_us[p], head));
+      running_end[p] = now + (plan.cost_us[s] - done_us[p]) + (f - 1) * layers_left;
+    }
+  };
 
   auto ready = [&](uint32_t s) {
     const uint64_t f = next[s];
@@ -554,8 +642,15 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
         waited_for[pick] = cause;
       }
       running[p] = pick;
+      // (predict_run draws noise in pipeline mode only, where the co-run slowdown is not simulated.)
       running_end[p] = now + (noise != nullptr ? noise->run_us(pick, plan.cost_us[pick]) : plan.cost_us[pick]);
+      if (corun) {
+        done_us[p] = 0;
+        progress_at[p] = now;
+        factor[p] = 1;
+      }
     }
+    if (corun) rerate();
     double t = kNever;
     for (size_t p = 0; p < n_proc; ++p) t = std::min(t, running_end[p]);
     std::erase_if(arrivals, [&](double at) { return at <= now; });
@@ -570,7 +665,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     std::sort(ending.begin(), ending.end(), [&](size_t a, size_t b) { return running[a] < running[b]; });
     for (size_t p : ending) {
       const uint32_t s = running[p];
-      if (next[s] == 0) sg_end[s] = now;
+      if (next[s] == 0) {
+        sg_end[s] = now;
+        if (first != nullptr) busy_frame0[p] += now - sg_start[s];
+      }
       if (plan.delays) {
         published[static_cast<size_t>(s) * frames + next[s]] = now;
         for (const Plan::Out& out : plan.outs(s)) {
@@ -611,8 +709,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     for (size_t p = 0; p < n_proc; ++p) {
       if (!plan.used[p]) continue;
       fs.processors += model_->letters()[p];
-      fs.busy_us.push_back(plan.busy_us[p]);
-      fs.idle_us.push_back(std::max(0.0, fs.latency_us - plan.busy_us[p]));
+      // Stretched by the co-run slowdown where it applies: the simulated run times.
+      const double busy = corun ? busy_frame0[p] : plan.busy_us[p];
+      fs.busy_us.push_back(busy);
+      fs.idle_us.push_back(std::max(0.0, fs.latency_us - busy));
     }
   }
   return latency;

@@ -56,7 +56,24 @@
 //             copies and wake-ups as in switch mode. Latency = median frame latency over
 //             `pipeline_frames` frames (0: 64); period = mean time between completions over the frames
 //             after the first quarter (the gate's idle time counts; not the busiest resource).
-// Energy: CostModel::energy_mj over the sub-graph times per processor.
+// Co-run slowdown, switch and overlap mode: where two processors compute at once (spread
+// branches, a split layer's parts, overlap's two frames), they share the last-level cache and
+// memory bandwidth, as in a pipeline. So a running sub-graph's layers progress at rate 1 / f
+// while a sub-graph of another resource runs, and at rate 1 otherwise: f = the pair's
+// pipeline work factor (the same physical cause, nothing new to fit), at least 1 (a fit below 1
+// is noise around 1; it keeps the lower bounds below the value). The simulation re-computes the
+// running sub-graphs' ends whenever one starts or ends. A sub-graph runs its receive side first
+// (input, receives, wake-ups), then its layers, then its sends; the copies progress at rate 1,
+// as pipeline mode leaves them (the profile timed them in runs of both processors). Processors
+// of one resource (a GPU's host thread on its CPU cluster) do not slow each other here (their
+// cores are time-shared, which the model does not simulate); a GPU or accelerator against another
+// resource takes its pair's factor when `co_up profile` fitted one (its own pipeline runs
+// measure its contention for memory), else 1. Pipeline mode keeps its constant factor on every
+// layer (fitted on always-busy pipelines, where both compute nearly all the time: applying the
+// rate there too would count the slowdown twice). DagCostOptions::corun_work_factor 1 turns it
+// off (the model as before).
+// Energy: CostModel::energy_mj over the sub-graph times per processor (as profiled in switch and
+// overlap mode: the co-run stretch is in the latency and period, not in the busy times).
 // Resources that share cores (a GPU's host thread) are not slowed by each other here.
 #pragma once
 
@@ -91,6 +108,11 @@ struct DagCostOptions {
   // runs of both processors). Not positive: the profile's (LayerProfile::pipeline_work_factors,
   // 1 if absent).
   double pipeline_work_factor = -1;
+  // Switch and overlap mode, the co-run slowdown (above): the factor on a sub-graph's layer
+  // times while a sub-graph of another resource runs. Not positive: the pair's pipeline work
+  // factor (LayerProfile::pipeline_work_factors, 1 if absent); positive: this for every pair of
+  // processors on different resources. At least 1; 1: no slowdown (the model before it).
+  double corun_work_factor = -1;
   // Simulated frames for pipeline and overlap mode, all admitted at once: those of the run the
   // prediction is compared with (at least 2), or 0: the steady state (64 frames).
   uint32_t pipeline_frames = 0;
@@ -141,6 +163,10 @@ class DagCostModel {
   void set_pipeline_work_factor(double factor) { options_.pipeline_work_factor = factor; }  // not positive: the profile's
   // Pipeline mode: the factor on the layer times of processor `p` (the most of its pairs' values).
   double pipeline_work_factor(size_t p) const;
+  void set_corun_work_factor(double factor) { options_.corun_work_factor = factor; }  // not positive: the profile's
+  // Switch and overlap mode: the factor on the layer times of processor `p` while `q` runs (1
+  // when they share a resource).
+  double corun_work_factor(size_t p, size_t q) const;
 
   // Throws InputError as CostModel::check does.
   Prediction predict(const Mapping& mapping) const;
@@ -207,6 +233,8 @@ class DagCostModel {
   std::vector<std::vector<double>> profile_edge_mb_us_;  // [from][to], LayerProfile::switch_edge_mb
   std::vector<double> profile_subgraph_us_;  // [processor], LayerProfile::pipeline_subgraphs
   std::vector<double> profile_work_factor_;  // [processor], LayerProfile::pipeline_work_factors (1 if absent)
+  // [p][q]: the pair's pipeline work factor, at least 1; 1 for one resource.
+  std::vector<std::vector<double>> profile_corun_factor_;
   std::vector<std::vector<double>> profile_delay_us_;  // [from][to], pipeline_edges or the hand-off
   std::vector<double> output_mb_;  // per unit: ProfileLayer::output_bytes / 10^6 (0 when unknown)
   // Per unit, from the profile's op names (false when unknown): the unit starts with a Concat

@@ -2,7 +2,8 @@
 // executor on small graphs (branches on different processors overlap, a sub-graph publishes when
 // it ends, one processor runs its ready sub-graphs lowest index first), with transfers and
 // per edge; pipelines as runs of a few frames (a hand-off delays the reader, throughput from the
-// completions as a run measures it).
+// completions as a run measures it); in switch and overlap mode layers computed while the other
+// processor computes take the pair's work factor.
 #include "planner/dag_cost_model.h"
 
 #include <gtest/gtest.h>
@@ -193,6 +194,86 @@ TEST(DagCostModel, APipelinesLayersTakeTheProfilesWorkFactor) {
   DagCostModel explicit_factor = dag_model;
   explicit_factor.set_pipeline_work_factor(1);
   EXPECT_DOUBLE_EQ(explicit_factor.pipeline_period_us(m), 23);
+}
+
+// Switch and overlap mode: while both processors compute, their layers progress at 1 / the
+// pair's pipeline work factor (they share the last-level cache and memory bandwidth); alone, as
+// profiled.
+TEST(DagCostModel, LayersComputedWhileTheOtherProcessorComputesTakeThePairsWorkFactor) {
+  LayerProfile p = profile({10, 20, 30, 5}, {100, 25, 40, 8});
+  p.set_pipeline_work_factor('B', 'L', 1.1);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag(kDiamond));
+  EXPECT_DOUBLE_EQ(dag_model.corun_work_factor(0, 1), 1.1);
+  // BLBL as in BranchesOnTwoProcessorsOverlap: B 0 [0,10] alone; from 10 L 1 (25 us) and B 2
+  // (30 us) run together at 1 / 1.1: L 1 ends at 10 + 27.5 = 37.5, when B 2 has done 25 us;
+  // its last 5 us alone: 42.5; L 3 alone [42.5,50.5]. (48 without the slowdown.)
+  const Mapping m{"BLBL", Mode::kSwitch, {}};
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us(m), 50.5);
+  EXPECT_DOUBLE_EQ(dag_model.predict(m).latency_ms, 0.0505);
+  const FrameSchedule s = dag_model.schedule(m);
+  ASSERT_EQ(s.subgraphs.size(), 4u);
+  EXPECT_DOUBLE_EQ(s.subgraphs[1].end_us, 37.5);
+  EXPECT_DOUBLE_EQ(s.subgraphs[2].end_us, 42.5);
+  EXPECT_DOUBLE_EQ(s.subgraphs[3].start_us, 42.5);
+  EXPECT_EQ(s.busy_us, (std::vector<double>{42.5, 35.5}));  // the run times, stretched
+  // A chain never computes on both at once: as profiled.
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BBLL", Mode::kSwitch, {}}), 10 + 20 + 40 + 8);
+  // Turned off (an explicit factor 1): the hand-computed schedule without it.
+  DagCostModel off = dag_model;
+  off.set_corun_work_factor(1);
+  EXPECT_DOUBLE_EQ(off.switch_latency_us(m), 48);
+  EXPECT_EQ(off.schedule(m).busy_us, (std::vector<double>{40, 33}));
+  // Pipeline mode keeps its constant factor on every layer (no co-run rate on top): B's 1.1 x
+  // (10 + 30), L's 1.1 x (25 + 8).
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us({"BLBL", Mode::kPipeline, {}}), 44);
+  EXPECT_DOUBLE_EQ(off.pipeline_period_us({"BLBL", Mode::kPipeline, {}}), 44);
+}
+
+TEST(DagCostModel, CopiesAreNotSlowedByTheOtherProcessor) {
+  // The diamond BLBL with a send of 1 us and a receive of 2 us on every edge (a same-processor
+  // cut too). B 0: 10 + two sends = 12, alone. From 12: L 1 = receive 2 (rate 1), 25 us of
+  // layers at 1 / 1.1 (27.5), send 1: ends 42.5; B 2 = receive 2, then its layers slowed until
+  // 42.5: 28.5 / 1.1 us of them done, the rest alone, then its send: 42.5 + 30 - 28.5 / 1.1 + 1;
+  // L 3: two receives 4 + 8 after it.
+  LayerProfile p = profile({10, 20, 30, 5}, {100, 25, 40, 8}, 1, 2);
+  p.set_pipeline_work_factor('B', 'L', 1.1);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag(kDiamond));
+  const FrameSchedule s = dag_model.schedule({"BLBL", Mode::kSwitch, {}});
+  ASSERT_EQ(s.subgraphs.size(), 4u);
+  EXPECT_DOUBLE_EQ(s.subgraphs[1].end_us, 42.5);
+  const double b2_end = 42.5 + (30 - 28.5 / 1.1) + 1;
+  EXPECT_NEAR(s.subgraphs[2].end_us, b2_end, 1e-9);
+  EXPECT_NEAR(s.latency_us, b2_end + 12, 1e-9);
+}
+
+TEST(DagCostModel, OverlapsTwoFramesComputeAtTheCoRunRate) {
+  // Chain 0 -> 1 on B (10 us), L (30 us), factor 1.1, as OverlapHoldsAtMostTwoFramesInFlight
+  // (latency 60, period 30 without it). Frame 0: B [0,10] alone; L from 10 beside frame 1's B
+  // (11 us for its 10, to 21, when L has done 10 us), L's other 20 alone: 41. Frame 2 enters at
+  // 41 beside frame 1's L: the same again, frame 1 ends at 72, every 31 us; latencies 41, 62, 62...
+  // The last frame's L runs alone (30 us): over the 47 periods after the first quarter of 64
+  // frames, 31 - 1/47.
+  LayerProfile p = profile({10, 50}, {50, 30});
+  p.set_pipeline_work_factor('B', 'L', 1.1);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag({{}, {0}}));
+  const Prediction o = dag_model.predict({"BL", Mode::kOverlap, {}});
+  EXPECT_NEAR(o.latency_ms, 0.062, 1e-12);
+  EXPECT_NEAR(o.period_us, 31 - 1.0 / 47, 1e-9);
+}
+
+TEST(DagCostModel, ProcessorsSharingCoresAreNotSlowedByEachOther) {
+  // L's thread on B's cores (one resource, as a GPU's host thread): the pair's factor does not
+  // apply; the hand-computed 48 us of BranchesOnTwoProcessorsOverlap.
+  LayerProfile p = profile({10, 20, 30, 5}, {100, 25, 40, 8});
+  p.set_pipeline_work_factor('B', 'L', 1.1);
+  p.processors[1].host_cores = p.processors[0].host_cores;
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag(kDiamond));
+  EXPECT_DOUBLE_EQ(dag_model.corun_work_factor(0, 1), 1);
+  EXPECT_DOUBLE_EQ(dag_model.switch_latency_us({"BLBL", Mode::kSwitch, {}}), 48);
 }
 
 // The profile's layer times with a MAD of `relative` x the median on every unit.
