@@ -75,7 +75,9 @@ struct ExecutorOptions {
   // waits longer than spin_wait_us for the other's branch, and a thread that slept came back
   // 10-200 us late on the development host (a halted virtual core), on every such wait; the
   // planner's cost model assumes no such wake-up. A cap, not unbounded: spinning costs power on a
-  // board, and a long wait (a slow stage of an unbalanced pipeline) is better slept through.
+  // board, a long wait (a slow stage of an unbalanced pipeline) is better slept through, and a
+  // real-time (SCHED_FIFO) process whose threads spin all their idle time meets the kernel's
+  // real-time throttling (stalls of tens of ms about once a second: set 0 there).
   // 0, or at most spin_wait_us: every wait spins spin_wait_us only.
   uint32_t spin_wait_in_frame_us = 20000;
   // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
