@@ -39,6 +39,14 @@ struct Processor {
   std::shared_ptr<Device> device;
   std::vector<int> host_cores;
   bool owns_its_cores = false;  // no other processor thread of this run shares a host core
+  // The same for the thread serving it in the current run (a group's thread serves several
+  // executors' processors of one letter: run_group decides). Set before the threads start.
+  bool thread_owns_cores = false;
+  // Its thread found nothing to run and waits (spinning or asleep), or has left the run; false
+  // while it runs a sub-graph or looks for one. Written by its own thread, read without the lock by
+  // idle threads deciding whether to keep spinning (ExecutorOptions::spin_wait_in_frame_us).
+  std::atomic<bool> waiting{false};
+  uint64_t in_frame_sleeps = 0;  // RunProfile's ProcessorInfo::in_frame_sleeps; its thread's
   std::vector<SubGraphRuntime*> subgraphs;
   std::vector<Event> events;  // written only by this processor's thread while running
   // Overlap mode: the oldest frame any of its sub-graphs has still to run (their least
@@ -275,7 +283,9 @@ struct Executor::Impl {
   void deliver_later_exits(SubGraphRuntime& s, uint64_t frame);
   void add_exit_profile(profiler::RunProfile& profile) const;
   void processor_loop(Processor& p);
-  void spin_while_unchanged(uint64_t seen) const;
+  static bool spin_while_unchanged(const std::vector<Lane>& lanes, const std::vector<char>& owed,
+                                   uint64_t seen);
+  static bool waits_on_own_cores(const std::vector<Lane>& lanes, const std::vector<char>& owed);
   void fail(std::exception_ptr e);
   profiler::RunProfile make_profile(bool interrupted) const;
 };
@@ -967,12 +977,42 @@ void lock_spinning(std::unique_lock<std::mutex>& lock, uint32_t spin_us) {
 
 }  // namespace
 
-void Executor::Impl::spin_while_unchanged(uint64_t seen) const {
+// Spins until the generation moves past `seen` (returns true) or the spin is over (false): after
+// spin_wait_us, or while a lane owes work to an admitted frame (`owed`, per lane) and what it
+// waits on runs on cores of its own (waits_on_own_cores), after spin_wait_in_frame_us in all.
+bool Executor::Impl::spin_while_unchanged(const std::vector<Lane>& lanes, const std::vector<char>& owed,
+                                          uint64_t seen) {
   // A balanced pipeline waits only briefly for its neighbour; blocking at once would let the
   // (virtual) CPU go idle, and it comes back with cold caches or on another physical core.
-  if (options.spin_wait_us == 0) return;
-  const int64_t deadline = now_ns() + int64_t{options.spin_wait_us} * 1000;
-  while (generation.load(std::memory_order_acquire) == seen && now_ns() < deadline) cpu_relax();
+  const Impl& first = *lanes.front().impl;
+  const int64_t start = now_ns();
+  const int64_t deadline = start + int64_t{first.options.spin_wait_us} * 1000;
+  const bool owes = std::find(owed.begin(), owed.end(), 1) != owed.end();
+  const int64_t in_frame_deadline = start + (owes ? int64_t{first.options.spin_wait_in_frame_us} * 1000 : 0);
+  while (first.generation.load(std::memory_order_acquire) == seen) {
+    const int64_t now = now_ns();
+    if (now >= deadline && (now >= in_frame_deadline || !waits_on_own_cores(lanes, owed))) return false;
+    cpu_relax();
+  }
+  return true;
+}
+
+// Whether an idle thread owing work to an admitted frame waits on a processor thread that owns
+// its cores: one of the owing executors' other processors is busy (not `waiting`), and each busy
+// one's thread owns its cores. Nothing busy: the wait has no end in sight (an accelerator's
+// thread being woken, say). A busy thread that shares cores: spinning would slow it (on the
+// development host the OpenCL device computes on the same CPU cores). Without the lock: a hint.
+bool Executor::Impl::waits_on_own_cores(const std::vector<Lane>& lanes, const std::vector<char>& owed) {
+  bool busy_own = false;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (owed[i] == 0) continue;
+    for (const auto& p : lanes[i].impl->processors) {
+      if (p.get() == lanes[i].processor || p->waiting.load(std::memory_order_relaxed)) continue;
+      if (!p->thread_owns_cores) return false;
+      busy_own = true;
+    }
+  }
+  return busy_own;
 }
 
 void Executor::Impl::fail(std::exception_ptr e) {
@@ -1005,6 +1045,10 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
   lock_spinning(lock, lock_spin_us);
   const Lane* last_lane = nullptr;  // whose sub-graph this thread ran last
   std::vector<SubGraphRuntime*> bests(lanes.size());  // each lane's ready sub-graph this round
+  std::vector<char> owed(lanes.size());  // each lane's processor owes work to an admitted frame
+  const auto set_waiting = [&](bool waiting) {
+    for (const Lane& lane : lanes) lane.processor->waiting.store(waiting, std::memory_order_relaxed);
+  };
   const auto elsewhere = [&](size_t member) {  // another thread ran member's network last
     const size_t net = (*spread->network_of)[member];
     for (size_t t = 0; t < spread->last->size(); ++t) {
@@ -1032,8 +1076,12 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
         for (const SubGraphRuntime* s : lane.processor->subgraphs) floor = std::min(floor, s->next_frame);
         lane.processor->frame_floor = floor;
       }
+      owed[static_cast<size_t>(&lane - lanes.data())] = 0;
       for (SubGraphRuntime* s : lane.processor->subgraphs) {
-        if (s->next_frame < m.frames) finished = false;
+        if (s->next_frame < m.frames) {
+          finished = false;
+          owed[static_cast<size_t>(&lane - lanes.data())] = 1;
+        }
         // Oldest frame first; among equals, the earlier sub-graph (it feeds the later ones).
         if (m.runnable(*s) && (best == nullptr || s->next_frame < best->next_frame)) best = s;
       }
@@ -1072,16 +1120,22 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     }
     if (pick == nullptr) {
       const uint64_t seen = first.generation.load(std::memory_order_relaxed);
+      set_waiting(true);
       // Spinning only where no other processor thread needs the core (a GPU's host thread shares
       // its cluster's cores, for instance).
       if (owns_cores) {
         lock.unlock();
-        first.spin_while_unchanged(seen);
+        if (spin_while_unchanged(lanes, owed, seen)) set_waiting(false);  // busy again at once
         lock_spinning(lock, lock_spin_us);
       }
-      first.changed.wait(lock, [&] {
+      const auto woken = [&] {
         return stopped() || first.generation.load(std::memory_order_relaxed) != seen;
-      });
+      };
+      if (!woken()) {
+        for (size_t i = 0; i < lanes.size(); ++i) lanes[i].processor->in_frame_sleeps += owed[i];
+        first.changed.wait(lock, woken);
+      }
+      set_waiting(false);
       continue;
     }
     Impl& m = *pick_lane->impl;
@@ -1106,6 +1160,7 @@ void Executor::Impl::serve(const std::vector<Lane>& lanes, const std::vector<Imp
     if (completed_stream != nullptr) completed_stream->after_frames_completed();
     lock_spinning(lock, lock_spin_us);
   }
+  set_waiting(true);  // nothing more from this thread: no one waits on it
 }
 
 profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
@@ -1123,7 +1178,7 @@ profiler::RunProfile Executor::Impl::make_profile(bool interrupted) const {
   profile.frame_end_ns.assign(frame_end.begin(), frame_end.begin() + completed);
   for (const auto& p : processors) {
     profile.processors.push_back({p->letter, p->spec->name, p->backend, format_cores(p->host_cores),
-                                  p->spec->is_cpu() ? p->spec->threads : 1});
+                                  p->spec->is_cpu() ? p->spec->threads : 1, p->in_frame_sleeps});
     profile.events.insert(profile.events.end(), p->events.begin(), p->events.end());
   }
   std::sort(profile.events.begin(), profile.events.end(),
@@ -1239,6 +1294,9 @@ void Executor::Impl::begin_run(FrameStream& run_stream) {
   }
   frame_exit.clear();
   for (auto& p : processors) {
+    p->thread_owns_cores = p->owns_its_cores;  // run_group decides for its threads
+    p->waiting.store(false, std::memory_order_relaxed);
+    p->in_frame_sleeps = 0;
     p->events.clear();
     const size_t per_frame = options.profile_level >= 2 ? p->subgraphs.size() * 8 + 16 : 8;
     p->events.reserve(static_cast<size_t>(std::min<uint64_t>(run_stream.admitted(), 4096)) * per_frame);
@@ -1338,9 +1396,7 @@ std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& membe
   std::vector<size_t> last_network(lanes.size(), SIZE_MAX);
   std::vector<Impl::Spread> spreads;
   for (size_t t = 0; t < lanes.size(); ++t) spreads.push_back({&network_of, &last_network, t});
-  std::vector<std::thread> threads;
   for (auto& [letter, served] : lanes) {
-    const Impl::Spread* spread = &spreads[threads.size()];
     bool owns_cores = true;  // no other letter's thread shares one of its host cores
     for (const auto& [other, other_lanes] : lanes) {
       if (other == letter) continue;
@@ -1349,6 +1405,12 @@ std::vector<RunResult> Executor::run_group(const std::vector<GroupMember>& membe
         if (std::find(theirs.begin(), theirs.end(), core) != theirs.end()) owns_cores = false;
       }
     }
+    for (const Impl::Lane& lane : served) lane.processor->thread_owns_cores = owns_cores;
+  }
+  std::vector<std::thread> threads;
+  for (auto& [letter, served] : lanes) {
+    const Impl::Spread* spread = &spreads[threads.size()];
+    const bool owns_cores = served.front().processor->thread_owns_cores;
     threads.emplace_back([&served, &group, owns_cores, &prefer, &keep, affinity, spread] {
       Impl::serve(served, group, owns_cores, prefer, affinity ? keep : nullptr, affinity ? spread : nullptr);
     });

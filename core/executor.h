@@ -65,8 +65,21 @@ struct ExecutorOptions {
   // How long an idle processor thread spins for new work before it sleeps, when no other
   // processor thread shares its cores. Sleeping at once cost a balanced B/L pipeline 15-20 % on
   // the development host (the idle core comes back slow: cold caches, or another physical core
-  // under a hypervisor); spinning costs power while waiting. 0 sleeps at once.
+  // under a hypervisor); spinning costs power while waiting. 0 sleeps at once (with
+  // spin_wait_in_frame_us 0 too).
   uint32_t spin_wait_us = 1000;
+  // How long in all such a thread spins instead while its processor still owes work to an admitted
+  // frame and the work it waits on runs on another processor thread that owns its cores (a CPU
+  // cluster), none on a thread that shares cores (an accelerator's host thread: spinning would
+  // take the cores it or its driver computes on). Inside a switch-mode frame a processor often
+  // waits longer than spin_wait_us for the other's branch, and a thread that slept came back
+  // 10-200 us late on the development host (a halted virtual core), on every such wait; the
+  // planner's cost model assumes no such wake-up. A cap, not unbounded: spinning costs power on a
+  // board, a long wait (a slow stage of an unbalanced pipeline) is better slept through, and a
+  // real-time (SCHED_FIFO) process whose threads spin all their idle time meets the kernel's
+  // real-time throttling (stalls of tens of ms about once a second: set 0 there).
+  // 0, or at most spin_wait_us: every wait spins spin_wait_us only.
+  uint32_t spin_wait_in_frame_us = 20000;
   // Called at layer and sub-graph boundaries on the processor threads (DVFS, GPIO tags). Not
   // owned; they must outlive the Executor.
   std::vector<LayerObserver*> observers;

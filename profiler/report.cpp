@@ -290,7 +290,8 @@ nlohmann::json to_json(const RunProfile& p) {
                           {"name", pr.name},
                           {"backend", pr.backend},
                           {"host_cores", pr.host_cores},
-                          {"threads", pr.threads}});
+                          {"threads", pr.threads},
+                          {"in_frame_sleeps", pr.in_frame_sleeps}});
   }
   j["processors"] = processors;
   json subgraphs = json::array();

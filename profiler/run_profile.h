@@ -55,6 +55,9 @@ struct ProcessorInfo {
   std::string backend;
   std::string host_cores;  // "0" or "4,5"
   int threads = 0;
+  // Times its thread went to sleep (blocked on the executor's wake-up) while the processor still
+  // owed work to an admitted frame: each costs a wake-up (ExecutorOptions::spin_wait_in_frame_us).
+  uint64_t in_frame_sleeps = 0;
 };
 
 // One DVFS request: issued on a processor thread at a layer start (or at setup),

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/affinity.h"
@@ -233,6 +235,65 @@ TEST(ExecutorTest, SwitchModeKeepsOneFrameInFlight) {
   for (size_t f = 1; f < p.frame_start_ns.size(); ++f) {
     EXPECT_GE(p.frame_start_ns[f], p.frame_end_ns[f - 1]) << "frame " << f << " overlapped";
   }
+}
+
+// Makes every sub-graph of one processor take at least `pause` (its thread sleeps at the start).
+class SlowProcessor final : public LayerObserver {
+ public:
+  SlowProcessor(char processor, std::chrono::milliseconds pause) : processor_(processor), pause_(pause) {}
+  void on_subgraph_begin(char processor, uint32_t, uint64_t) override {
+    if (processor == processor_) std::this_thread::sleep_for(pause_);
+  }
+
+ private:
+  char processor_;
+  std::chrono::milliseconds pause_;
+};
+
+// Switch mode: B runs a frame's first layers, then waits for L's part, which takes far longer
+// than spin_wait_us. Spinning through that wait (L's thread owns its core) B never sleeps there;
+// with the in-frame spin off it sleeps in every frame. The outputs are the same bits either way.
+TEST(ExecutorTest, CpuProcessorSpinsThroughAWaitInsideAFrame) {
+  const graph::Graph g = build_network({"alexnet", "layers", kSmallImage, 7, ""});
+  const auto inputs = input_sets(g, 2);
+  constexpr uint64_t kFrames = 4;
+  // L's part lasts 5x the spin; the spin is long against a hand-off between the two threads
+  // (microseconds), even on a loaded host.
+  SlowProcessor slow_l('L', std::chrono::milliseconds(100));
+  const auto run_with = [&](uint32_t spin_wait_in_frame_us, RunResult& result) {
+    ExecutorOptions options;
+    options.mode = ExecutionMode::kSwitch;
+    options.spin_wait_us = 20000;
+    options.spin_wait_in_frame_us = spin_wait_in_frame_us;
+    options.observers = {&slow_l};
+    Executor executor(g, Partition::create(g, "BBBBLLLL"), host_platform(), build_plugins(), options);
+    Outputs outputs;
+    std::mutex mutex;
+    RunRequest request;
+    request.frames = kFrames;
+    request.input_sets = inputs;
+    request.on_output = [&](uint64_t frame, uint32_t, std::span<const float> values) {
+      std::lock_guard lock(mutex);
+      outputs.by_frame[frame].assign(values.begin(), values.end());
+    };
+    result = executor.run(request);
+    EXPECT_EQ(result.profile.frames_completed, kFrames);
+    return outputs;
+  };
+  const auto sleeps_of = [](const RunResult& r, char letter) {
+    for (const auto& p : r.profile.processors) {
+      if (p.letter == letter) return p.in_frame_sleeps;
+    }
+    ADD_FAILURE() << "no processor " << letter << " in the profile";
+    return uint64_t{0};
+  };
+  RunResult spinning, sleeping;
+  const Outputs spun = run_with(60'000'000, spinning);
+  const Outputs slept = run_with(0, sleeping);
+  EXPECT_EQ(sleeps_of(spinning, 'B'), 0u) << "B slept while L ran the frame's rest";
+  // B waits for L in every frame; after the last it owes nothing (a sleep then is not counted).
+  EXPECT_GE(sleeps_of(sleeping, 'B'), kFrames - 1) << "without the in-frame spin B sleeps in every frame";
+  expect_bit_equal(slept, spun, "in-frame spin on vs off");
 }
 
 TEST(ExecutorTest, PipelineModeOverlapsFrames) {
