@@ -1,5 +1,5 @@
-// Helpers of the parallel-region command-line tests: GoogLeNet as --units=ops builds it, and
-// a command's output split into lines.
+// Helpers of the parallel-region command-line tests: GoogLeNet as --units=ops builds it, a
+// synthetic B/L profile of it, and a command's output split into lines.
 #pragma once
 
 #include <sstream>
@@ -8,6 +8,8 @@
 
 #include "graph/passes.h"
 #include "graph/zoo/zoo.h"
+#include "planner/layer_profile.h"
+#include "planner/synthetic_profile.h"
 
 namespace co_up::test {
 
@@ -29,6 +31,21 @@ inline graph::Graph googlenet_ops() {
   graph::optimize_for_inference(g);
   graph::assign_op_units(g);
   return g;
+}
+
+// A synthetic B/L profile with googlenet_ops()'s layer count, so that `co_up plan` builds the
+// network and finds its regions without profiling.
+inline planner::LayerProfile googlenet_ops_profile() {
+  planner::SyntheticSpec spec;
+  spec.layers = googlenet_ops().layer_count();
+  spec.processors = 2;
+  spec.shared_hosts = false;
+  spec.handoff_us = 30;
+  spec.graph = "googlenet";
+  planner::LayerProfile p = planner::make_synthetic_profile(spec);
+  p.network.units = "ops";
+  p.network.image_size = kRegionsImageSize;
+  return p;
 }
 
 }  // namespace co_up::test

@@ -18,7 +18,6 @@
 #include "graph/parallel_regions.h"
 #include "planner/hybrid_plan.h"
 #include "planner/layer_profile.h"
-#include "planner/synthetic_profile.h"
 #include "tests/cli/googlenet_ops.h"
 #include "tests/cli/scratch_dir.h"
 #include "tests/core/test_support.h"
@@ -30,19 +29,6 @@ namespace {
 using ::testing::HasSubstr;
 using test::CommandResult;
 using test::run_program;
-
-planner::LayerProfile googlenet_profile() {
-  planner::SyntheticSpec spec;
-  spec.layers = test::googlenet_ops().layer_count();
-  spec.processors = 2;
-  spec.shared_hosts = false;
-  spec.handoff_us = 30;
-  spec.graph = "googlenet";
-  planner::LayerProfile p = planner::make_synthetic_profile(spec);
-  p.network.units = "ops";
-  p.network.image_size = test::kRegionsImageSize;
-  return p;
-}
 
 // Every output value of `frames` frames of `order` in `mode`, frame by frame.
 std::vector<std::vector<float>> outputs_of(const graph::Graph& g, const planner::Mapping& m, uint64_t frames) {
@@ -65,7 +51,7 @@ std::vector<std::vector<float>> outputs_of(const graph::Graph& g, const planner:
 
 struct Fixture {
   graph::Graph graph = test::googlenet_ops();
-  planner::LayerProfile profile = googlenet_profile();
+  planner::LayerProfile profile = test::googlenet_ops_profile();
   planner::CostModel cost{profile};
   planner::DagCostModel model{cost, graph::unit_dag(graph), [] {
                                 planner::DagCostOptions o;
@@ -170,7 +156,7 @@ TEST(MeasuredTuning, NoBudgetMeasuresNothing) {
 TEST(MeasuredTuning, PlanTunePrintsTheMeasuredFrontAfterTheModelsUnchanged) {
   const test::ScratchDir scratch;
   const std::filesystem::path profile = scratch / "googlenet_ops.json";
-  planner::write_layer_profile(profile, googlenet_profile());
+  planner::write_layer_profile(profile, test::googlenet_ops_profile());
   const std::vector<std::string> plan = {"plan", "--profile=" + profile.string(), "--objective=pareto", "--top=20", "--n=2"};
   const CommandResult model_only = run_program(CO_UP_BINARY, plan, scratch.path());
   ASSERT_EQ(model_only.exit_code, 0) << model_only;

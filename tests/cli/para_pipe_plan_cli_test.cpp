@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "planner/layer_profile.h"
-#include "planner/synthetic_profile.h"
 #include "tests/cli/googlenet_ops.h"
 #include "tests/cli/scratch_dir.h"
 #include "tests/plugins/run_command.h"
@@ -20,26 +19,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using test::CommandResult;
-using test::googlenet_ops;
 using test::lines;
 using test::run_program;
 
-constexpr int kImageSize = test::kRegionsImageSize;
-
-// A synthetic B/L profile with GoogLeNet's --units=ops layer count, so that `co_up plan` builds
-// the network and finds its regions without profiling here.
+// googlenet_ops_profile() in a file of `scratch`.
 std::filesystem::path googlenet_profile(const test::ScratchDir& scratch) {
-  planner::SyntheticSpec spec;
-  spec.layers = googlenet_ops().layer_count();
-  spec.processors = 2;
-  spec.shared_hosts = false;
-  spec.handoff_us = 30;
-  spec.graph = "googlenet";
-  planner::LayerProfile p = planner::make_synthetic_profile(spec);
-  p.network.units = "ops";
-  p.network.image_size = kImageSize;
   const std::filesystem::path file = scratch / "googlenet_ops.json";
-  planner::write_layer_profile(file, p);
+  planner::write_layer_profile(file, test::googlenet_ops_profile());
   return file;
 }
 
