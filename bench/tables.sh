@@ -385,16 +385,16 @@ para_pipe_split() {  # graph image_size
 }
 t_para_pipe() {
   need co_up co_up_bench_para_pipe || return 1
-  local frames=10 reps=5 select_reps=3 tune=60 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
-  quick && { frames=3; reps=1; select_reps=1; tune=5; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
+  local frames=10 pipeline_frames=30 reps=5 select_reps=3 tune=60 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
+  quick && { frames=3; pipeline_frames=6; reps=1; select_reps=1; tune=5; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
   local gn_split iv3_split
   gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
-  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 0.5 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --reps=${reps} --pareto=${pareto} --select-reps=${select_reps} --tune=${tune} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians; overlap rows: the best latency plan run with --mode=overlap and the front's overlap point of highest throughput; for the target, the tuner (co_up plan --tune) for ${tune} s from every front point predicted at >= 1.7x B alone's throughput and >= 1.2x lower latency, neighbours measured ${select_reps}x each interleaved, and the best measured run again for its row)"
+  method="co_up profile --graph=googlenet --units=branches --image-size=${gn_size} --split=<every Conv with >= 0.5 % of the MACs>:2 --processors=BL --repetitions=${prof_reps} (and --graph=inception_v3 --image-size=${iv3_size}), then co_up_bench_para_pipe --mappings=0 --frames=${frames} --pipeline-frames=${pipeline_frames} --reps=${reps} --pareto=${pareto} --select-reps=${select_reps} --tune=${tune} on both (plans from the profiles' own switch wake-up per edge; each plan measured ${reps}x alternating with B alone, medians; pipeline plans run ${pipeline_frames} frames, all admitted at once, as the model predicts them: a shorter run's throughput counts from the first frame's late end; overlap rows: the best latency plan run with --mode=overlap and the front's overlap point of highest throughput; for the target, the tuner (co_up plan --tune) for ${tune} s from every front point predicted at >= 1.7x B alone's throughput and >= 1.2x lower latency, neighbours measured ${select_reps}x each interleaved, and the best measured run again for its row)"
   "${build}/co_up" profile --graph=googlenet --units=branches --image-size="${gn_size}" --split="${gn_split}" \
     --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/googlenet_split${gn_size}_bl.json" >/dev/null &&
     "${build}/co_up" profile --graph=inception_v3 --units=branches --image-size="${iv3_size}" --split="${iv3_split}" \
       --processors=BL --repetitions="${prof_reps}" --profile-out="${work}/inception_v3_split${iv3_size}_bl.json" >/dev/null &&
-    "${build}/co_up_bench_para_pipe" --mappings=0 --frames="${frames}" --reps="${reps}" --pareto="${pareto}" \
+    "${build}/co_up_bench_para_pipe" --mappings=0 --frames="${frames}" --pipeline-frames="${pipeline_frames}" --reps="${reps}" --pareto="${pareto}" \
       --select-reps="${select_reps}" --tune="${tune}" "${work}/googlenet_split${gn_size}_bl.json" "${work}/inception_v3_split${iv3_size}_bl.json"
 }
 # The DAG cost model's error at the sizes the plans use: each network profiled, then random
