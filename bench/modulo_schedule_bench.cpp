@@ -26,7 +26,7 @@
 
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
-#include "core/network.h"
+#include "bench/profiled_network.h"
 #include "graph/parallel_regions.h"
 #include "planner/dag_cost_model.h"
 #include "planner/hybrid_plan.h"
@@ -70,10 +70,7 @@ int run(int argc, char** argv) {
     const planner::LayerProfile profile = planner::read_layer_profile(file);
     const planner::CostModel model(profile);
     const planner::ProfileNetwork& net = profile.network;
-    NetworkSpec spec{net.graph, net.units, net.image_size, 1, ""};
-    spec.model = net.model;
-    spec.split = net.split;
-    const graph::Graph g = build_network(spec);
+    const graph::Graph g = bench::profiled_network(net);
     const planner::DagCostModel dm(model, graph::unit_dag(g));
     const size_t processors = model.letters().size();
     // The fastest single processor, switch mode (one core: no co-run).
