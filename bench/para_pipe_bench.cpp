@@ -68,6 +68,7 @@
 
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
+#include "bench/profiled_network.h"
 #include "cli/layer_profiler.h"
 #include "cli/measured_tuning.h"
 #include "cli/verify_mappings.h"
@@ -378,10 +379,7 @@ static int run_para_pipe(int argc, char** argv) {
       const planner::LayerProfile profile = planner::read_layer_profile(file);
       const planner::CostModel model(profile);
       const planner::ProfileNetwork& net = profile.network;
-      NetworkSpec spec{net.graph, net.units, net.image_size, 1, ""};
-      spec.model = net.model;
-      spec.split = net.split;
-      const graph::Graph g = build_network(spec);
+      const graph::Graph g = bench::profiled_network(net);
       const graph::UnitDag dag = graph::unit_dag(g);
       // The run it is compared with: --frames frames (at least 2), all admitted at once.
       planner::DagCostOptions dag_options;

@@ -512,7 +512,8 @@ void DagCostModel::set_guards(Plan& plan, const std::vector<uint32_t>& sg_of,
 }
 
 std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
-                                           std::vector<double>* ends, RunNoise* noise) const {
+                                           std::vector<double>* ends, RunNoise* noise,
+                                           const CyclicOrder* cyclic) const {
   const size_t count = plan.processor.size();
   const size_t n_proc = model_->letters().size();
   std::vector<std::vector<uint32_t>> of_processor(n_proc);
@@ -528,6 +529,17 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
   double now = 0;
   std::vector<size_t> ending;  // processors whose run ends now (reused: no allocation per event)
   std::vector<uint64_t> floor(n_proc, 0);  // overlap: the oldest frame a processor has left
+  // Cyclic sequences: per processor, the next entry and its cycle; a processor is done once its
+  // cycle passed the last frame plus the largest lag.
+  std::vector<size_t> position(n_proc, 0);
+  std::vector<uint64_t> cycle(n_proc, 0), cycles(n_proc, 0);
+  if (cyclic != nullptr) {
+    for (size_t p = 0; p < n_proc; ++p) {
+      uint32_t lag = 0;
+      for (const CyclicEntry& e : (*cyclic)[p]) lag = std::max(lag, e.lag);
+      cycles[p] = (*cyclic)[p].empty() ? 0 : static_cast<uint64_t>(frames) + lag;
+    }
+  }
   // Edges with a delay (a pipeline's hand-off): when each sub-graph published each frame, and the
   // instants at which a published frame reaches a reader (events of their own).
   std::vector<double> published(plan.delays ? count * frames : 0, 0.0);
@@ -589,8 +601,8 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
     // guards (g runs once every sub-graph of another processor touching one of its shared
     // buffers, a join's slices included, has finished g - 1; set_guards).
     if (mode == Mode::kOverlap) {
-      if (plan.reads_input[s] && completed + 1 < f) return false;
-      if (floor[plan.processor[s]] < f) return false;
+      if (cyclic == nullptr && plan.reads_input[s] && completed + 1 < f) return false;
+      if (cyclic == nullptr && floor[plan.processor[s]] < f) return false;
       for (uint32_t t : plan.guards(s)) {
         if (next[t] < f) return false;
       }
@@ -615,10 +627,32 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
         for (uint32_t s : of_processor[p]) floor[p] = std::min(floor[p], next[s]);
       }
       uint32_t pick = UINT32_MAX;
-      for (uint32_t s : of_processor[p]) {
-        if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) {
-          pick = s;
-          if (frames == 1) break;  // every ready one runs frame 0: the lowest index wins
+      if (cyclic != nullptr) {
+        // The sequence's next entry of a frame that exists, once ready; nothing else.
+        const std::vector<CyclicEntry>& sequence = (*cyclic)[p];
+        const auto step = [&] {
+          if (++position[p] == sequence.size()) {
+            position[p] = 0;
+            ++cycle[p];
+          }
+        };
+        while (cycle[p] < cycles[p]) {
+          const CyclicEntry& e = sequence[position[p]];
+          if (cycle[p] >= e.lag && cycle[p] - e.lag < frames) break;
+          step();
+        }
+        if (cycle[p] == cycles[p]) continue;
+        const CyclicEntry& e = sequence[position[p]];
+        if (next[e.subgraph] != cycle[p] - e.lag) throw std::logic_error("cyclic order: a sub-graph's frames out of order");
+        if (!ready(e.subgraph)) continue;
+        pick = e.subgraph;
+        step();
+      } else {
+        for (uint32_t s : of_processor[p]) {
+          if (ready(s) && (pick == UINT32_MAX || next[s] < next[pick])) {
+            pick = s;
+            if (frames == 1) break;  // every ready one runs frame 0: the lowest index wins
+          }
         }
       }
       if (pick == UINT32_MAX) continue;
@@ -689,7 +723,10 @@ std::vector<double> DagCostModel::simulate(const Plan& plan, uint32_t frames, Mo
       }
     }
   }
-  if (completed < frames) throw std::logic_error("DAG cost model: the simulated executor stalled");
+  if (completed < frames) {
+    if (cyclic != nullptr) throw InputError("cyclic order: the sequences deadlock (an entry waits for one that comes after it)");
+    throw std::logic_error("DAG cost model: the simulated executor stalled");
+  }
 
   std::vector<double> latency(frames);
   for (uint32_t f = 0; f < frames; ++f) latency[f] = frame_end[f] - std::max(0.0, frame_start[f]);
@@ -789,6 +826,75 @@ Prediction DagCostModel::predict(const Plan& plan, const Mapping& m, RunNoise* n
     const size_t from = frames / 4, to = frames - 1;
     out.period_us = (ends[to] - ends[from]) / static_cast<double>(to - from);
   }
+  out.throughput_fps = out.period_us > 0 ? 1e6 / out.period_us : std::numeric_limits<double>::infinity();
+  out.energy_mj_per_frame = model_->energy_mj(plan.busy_us, plan.used, out.period_us, m.levels);
+  return out;
+}
+
+std::vector<SubGraphCost> DagCostModel::subgraph_costs(const Mapping& mapping) const {
+  Mapping m = mapping;
+  m.mode = Mode::kOverlap;
+  const Plan plan = build(m, false);
+  const size_t n_proc = model_->letters().size();
+  std::vector<SubGraphCost> out(plan.processor.size());
+  for (size_t s = 0; s < out.size(); ++s) {
+    SubGraphCost& c = out[s];
+    c.processor = plan.processor[s];
+    c.first_layer = plan.first[s];
+    c.last_layer = plan.last[s];
+    c.cost_us = c.corun_us = plan.cost_us[s];
+    if (!plan.corun.empty()) {
+      double f = 1;
+      for (size_t q = 0; q < n_proc; ++q) {
+        if (q != c.processor) f = std::max(f, plan.corun[c.processor * n_proc + q]);
+      }
+      c.corun_us += (f - 1) * plan.layer_us[s];
+    }
+    c.sources.assign(plan.sources(s).begin(), plan.sources(s).end());
+    c.guards.assign(plan.guards(s).begin(), plan.guards(s).end());
+  }
+  return out;
+}
+
+Prediction DagCostModel::predict_cyclic(const Mapping& mapping, const CyclicOrder& order) const {
+  Mapping m = mapping;
+  m.mode = Mode::kOverlap;
+  const Plan plan = build(m, true);
+  const size_t n_proc = model_->letters().size();
+  if (order.size() != n_proc) {
+    throw InputError("cyclic order: " + std::to_string(order.size()) + " sequences for " + std::to_string(n_proc) +
+                     " processors");
+  }
+  std::vector<int> seen(plan.processor.size(), 0);
+  for (size_t p = 0; p < n_proc; ++p) {
+    for (const CyclicEntry& e : order[p]) {
+      if (e.subgraph >= seen.size() || plan.processor[e.subgraph] != p) {
+        throw InputError("cyclic order: processor " + std::string(1, model_->letters()[p]) + "'s sequence names sub-graph " +
+                         std::to_string(e.subgraph) + ", which is not one of its sub-graphs");
+      }
+      ++seen[e.subgraph];
+    }
+  }
+  for (size_t s = 0; s < seen.size(); ++s) {
+    if (seen[s] != 1) {
+      throw InputError("cyclic order: sub-graph " + std::to_string(s) + " appears " + std::to_string(seen[s]) +
+                       " times in its processor's sequence (once is needed)");
+    }
+  }
+  const uint32_t frames = options_.pipeline_frames == 0 ? kSteadyStateFrames : options_.pipeline_frames;
+  std::vector<double> ends;
+  const std::vector<double> latency = simulate(plan, frames, Mode::kOverlap, nullptr, &ends, nullptr, &order);
+  Prediction out;
+  out.latency_ms = median(latency) / 1000.0;
+  out.resources.resize(model_->resource_count());
+  for (size_t p = 0; p < n_proc; ++p) {
+    out.resources[model_->resource_of(p)].processors += model_->letters()[p];
+    out.resources[model_->resource_of(p)].busy_us += plan.busy_us[p];
+  }
+  // The middle half, as a pipeline's steady state: the first frames run in a prologue (some
+  // entries of the sequences have no frame yet), the last in an epilogue (no next frame to wait for).
+  const size_t from = frames / 4, to = 3 * frames / 4;
+  out.period_us = to > from ? (ends[to] - ends[from]) / static_cast<double>(to - from) : latency[0];
   out.throughput_fps = out.period_us > 0 ? 1e6 / out.period_us : std::numeric_limits<double>::infinity();
   out.energy_mj_per_frame = model_->energy_mj(plan.busy_us, plan.used, out.period_us, m.levels);
   return out;

@@ -138,6 +138,29 @@ struct FrameSchedule {
   std::vector<double> busy_us, idle_us;  // per letter of `processors`
 };
 
+// A sub-graph of a mapping as the model charges it in overlap mode (copies and wake-ups of its
+// edges included), for schedulers that place sub-graphs of several frames themselves.
+struct SubGraphCost {
+  size_t processor = 0;  // index in CostModel::letters()
+  uint32_t first_layer = 0, last_layer = 0;
+  double cost_us = 0;    // alone on the processors
+  double corun_us = 0;   // while a sub-graph of another resource runs all along (the co-run slowdown)
+  std::vector<uint32_t> sources;  // the sub-graphs it reads, ascending
+  // The executor's buffer guards: sub-graphs of other processors touching a buffer it shares in
+  // place; it runs frame g only once they finished g - 1.
+  std::vector<uint32_t> guards;
+};
+
+// One entry of a processor's cyclic sequence: sub-graph `subgraph` of frame (cycle - lag).
+struct CyclicEntry {
+  uint32_t subgraph = 0;
+  uint32_t lag = 0;
+  bool operator==(const CyclicEntry&) const = default;
+};
+// Per processor (CostModel::letters() order): the entries it runs in that order, cycle after
+// cycle, each once its frame's inputs are there (planner/modulo_schedule.h makes them).
+using CyclicOrder = std::vector<std::vector<CyclicEntry>>;
+
 class DagCostModel {
  public:
   // `dag` must have model.layer_count() units; throws InputError otherwise. `model` must outlive
@@ -193,6 +216,15 @@ class DagCostModel {
   // the unit's time; 0 where the profile has no MAD.
   double layer_sigma_us(uint32_t u, size_t p, const std::vector<int>& levels) const;
   FrameSchedule schedule(const Mapping& mapping) const;  // switch mode, one frame
+  // The sub-graphs of `mapping` as overlap mode charges them (the mapping's mode is ignored).
+  std::vector<SubGraphCost> subgraph_costs(const Mapping& mapping) const;
+  // Overlap mode's costs and buffer guards, but each processor runs `order`'s sequence for it
+  // (entries of frames before the first or past the last skipped) instead of the oldest ready
+  // frame: latency = median frame latency, period = mean time between completions over the
+  // middle half of `pipeline_frames` frames (0: 64), between the sequences' prologue and
+  // epilogue. Throws InputError when a processor's sequence does not hold each of its sub-graphs
+  // exactly once, or when the sequences deadlock.
+  Prediction predict_cyclic(const Mapping& mapping, const CyclicOrder& order) const;
   // The searches' objectives without the rest of predict(): one switch frame's latency, and the
   // pipeline period as the busiest resource (the steady state; predict() simulates the run).
   double switch_latency_us(const Mapping& mapping) const;
@@ -222,8 +254,11 @@ class DagCostModel {
                   const std::vector<std::pair<uint32_t, uint32_t>>& shared_edges) const;
   // One latency per frame; `ends`, when given, gets each frame's completion time.
   // `noise`, when given, draws each sub-graph run's time (predict_run).
+  // `cyclic`, when given: each processor runs its sequence (predict_cyclic) instead of the
+  // oldest ready frame, with overlap mode's guards but not its gate.
   std::vector<double> simulate(const Plan& plan, uint32_t frames, Mode mode, FrameSchedule* first,
-                               std::vector<double>* ends = nullptr, RunNoise* noise = nullptr) const;
+                               std::vector<double>* ends = nullptr, RunNoise* noise = nullptr,
+                               const CyclicOrder* cyclic = nullptr) const;
 
   const CostModel* model_;
   graph::UnitDag dag_;
