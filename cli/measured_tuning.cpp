@@ -349,6 +349,9 @@ TuneResult tune_mappings(const planner::DagCostModel& model, const std::vector<p
     const size_t n = best.size(), k = std::min(settings.confirm, n);
     for (size_t j = 0; j < k; ++j) to_confirm.push_back(best[scored || k == 1 ? j : j * (n - 1) / (k - 1)]);
   }
+  // Each mapping's runs against the median of the reference's runs beside them (a median: one slow
+  // reference run must not make a lucky ratio).
+  std::map<size_t, std::pair<std::vector<double>, std::vector<double>>> beside;  // fps, ms
   for (size_t r = 0, pair = 0; r < confirm_reps; ++r) {
     for (size_t i : to_confirm) {
       TunedMapping& t = result.measured[i];
@@ -356,18 +359,26 @@ TuneResult tune_mappings(const planner::DagCostModel& model, const std::vector<p
       const bool reference_first = pair++ % 2 == 0;
       Measurement reference, m;
       if (has_reference && reference_first) reference = run_reference();
-      const bool ran = run_mapping(t, t.confirmation, m);
+      run_mapping(t, t.confirmation, m);
       if (has_reference && !reference_first) reference = run_reference();
       result.confirmation_runs += has_reference ? 2 : 1;
-      if (ran && has_reference) {
-        t.confirmation.fps_gain.push_back(m.throughput_fps / reference.throughput_fps);
-        t.confirmation.latency_gain.push_back(reference.latency_ms / m.latency_ms);
+      if (has_reference) {
+        beside[i].first.push_back(reference.throughput_fps);
+        beside[i].second.push_back(reference.latency_ms);
       }
     }
     if (progress != nullptr) *progress << "tune: confirmation round " << r + 1 << " of " << confirm_reps << "\n";
   }
   for (size_t i : to_confirm) {
-    result.measured[i].confirmation.summarize();
+    MeasuredRuns& runs = result.measured[i].confirmation;
+    if (has_reference && !runs.empty()) {
+      const double fps = profiler::median(beside[i].first), ms = profiler::median(beside[i].second);
+      for (size_t j = 0; j < runs.fps.size(); ++j) {
+        runs.fps_gain.push_back(runs.fps[j] / fps);
+        runs.latency_gain.push_back(ms / runs.ms[j]);
+      }
+    }
+    runs.summarize();
     if (!result.measured[i].confirmation.empty()) result.confirmed.push_back(i);
   }
   std::stable_sort(result.confirmed.begin(), result.confirmed.end(), [&](size_t a, size_t b) {
