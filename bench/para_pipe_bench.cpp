@@ -753,8 +753,8 @@ static int run_para_pipe(int argc, char** argv) {
                     << " predicted nearest the target, neighbours measured " << select_reps
                     << "x each, interleaved with B alone, for " << tune_seconds << " s: " << tuned.measured.size()
                     << " mappings, " << tuned.runs << " runs (" << tuned.confirmation_runs
-                    << " of them the confirmation's); its measured front below, as ratios to B alone's runs in the same "
-                       "batch (medians)\n\n"
+                    << " of them the confirmation's); its measured front below (the numbers are ratios to B alone's runs in the "
+                       "same batch, medians)\n\n"
                     << "| mapping | move | mode | predicted fps / B | predicted B ms / ms | measured fps / B | measured B ms / ms |\n"
                     << "|---|---|---|---|---|---|---|\n";
           std::vector<size_t> shown_rank(tuned.measured.size(), 0);
@@ -773,18 +773,21 @@ static int run_para_pipe(int argc, char** argv) {
                        "runs alone\n\n"
                     << "| mapping | move | search fps / B | search B ms / ms | confirmed fps / B | confirmed B ms / ms | |\n"
                     << "|---|---|---|---|---|---|---|\n";
+          // The confirmation takes the best by score of everything measured: a point dominated on its
+          // search runs ("-") may be among them.
+          const auto rank = [&](size_t i) { return shown_rank[i] == 0 ? std::string("-") : std::to_string(shown_rank[i]); };
           for (size_t i : tuned.confirmed) {
             const cli::TunedMapping& t = tuned.measured[i];
             char line[512];
-            std::snprintf(line, sizeof line, "| %zu | %s | %.2fx | %.2fx | %.2fx | %.2fx | %s |\n", shown_rank[i],
+            std::snprintf(line, sizeof line, "| %s | %s | %.2fx | %.2fx | %.2fx | %.2fx | %s |\n", rank(i).c_str(),
                           t.move.c_str(), t.search.gains.fps, t.search.gains.latency, t.confirmation.gains.fps,
                           t.confirmation.gains.latency, i == tuned.pick ? "picked" : "");
             std::cout << line;
           }
           if (tuned.has_pick()) {
             chosen_plan = tuned.measured[tuned.pick].candidate;
-            chosen_label = "tuned " + std::to_string(shown_rank[tuned.pick]) + "/" + std::to_string(tuned.front.size()) +
-                           " (" + tuned.measured[tuned.pick].move + "; picked for the target on the tuning pass's confirmation runs)";
+            chosen_label = "tuned " + rank(tuned.pick) + "/" + std::to_string(tuned.front.size()) + " (" +
+                           tuned.measured[tuned.pick].move + "; picked for the target on the tuning pass's confirmation runs)";
           }
           std::cout << "\n" << std::flush;
         } else if (!near.empty() && select_reps > 0) {
