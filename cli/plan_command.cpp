@@ -339,9 +339,19 @@ int run_plan_command(const Options& o, StopSignal& stop) {
         << " warm-up, " << settings.reps << " runs each, interleaved with the reference, every unit on "
         << settings.reference->order.front() << " in switch mode, in every batch; predictions of that run), then the "
         << settings.confirm << " best measured " << settings.confirm_reps << " more times each beside the reference\n";
+    // A target may lie anywhere on the front, and --top=K prints its throughput end: the tuner
+    // starts from those of the whole front (as far as the search keeps one) predicted nearest.
+    constexpr size_t kWholeFront = 64;
+    std::vector<planner::Candidate> starts = result.ranked;
+    if (goal.has_target() && static_cast<size_t>(o.top) < kWholeFront) {
+      starts = (dag_model ? planner::plan_hybrid(*dag_model, objective, kWholeFront, hybrid)
+                          : planner::plan(model, objective, kWholeFront, o.seed))
+                   .ranked;
+      out << "tune: the target's start points from the model's whole front (" << starts.size() << " points)\n";
+    }
     out.flush();
     const TuneResult tuned = tune_mappings(
-        run_model, result.ranked, goal, settings,
+        run_model, starts, goal, settings,
         [&](const planner::Mapping& m) { return measure_mapping(*setup, model, m); }, &std::cerr);
     print_tuned(out, model, goal, tuned);
     any_ran = any_ran && (tuned.runs == 0 || !tuned.front.empty());
