@@ -327,6 +327,7 @@ TEST(MeasuredTuning, PlanTunePrintsTheMeasuredFrontAfterTheModelsUnchanged) {
   target.insert(target.end(), {"--tune=600", "--tune-candidates=4", "--tune-target=1.8x,1.3x"});
   const CommandResult t = run_program(CO_UP_BINARY, target, scratch.path());
   ASSERT_EQ(t.exit_code, 0) << t;
+  EXPECT_EQ(t.out.substr(0, model_only.out.size()), model_only.out);  // the whole front only for the starts
   EXPECT_THAT(t.out, HasSubstr("tune: the target's start points from the model's whole front ("));
   EXPECT_THAT(t.out, HasSubstr("tuned (measured on this machine, now: 4 mappings"));
   EXPECT_THAT(t.out, HasSubstr("confirmation: 3 of the best measured for the target, 5 more runs each"));
