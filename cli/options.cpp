@@ -270,7 +270,8 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
                         measures the best 3 (a front: 3 spread over it) 5 more times each, beside
                         the single processor, and picks on those runs alone
   --tune-candidates=N   measure at most N mappings (the start points count)
-  --tune-target=FPS,MS  pareto: start from the points predicted nearest >= FPS at <= MS, aim there
+  --tune-target=FPS,MS  pareto: start from the model's whole front's points predicted nearest
+                        >= FPS at <= MS (not only the printed ones), aim there
   --tune-target=Ax,Bx   the same as gains over the best single processor: A times its throughput
                         at B times lower latency (1.8x,1.3x), on ratios within each batch
   --stage-plan=FILE | --stages=...  with --model (multi-exit) and a --units=ops profile: plan
