@@ -33,10 +33,10 @@
 //      The target (>= 1.8x B alone's throughput with >= 1.3x lower latency): from every front
 //      point predicted at >= 1.7x and >= 1.2x (at most --select-max=K, 8, those predicted nearest
 //      the target first; without one, the nearest) the tuner (cli/measured_tuning.h, `co_up plan
-//      --tune`) measures neighbouring mappings for --tune=SECONDS (60), each --select-reps=R (3)
-//      times interleaved, aiming at the target computed from B alone measured R times before;
-//      the best measured is then measured again like every row (choose on one run, report
-//      another). --tune=0: a selection pass instead, the near points alone, each R times
+//      --tune --tune-target=1.8x,1.3x`) measures neighbouring mappings for --tune=SECONDS (60),
+//      each --select-reps=R (3) times interleaved with B alone (ratios within each batch), then
+//      confirms the best three --reps more times each beside B alone and picks on those runs; the
+//      pick is then measured again like every row (choose on one run, report another). --tune=0: a selection pass instead, the near points alone, each R times
 //      alternating with B alone; --select-reps=0: the point predicted nearest the target.
 //   The model simulates the run it is compared with: --frames frames all admitted at once
 //   (DagCostOptions::pipeline_frames), their median latency and the throughput as
@@ -727,51 +727,65 @@ static int run_para_pipe(int argc, char** argv) {
           chosen_label = "pareto " + std::to_string(nearest + 1) + "/" + std::to_string(front) + " (predicted nearest the target)";
         }
         if (select_reps > 0 && tune_seconds > 0 && nearest != front) {
-          // The tuner from those points (or the nearest), aiming at the target in absolute numbers from
-          // B alone measured now; the row measures its choice again, alternating with B alone.
+          // The tuner from those points (or the nearest), aiming at the target as gains over B alone,
+          // measured in every batch (ratios within a batch: the host drifts over the pass); its pick
+          // is the best on the confirmation runs. The row measures the pick again, alternating with
+          // B alone.
           std::vector<planner::Candidate> starts;
           for (size_t i : near) starts.push_back(pareto.ranked[i]);
           if (starts.empty()) starts.push_back(pareto.ranked[nearest]);
           measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});  // warm, not counted
-          std::vector<double> b_fps, b_ms;
-          for (int k = 0; k < select_reps; ++k) {
-            const cli::Measurement b = measure(planner::Mapping{b_alone, planner::Mode::kSwitch, {}});
-            b_fps.push_back(b.throughput_fps);
-            b_ms.push_back(b.latency_ms);
-          }
-          const double b_f = profiler::median(b_fps), b_m = profiler::median(b_ms);
           cli::TuneGoal goal;
-          goal.target_fps = kTargetFpsGain * b_f;
-          goal.target_ms = b_m / kTargetLatencyGain;
+          goal.target_fps_gain = kTargetFpsGain;
+          goal.target_latency_gain = kTargetLatencyGain;
           cli::TuneSettings settings;
           settings.seconds = tune_seconds;
           settings.reps = select_reps;
           settings.starts = select_max;
           settings.seed = seed;
+          settings.reference = planner::Mapping{b_alone, planner::Mode::kSwitch, {}};
+          settings.confirm_reps = reps;
           const cli::TuneResult tuned = cli::tune_mappings(dag_model, starts, goal, settings, measure, nullptr);
-          std::cout << "tuning pass (co_up plan --tune): from the " << starts.size() << " front point"
-                    << (starts.size() == 1 ? "" : "s") << " predicted nearest the target, neighbours measured "
-                    << select_reps << "x each, interleaved, for " << tune_seconds << " s: " << tuned.measured.size()
-                    << " mappings, " << tuned.runs << " runs; B alone before it " << b_f << " fps, " << b_m
-                    << " ms (its measured front below, against that)\n\n"
+          std::cout << "tuning pass (co_up plan --tune --tune-target=" << kTargetFpsGain << "x," << kTargetLatencyGain
+                    << "x): from the " << starts.size() << " front point" << (starts.size() == 1 ? "" : "s")
+                    << " predicted nearest the target, neighbours measured " << select_reps
+                    << "x each, interleaved with B alone, for " << tune_seconds << " s: " << tuned.measured.size()
+                    << " mappings, " << tuned.runs << " runs (" << tuned.confirmation_runs
+                    << " of them the confirmation's); its measured front below (the numbers are ratios to B alone's runs in the "
+                       "same batch, medians)\n\n"
                     << "| mapping | move | mode | predicted fps / B | predicted B ms / ms | measured fps / B | measured B ms / ms |\n"
                     << "|---|---|---|---|---|---|---|\n";
-          double best = -1;
+          std::vector<size_t> shown_rank(tuned.measured.size(), 0);
           for (size_t k = 0; k < tuned.front.size(); ++k) {
             const cli::TunedMapping& t = tuned.measured[tuned.front[k]];
+            shown_rank[tuned.front[k]] = k + 1;
             char line[512];
             std::snprintf(line, sizeof line, "| %zu | %s | %s | %.2fx | %.2fx | %.2fx | %.2fx |\n", k + 1, t.move.c_str(),
                           mode_name(t.candidate.mapping.mode), t.candidate.prediction.throughput_fps / b_predicted.throughput_fps,
-                          b_predicted.latency_ms / t.candidate.prediction.latency_ms, t.measured.throughput_fps / b_f,
-                          b_m / t.measured.latency_ms);
+                          b_predicted.latency_ms / t.candidate.prediction.latency_ms, t.search.gains.fps,
+                          t.search.gains.latency);
             std::cout << line;
-            const double score = goal.score(t.measured.throughput_fps, t.measured.latency_ms);
-            if (score > best) {
-              best = score;
-              chosen_plan = t.candidate;
-              chosen_label = "tuned " + std::to_string(k + 1) + "/" + std::to_string(tuned.front.size()) + " (" + t.move +
-                             "; best measured for the target on the tuning pass)";
-            }
+          }
+          std::cout << "\nconfirmation: the " << tuned.confirmed.size() << " best for the target measured " << reps
+                    << "x more each, every run beside one of B alone (which first alternating); the pick on these "
+                       "runs alone\n\n"
+                    << "| mapping | move | search fps / B | search B ms / ms | confirmed fps / B | confirmed B ms / ms | |\n"
+                    << "|---|---|---|---|---|---|---|\n";
+          // The confirmation takes the best by score of everything measured: a point dominated on its
+          // search runs ("-") may be among them.
+          const auto rank = [&](size_t i) { return shown_rank[i] == 0 ? std::string("-") : std::to_string(shown_rank[i]); };
+          for (size_t i : tuned.confirmed) {
+            const cli::TunedMapping& t = tuned.measured[i];
+            char line[512];
+            std::snprintf(line, sizeof line, "| %s | %s | %.2fx | %.2fx | %.2fx | %.2fx | %s |\n", rank(i).c_str(),
+                          t.move.c_str(), t.search.gains.fps, t.search.gains.latency, t.confirmation.gains.fps,
+                          t.confirmation.gains.latency, i == tuned.pick ? "picked" : "");
+            std::cout << line;
+          }
+          if (tuned.has_pick()) {
+            chosen_plan = tuned.measured[tuned.pick].candidate;
+            chosen_label = "tuned " + rank(tuned.pick) + "/" + std::to_string(tuned.front.size()) + " (" +
+                           tuned.measured[tuned.pick].move + "; picked for the target on the tuning pass's confirmation runs)";
           }
           std::cout << "\n" << std::flush;
         } else if (!near.empty() && select_reps > 0) {

@@ -264,10 +264,16 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
                         predicted vs measured throughput and latency
   --tune=SECONDS        then measures neighbours of the printed plans on this machine (one unit,
                         branch or split layer moved, the mode changed; the model's best-predicted
-                        first; --n frames, 3 runs each, interleaved) for SECONDS and prints the
-                        measured front (latency, throughput or pareto objective)
+                        first; --n frames, 3 runs each, interleaved with the best single processor,
+                        which every ratio is against) for SECONDS and prints the measured front
+                        (latency, throughput or pareto objective); the last part of SECONDS
+                        measures the best 3 (a front: 3 spread over it) 5 more times each, beside
+                        the single processor, and picks on those runs alone
   --tune-candidates=N   measure at most N mappings (the start points count)
-  --tune-target=FPS,MS  pareto: start from the points predicted nearest >= FPS at <= MS, aim there
+  --tune-target=FPS,MS  pareto: start from the model's whole front's points predicted nearest
+                        >= FPS at <= MS (not only the printed ones), aim there
+  --tune-target=Ax,Bx   the same as gains over the best single processor: A times its throughput
+                        at B times lower latency (1.8x,1.3x), on ratios within each batch
   --stage-plan=FILE | --stages=...  with --model (multi-exit) and a --units=ops profile: plan
                         stage -> processor, DVFS levels and exit thresholds (Map-and-Conquer;
                         --objective=latency|energy|accuracy|pareto, default pareto)

@@ -139,6 +139,7 @@ struct TuneRequest {
   double seconds = 0;  // 0: no tuning
   size_t max_candidates = std::numeric_limits<size_t>::max();
   double target_fps = 0, target_ms = 0;
+  double target_fps_gain = 0, target_latency_gain = 0;  // THROUGHPUTx,LATENCYx
 };
 
 TuneRequest parse_tune(const Options& o, planner::Objective objective) {
@@ -172,12 +173,30 @@ TuneRequest parse_tune(const Options& o, planner::Objective objective) {
     if (objective != planner::Objective::kPareto) {
       throw InputError("--tune-target is a point of the Pareto front; use it with --objective=pareto");
     }
-    const size_t comma = o.tune_target.find(',');
-    if (comma == std::string::npos) {
-      throw InputError("--tune-target='" + o.tune_target + "' must be FPS,MS (e.g. --tune-target=120,9.5)");
+    const std::string& text = o.tune_target;
+    const size_t comma = text.find(',');
+    const std::string fps = text.substr(0, comma), ms = comma == std::string::npos ? "" : text.substr(comma + 1);
+    const auto relative = [](const std::string& part) { return !part.empty() && part.back() == 'x'; };
+    if (comma == std::string::npos || fps.empty() || ms.empty() || relative(fps) != relative(ms)) {
+      throw InputError("--tune-target='" + text + "' must be FPS,MS (e.g. --tune-target=120,9.5) or gains over the "
+                       "best single processor THROUGHPUTx,LATENCYx (e.g. --tune-target=1.8x,1.3x)");
     }
-    t.target_fps = parse_limit("tune-target", o.tune_target.substr(0, comma));
-    t.target_ms = parse_limit("tune-target", o.tune_target.substr(comma + 1));
+    // Each part a positive number (before its x); the message names the part and the whole.
+    const auto part = [&](const std::string& p, bool gain) {
+      try {
+        return parse_limit("tune-target", gain ? p.substr(0, p.size() - 1) : p);
+      } catch (const InputError&) {
+        throw InputError("--tune-target='" + text + "': '" + p + "' must be a positive number" +
+                         (gain ? " followed by x (1.8x: 1.8 times better than the best single processor)" : ""));
+      }
+    };
+    if (relative(fps)) {
+      t.target_fps_gain = part(fps, true);
+      t.target_latency_gain = part(ms, true);
+    } else {
+      t.target_fps = part(fps, false);
+      t.target_ms = part(ms, false);
+    }
   }
   return t;
 }
@@ -306,16 +325,33 @@ int run_plan_command(const Options& o, StopSignal& stop) {
     goal.objective = objective;
     goal.target_fps = tune.target_fps;
     goal.target_ms = tune.target_ms;
+    goal.target_fps_gain = tune.target_fps_gain;
+    goal.target_latency_gain = tune.target_latency_gain;
     TuneSettings settings;
     settings.seconds = tune.seconds;
     settings.max_candidates = tune.max_candidates;
     settings.seed = o.seed;
+    // In every batch: the model's best single processor, one frame at a time (what the gains of
+    // --tune-target=THROUGHPUTx,LATENCYx are over).
+    settings.reference = planner::best_single_processor(model, planner::Mode::kSwitch).mapping;
     out << "\ntune: up to " << format_number("%.0f", tune.seconds) << " s measuring neighbours of the plans above ("
         << std::max(setup->settings.frames, 2) << " frames per run after " << setup->settings.warmup_frames
-        << " warm-up, " << settings.reps << " runs each, interleaved; predictions of that run)\n";
+        << " warm-up, " << settings.reps << " runs each, interleaved with the reference, every unit on "
+        << settings.reference->order.front() << " in switch mode, in every batch; predictions of that run), then the "
+        << settings.confirm << " best measured " << settings.confirm_reps << " more times each beside the reference\n";
+    // A target may lie anywhere on the front, and --top=K prints its throughput end: the tuner
+    // starts from those of the whole front (as far as the search keeps one) predicted nearest.
+    constexpr size_t kWholeFront = 64;
+    std::vector<planner::Candidate> starts = result.ranked;
+    if (goal.has_target() && static_cast<size_t>(o.top) < kWholeFront) {
+      starts = (dag_model ? planner::plan_hybrid(*dag_model, objective, kWholeFront, hybrid)
+                          : planner::plan(model, objective, kWholeFront, o.seed))
+                   .ranked;
+      out << "tune: the target's start points from the model's whole front (" << starts.size() << " points)\n";
+    }
     out.flush();
     const TuneResult tuned = tune_mappings(
-        run_model, result.ranked, goal, settings,
+        run_model, starts, goal, settings,
         [&](const planner::Mapping& m) { return measure_mapping(*setup, model, m); }, &std::cerr);
     print_tuned(out, model, goal, tuned);
     any_ran = any_ran && (tuned.runs == 0 || !tuned.front.empty());

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <map>
 #include <set>
 #include <span>
 #include <string>
@@ -26,6 +28,7 @@
 namespace co_up {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using test::CommandResult;
 using test::run_program;
@@ -95,8 +98,8 @@ TEST(MeasuredTuning, EveryCandidateRunsToTheSingleProcessorBitsAndTheFrontIsNonD
     const planner::Mapping& m = t.candidate.mapping;
     EXPECT_TRUE(distinct.insert(m.order + mode_name(m.mode)).second) << "measured twice: " << m.order;
     EXPECT_TRUE(f.cost.runs(m.order)) << m.order;
-    EXPECT_EQ(t.fps.size(), t.ms.size());
-    EXPECT_GE(t.fps.size(), 1u) << t.move;
+    EXPECT_EQ(t.search.fps.size(), t.search.ms.size());
+    EXPECT_GE(t.search.fps.size(), 1u) << t.move;
     const std::vector<std::vector<float>> got = outputs_of(f.graph, m, frames);
     for (uint64_t k = 0; k < frames; ++k) {
       ASSERT_EQ(got[k].size(), reference[k].size()) << t.move;
@@ -110,7 +113,7 @@ TEST(MeasuredTuning, EveryCandidateRunsToTheSingleProcessorBitsAndTheFrontIsNonD
   const std::set<size_t> on_front(r.front.begin(), r.front.end());
   for (size_t i = 0; i < r.measured.size(); ++i) {
     bool dominated = false;
-    for (size_t j = 0; j < r.measured.size(); ++j) dominated |= dominates(r.measured[j].measured, r.measured[i].measured);
+    for (size_t j = 0; j < r.measured.size(); ++j) dominated |= dominates(r.measured[j].search.median, r.measured[i].search.median);
     EXPECT_EQ(dominated, on_front.count(i) == 0) << r.measured[i].move;
   }
 }
@@ -153,6 +156,143 @@ TEST(MeasuredTuning, NoBudgetMeasuresNothing) {
   EXPECT_EQ(runs, 0u);
 }
 
+// A scripted host (the tuner's logic is under test, not the runtime): the reference runs at
+// 100 fps, 10 ms; the k-th other mapping it first sees is truly `gains[k]` times better in both
+// (the last one default); the host's speed drifts, run n at 1 / (1 + n * drift) of the first's, and `luck(k, run)` scales mapping k's numbers on its run-th run. Every run is logged.
+struct ScriptedHost {
+  planner::Mapping reference;
+  std::vector<double> gains;
+  double drift = 0;
+  std::function<double(size_t, size_t)> luck = [](size_t, size_t) { return 1.0; };
+  std::map<std::string, size_t> seen;
+  std::map<std::string, size_t> runs_of;
+  std::vector<std::string> log;
+
+  cli::Measurement operator()(const planner::Mapping& m) {
+    const std::string key = m.order + "/" + mode_name(m.mode);
+    const double speed = 1.0 / (1.0 + drift * static_cast<double>(log.size()));
+    log.push_back(key);
+    double gain = 1;
+    if (!(m == reference)) {
+      const size_t k = seen.emplace(key, seen.size()).first->second;
+      gain = (k < gains.size() ? gains[k] : gains.back()) * luck(k, runs_of[key]++);
+    }
+    return {100.0 * gain * speed, 10.0 / (gain * speed)};
+  }
+};
+
+// The model's first three front points, measured one per batch (with the reference), and nothing
+// else: the mappings measured are fixed; what is under test is which one is picked.
+cli::TuneSettings three_batches(const Fixture& f) {
+  cli::TuneSettings settings;
+  settings.seconds = 1e6;  // the candidate limit stops the search
+  settings.max_candidates = 3;
+  settings.starts = 3;
+  settings.batch = 0;  // a batch: one mapping (and the reference)
+  settings.reps = 3;
+  settings.reference = planner::best_single_processor(f.cost, planner::Mode::kSwitch).mapping;
+  return settings;
+}
+
+TEST(MeasuredTuning, InBatchRatiosPickTheTrulyBestOnADriftingHost) {
+  const Fixture f;
+  ASSERT_GE(f.front.size(), 3u);
+  // The mapping measured last is truly the best (1.7x), but the host slows down run by run, so by
+  // its batch its absolute numbers are below those of the first (1.5x), measured on a faster host.
+  const auto drifting = [&] {
+    ScriptedHost host;
+    host.reference = *three_batches(f).reference;
+    host.gains = {1.5, 1.6, 1.7};
+    host.drift = 0.05;
+    return host;
+  };
+  cli::TuneSettings settings = three_batches(f);
+  settings.confirm = 0;  // the search's pick alone: ratios against the reference in the same batch
+
+  cli::TuneGoal relative;
+  relative.target_fps_gain = 1.8;
+  relative.target_latency_gain = 1.3;
+  ScriptedHost host = drifting();
+  const cli::TuneResult r = cli::tune_mappings(f.model, f.front, relative, settings, std::ref(host), nullptr);
+  ASSERT_EQ(r.measured.size(), 3u);
+  ASSERT_TRUE(r.has_pick());
+  EXPECT_EQ(r.pick, 2u) << r.measured[r.pick].search.gains.fps;  // the last measured, truly 1.7x
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_NEAR(r.measured[k].search.gains.fps, host.gains[k], 0.05 * host.gains[k]) << k;
+    EXPECT_NEAR(r.measured[k].search.gains.latency, host.gains[k], 0.05 * host.gains[k]) << k;
+  }
+  EXPECT_EQ(r.reference.fps.size(), 3u * 3u);  // in every batch, every round
+  // The same mappings in the same order of measurement, the reference in every batch: per seed.
+  EXPECT_EQ(host.log.size(), 3u * 3u * 2u);
+  ScriptedHost again = drifting();
+  cli::tune_mappings(f.model, f.front, relative, settings, std::ref(again), nullptr);
+  EXPECT_EQ(again.log, host.log);
+
+  // Scored on absolute numbers against the reference measured once before (the target in fps and
+  // ms, no reference in the batches): the first measured wins.
+  cli::TuneGoal absolute;
+  absolute.target_fps = 1.8 * 100;
+  absolute.target_ms = 10 / 1.3;
+  cli::TuneSettings no_reference = settings;
+  no_reference.reference.reset();
+  ScriptedHost old = drifting();
+  const cli::TuneResult a = cli::tune_mappings(f.model, f.front, absolute, no_reference, std::ref(old), nullptr);
+  ASSERT_TRUE(a.has_pick());
+  EXPECT_EQ(a.measured[a.pick].candidate.mapping, r.measured[0].candidate.mapping);  // truly 1.5x
+}
+
+TEST(MeasuredTuning, ConfirmationPicksOnItsOwnRunsNotOnALuckySearchMedian) {
+  const Fixture f;
+  ASSERT_GE(f.front.size(), 3u);
+  // Truly 1.7x, 1.6x, 1.5x in the order measured; the last was lucky on its three search runs
+  // (20 % faster), so the search ranks it first.
+  ScriptedHost host;
+  host.reference = *three_batches(f).reference;
+  host.gains = {1.7, 1.6, 1.5};
+  host.luck = [](size_t k, size_t run) { return k == 2 && run < 3 ? 1.2 : 1.0; };
+  cli::TuneSettings settings = three_batches(f);
+  settings.confirm = 3;
+  settings.confirm_reps = 4;
+  cli::TuneGoal goal;
+  goal.target_fps_gain = 1.8;
+  goal.target_latency_gain = 1.3;
+  const cli::TuneResult r = cli::tune_mappings(f.model, f.front, goal, settings, std::ref(host), nullptr);
+  ASSERT_EQ(r.measured.size(), 3u);
+  EXPECT_EQ(r.front.front(), 2u);  // the search's best: the lucky one
+  EXPECT_NEAR(r.measured[2].search.gains.fps, 1.8, 1e-9);
+  ASSERT_EQ(r.confirmed.size(), 3u);
+  ASSERT_TRUE(r.has_pick());
+  EXPECT_EQ(r.pick, 0u);  // truly the best
+  EXPECT_EQ(r.confirmed, (std::vector<size_t>{0, 1, 2}));
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(r.measured[k].confirmation.fps.size(), 4u);
+    EXPECT_NEAR(r.measured[k].confirmation.gains.fps, host.gains[k], 1e-9) << k;
+  }
+  // Every confirmation run beside one of the reference: 3 mappings x 4 runs x 2.
+  EXPECT_EQ(r.confirmation_runs, 3u * 4u * 2u);
+  EXPECT_EQ(r.runs, 3u * 3u * 2u + r.confirmation_runs);
+  EXPECT_EQ(host.log.size(), r.runs);
+
+  // Without the confirmation, the lucky one is picked.
+  settings.confirm = 0;
+  ScriptedHost unconfirmed = host;
+  unconfirmed.seen.clear();
+  unconfirmed.runs_of.clear();
+  unconfirmed.log.clear();
+  const cli::TuneResult u = cli::tune_mappings(f.model, f.front, goal, settings, std::ref(unconfirmed), nullptr);
+  ASSERT_TRUE(u.has_pick());
+  EXPECT_EQ(u.pick, 2u);
+}
+
+TEST(MeasuredTuning, RelativeTargetNeedsAReference) {
+  const Fixture f;
+  cli::TuneGoal goal;
+  goal.target_fps_gain = 1.8;
+  cli::TuneSettings settings;
+  settings.seconds = 1e6;
+  EXPECT_THROW(cli::tune_mappings(f.model, f.front, goal, settings, f.runner, nullptr), std::invalid_argument);
+}
+
 TEST(MeasuredTuning, PlanTunePrintsTheMeasuredFrontAfterTheModelsUnchanged) {
   const test::ScratchDir scratch;
   const std::filesystem::path profile = scratch / "googlenet_ops.json";
@@ -179,6 +319,21 @@ TEST(MeasuredTuning, PlanTunePrintsTheMeasuredFrontAfterTheModelsUnchanged) {
   EXPECT_THAT(r.out, HasSubstr("these are measurements of this machine at this time"));
   EXPECT_THAT(r.out, HasSubstr("(predicted "));
   EXPECT_THAT(r.out, HasSubstr("co_up --graph=googlenet --units=ops --image-size=64 --order="));
+  EXPECT_THAT(r.out, HasSubstr("reference, measured in every batch: "));
+  EXPECT_THAT(r.out, HasSubstr("x throughput, latency / "));
+  EXPECT_THAT(r.out, HasSubstr(" of the front, spread over it, 5 more runs each, every run beside a run of the reference"));
+
+  std::vector<std::string> target = plan;
+  target.insert(target.end(), {"--tune=600", "--tune-candidates=4", "--tune-target=1.8x,1.3x"});
+  const CommandResult t = run_program(CO_UP_BINARY, target, scratch.path());
+  ASSERT_EQ(t.exit_code, 0) << t;
+  EXPECT_EQ(t.out.substr(0, model_only.out.size()), model_only.out);  // the whole front only for the starts
+  EXPECT_THAT(t.out, HasSubstr("tune: the target's start points from the model's whole front ("));
+  EXPECT_THAT(t.out, HasSubstr("tuned (measured on this machine, now: 4 mappings"));
+  EXPECT_THAT(t.out, HasSubstr("confirmation: 3 of the best measured for the target, 5 more runs each"));
+  EXPECT_THAT(t.out, HasSubstr("     confirmed "));
+  EXPECT_THAT(t.out, HasSubstr("  <- picked\n"));
+  EXPECT_THAT(t.out, ContainsRegex("the pick (meets|misses) the target on its confirmation runs"));
 }
 
 }  // namespace

@@ -94,7 +94,24 @@ TEST(PlanRegions, ErrorsAreOneLine) {
       {{"--objective=latency", "--tune=30", "--tune-target=100,5"},
        "co_up: error: --tune-target is a point of the Pareto front; use it with --objective=pareto\n"},
       {{"--objective=pareto", "--tune=30", "--tune-target=100"},
-       "co_up: error: --tune-target='100' must be FPS,MS (e.g. --tune-target=120,9.5)\n"},
+       "co_up: error: --tune-target='100' must be FPS,MS (e.g. --tune-target=120,9.5) or gains over the best single processor "
+       "THROUGHPUTx,LATENCYx (e.g. --tune-target=1.8x,1.3x)\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-target=1.8x,9.5"},
+       "co_up: error: --tune-target='1.8x,9.5' must be FPS,MS (e.g. --tune-target=120,9.5) or gains over the best single processor "
+       "THROUGHPUTx,LATENCYx (e.g. --tune-target=1.8x,1.3x)\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-target=1.8x,"},
+       "co_up: error: --tune-target='1.8x,' must be FPS,MS (e.g. --tune-target=120,9.5) or gains over the best single processor "
+       "THROUGHPUTx,LATENCYx (e.g. --tune-target=1.8x,1.3x)\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-target=0x,1.3x"},
+       "co_up: error: --tune-target='0x,1.3x': '0x' must be a positive number followed by x (1.8x: 1.8 times better "
+       "than the best single processor)\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-target=1.8x,fastx"},
+       "co_up: error: --tune-target='1.8x,fastx': 'fastx' must be a positive number followed by x (1.8x: 1.8 times "
+       "better than the best single processor)\n"},
+      {{"--objective=pareto", "--tune=30", "--tune-target=120,-2"},
+       "co_up: error: --tune-target='120,-2': '-2' must be a positive number\n"},
+      {{"--objective=pareto", "--tune-target=1.8x,1.3x"},
+       "co_up: error: --tune-target needs --tune=SECONDS (the time the measured search may take)\n"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"plan", "--profile=" + profile.string()};
