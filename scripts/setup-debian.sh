@@ -8,6 +8,7 @@ set -euo pipefail
 readonly kPackages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ca-certificates
+  lld  # links the test suites faster (CMakeLists.txt: CO_UP_USE_LLD)
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # platform descriptions and model files; ONNX import (generated onnx-ml.pb.h + libonnx_proto)

@@ -21,6 +21,7 @@
 #include "core/network.h"
 #include "graph/builder.h"
 #include "graph/passes.h"
+#include "tests/core/test_spin.h"
 #include "tests/core/test_support.h"
 
 namespace co_up {
@@ -45,6 +46,7 @@ Outputs run_graph(const graph::Graph& g, const std::string& order, ExecutionMode
   options.mode = mode;
   options.receiver_buffers = buffers;
   options.profile_level = 1;
+  options.spin_wait_in_frame_us = testing::kSpinWaitInFrameUs;
   Executor executor(g, Partition::create(g, order), platform, build_plugins(), options);
   Outputs outputs;
   std::mutex mutex;

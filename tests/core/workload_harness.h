@@ -18,6 +18,7 @@
 #include "core/network.h"
 #include "core/workload.h"
 #include "core/workload_runner.h"
+#include "tests/core/test_spin.h"
 #include "tests/core/test_support.h"
 
 namespace co_up::workload_harness {
@@ -41,6 +42,7 @@ struct Delivered {
 inline std::map<uint64_t, std::vector<float>> run_alone(const graph::Graph& g, const std::string& order,
                                                  const InputSets& inputs) {
   ExecutorOptions options;
+  options.spin_wait_in_frame_us = testing::kSpinWaitInFrameUs;
   Executor executor(g, Partition::create(g, order), testing::host_platform(), testing::build_plugins(), options);
   Delivered delivered;
   RunRequest request;
@@ -73,6 +75,7 @@ inline void run_group(const std::vector<Net>& nets, const std::vector<uint64_t>&
   auto share = make_executor_share();
   ExecutorOptions options;
   options.profile_level = 1;
+  options.spin_wait_in_frame_us = testing::kSpinWaitInFrameUs;
   out.delivered = std::vector<Delivered>(nets.size());
   std::vector<WorkloadStreamSpec> specs;
   std::optional<PlanRanks> ranks;

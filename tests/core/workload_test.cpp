@@ -21,6 +21,7 @@
 #include "core/workload.h"
 #include "core/workload_runner.h"
 #include "profiler/workload_report.h"
+#include "tests/core/test_spin.h"
 #include "tests/core/test_support.h"
 #include "tests/core/workload_harness.h"
 #include "tests/sanitizer_size.h"
@@ -148,6 +149,7 @@ TEST(WorkloadTest, MinimalBuffersInBothModesStillDeliverEveryFrame) {
     ExecutorOptions options;
     options.mode = mode;
     options.receiver_buffers = 1;
+    options.spin_wait_in_frame_us = testing::kSpinWaitInFrameUs;
     std::vector<std::unique_ptr<Executor>> executors;
     std::vector<Delivered> delivered(nets.size());
     std::vector<WorkloadStreamSpec> specs;
@@ -259,6 +261,7 @@ TEST(WorkloadTest, BatchedRequestsMatchTheirUnbatchedRunsAndEnterWhenTheBatchIsC
   auto share = make_executor_share();
   ExecutorOptions options;
   options.profile_level = 1;
+  options.spin_wait_in_frame_us = testing::kSpinWaitInFrameUs;
   std::vector<std::unique_ptr<Executor>> executors;
   std::vector<Delivered> delivered(2);
   std::vector<WorkloadStreamSpec> specs;
