@@ -363,7 +363,7 @@ uint32_t LayerProfiler::pipeline_run_frames() const {
   return static_cast<uint32_t>(std::max(settings_.frames, 4) + (settings_.rounds > 1 ? 1 : 0));
 }
 
-std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<std::string>& orders) const {
+std::vector<std::vector<double>> LayerProfiler::measure_pipeline_rounds(const std::vector<std::string>& orders) const {
   std::vector<std::vector<double>> periods(orders.size());
   run_interleaved(
       orders, 0,
@@ -373,12 +373,10 @@ std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<st
         if (fps > 0) periods[i].push_back(1e6 / fps);
       },
       Mode::kPipeline, std::max(settings_.frames, 4));
-  std::vector<double> medians;
   for (size_t i = 0; i < orders.size(); ++i) {
     if (periods[i].empty()) throw RuntimeError("pipeline run of order '" + orders[i] + "' measured no period");
-    medians.push_back(profiler::median(periods[i]));
   }
-  return medians;
+  return periods;
 }
 
 SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::string>& orders,

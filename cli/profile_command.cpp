@@ -27,6 +27,7 @@
 #include "planner/random_order.h"
 #include "planner/switch_edge_fit.h"
 #include "power/dvfs_journal.h"
+#include "profiler/report.h"
 
 namespace co_up::cli {
 namespace {
@@ -298,11 +299,21 @@ constexpr uint64_t kPipelineOrderSeed = 0x70697065;  // not co_up_bench_para_pip
 constexpr size_t kPipelineRandomOrders = 6;
 constexpr uint32_t kUnitsPerRandomOrder = 8;
 
+// One processor of the pair running the whole network alone, in the pipeline step's rounds.
+struct ReferenceSpeed {
+  char processor = 0;
+  double layer_scale = 1;  // its layers' speed then over the layer step's (> 1: slower)
+  double round_range = 0;  // (slowest - fastest round) / median of its runs
+  size_t rounds = 0;
+};
+
 // What the pipeline runs of a pair give: the chain model's hand-off and the DAG model's costs.
 struct PipelineFits {
   double handoff_us = 0;
   std::optional<planner::PipelineCostFit> costs;
   size_t runs = 0;  // pipeline runs the costs were fitted on
+  std::vector<ReferenceSpeed> speeds;  // the processors measured alone beside them
+  double layer_step_factor = 1;  // the factor fitted against the layer step's times instead
 };
 
 // Up to kPipelineRandomOrders distinct orders over `a` and `b` (one per kUnitsPerRandomOrder
@@ -333,6 +344,12 @@ std::vector<std::string> random_pipeline_orders(const planner::CostModel& model,
 // the network's units (random_pipeline_orders). The hand-off (planner/handoff_fit.h) is fitted
 // on the first ones, as the chain model predicts them; the pipeline costs
 // (planner/pipeline_cost_fit.h) on all of them, against the DAG model's simulation of each run.
+// The factor on layer times is fitted against each processor's speed at that moment: the whole
+// network on it alone (its order all of one letter), in the same rounds and frame count. The
+// layer step ran seconds earlier, and this host's speed drifts by a few percent over that: a fit
+// against the layer step's times took the drift for a co-run slowdown (one profile of
+// Inception-v3 fitted x1.064, the next x1.021). A processor that cannot run the network alone (a
+// declined layer) keeps its layer step's times.
 // No costs when the network has one layer or an alternating order cannot run (a declined
 // layer): the DAG model then keeps the hand-off, rather than a measured-looking 0.
 PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner::LayerProfile& profile,
@@ -350,7 +367,15 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   }
   PipelineFits fits;
   if (orders.size() < 2) return fits;  // 2 layers: one boundary in every order, nothing to fit
-  const std::vector<double> measured = profiler.measure_pipeline_periods(orders);
+  std::vector<std::string> measured_orders = orders;  // then the references, each processor alone
+  if (costs) {
+    for (const char p : {a, b}) {
+      if (std::string alone(n, p); model.runs(alone)) measured_orders.push_back(std::move(alone));
+    }
+  }
+  const std::vector<std::vector<double>> rounds = profiler.measure_pipeline_rounds(measured_orders);
+  std::vector<double> measured;
+  for (const std::vector<double>& r : rounds) measured.push_back(profiler::median(r));
   if (chain_orders >= 2) {
     const auto chain_end = static_cast<std::ptrdiff_t>(chain_orders);
     fits.handoff_us = planner::fit_handoff(model, a, b, std::vector<std::string>(orders.begin(), orders.begin() + chain_end),
@@ -362,10 +387,21 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   dag_model.set_pipeline_subgraph_us(0);
   dag_model.set_pipeline_edge_us(0);
   dag_model.set_pipeline_work_factor(1);
-  std::vector<planner::PipelineRun> runs;
-  for (size_t i = 0; i < orders.size(); ++i) runs.push_back({orders[i], profiler.pipeline_run_frames(), measured[i]});
-  fits.costs = planner::fit_pipeline_costs(dag_model, runs, kPipelineCostShape, false);
+  std::vector<planner::PipelineRun> runs, references;
+  for (size_t i = 0; i < measured_orders.size(); ++i) {
+    (i < orders.size() ? runs : references).push_back({measured_orders[i], profiler.pipeline_run_frames(), measured[i]});
+  }
+  const planner::SameMomentPipelineFit fit =
+      planner::fit_pipeline_costs_same_moment(dag_model, runs, references, kPipelineCostShape);
+  fits.costs = fit.costs;
   fits.runs = runs.size();
+  fits.layer_step_factor = planner::fit_pipeline_costs(dag_model, runs, kPipelineCostShape, false).work_factor;
+  for (size_t k = 0; k < fit.speeds.size(); ++k) {
+    const std::vector<double>& r = rounds[orders.size() + k];
+    const auto [fastest, slowest] = std::minmax_element(r.begin(), r.end());
+    fits.speeds.push_back({fit.speeds[k].processor, fit.speeds[k].layer_scale, (*slowest - *fastest) / measured[orders.size() + k],
+                           r.size()});
+  }
   return fits;
 }
 
@@ -373,6 +409,35 @@ std::string format_us(double us) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(1) << us;
   return text.str();
+}
+
+// "pipeline B<->L: layers ran 3.1 % slower on B, 0.4 % faster on L than in the layer step while
+// the pipelines ran (each alone, 3 rounds between them, within 0.8 %, 1.2 %): factor fitted
+// against that (x1.053 against the layer step's times)". Runs alone that varied more between
+// rounds than a quiet layer step's frames (MeasureSettings::quiet_spread) make the factor as
+// uncertain: said, with what to do.
+std::string same_moment_note(char a, char b, const PipelineFits& fits) {
+  std::string line = "pipeline " + std::string{a} + "<->" + std::string{b} + ": layers ran ";
+  std::string ranges, noisy;
+  for (size_t k = 0; k < fits.speeds.size(); ++k) {
+    const ReferenceSpeed& s = fits.speeds[k];
+    line += (k == 0 ? "" : ", ") + percent(std::abs(s.layer_scale - 1)) + (s.layer_scale >= 1 ? " slower" : " faster") +
+            " on " + letter_string(s.processor);
+    ranges += (k == 0 ? "" : ", ") + percent(s.round_range);
+    if (s.round_range > MeasureSettings{}.quiet_spread) noisy += (noisy.empty() ? "" : " and ") + letter_string(s.processor);
+  }
+  std::ostringstream factor;
+  factor << std::fixed << std::setprecision(3) << fits.layer_step_factor;
+  line += " than in the layer step while the pipelines ran (each alone, " + std::to_string(fits.speeds.front().rounds) +
+          " rounds between them, within " + ranges + "): factor fitted against that (x" + factor.str() +
+          " against the layer step's times)";
+  if (!noisy.empty()) line += "; " + noisy + " alone varied more than " + percent(MeasureSettings{}.quiet_spread) + " between rounds" + kStillBusy;
+  for (const char p : {a, b}) {
+    if (std::none_of(fits.speeds.begin(), fits.speeds.end(), [&](const ReferenceSpeed& s) { return s.processor == p; })) {
+      line += "; " + letter_string(p) + " cannot run the network alone (a declined layer): its layer step's times";
+    }
+  }
+  return line;
 }
 
 // What a switch-mode cross-processor edge costs between `a` and `b` (planner/switch_edge_fit.h),
@@ -642,6 +707,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
                         format_us(pipeline.costs->edge_us) + " us delay per cross-processor edge (periods of " +
                         std::to_string(pipeline.runs) + " runs within " + format_us(100 * pipeline.costs->error) +
                         " %, root mean square)");
+          if (!pipeline.speeds.empty()) progress.note(same_moment_note(a, b, pipeline));
         }
         if (const std::optional<SwitchEdgeFit> edge = measure_switch_edge(profiler, profile, *job.graph, a, b)) {
           // Per megabyte where the sizes are known: a tensor the other core wrote is read from
