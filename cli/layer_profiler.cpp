@@ -24,13 +24,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double duration_us(const Event& e) { return static_cast<double>(e.end_ns - e.begin_ns) / kNsPerUs; }
 
-double median_absolute_deviation(const std::vector<double>& values, double median) {
-  std::vector<double> deviations;
-  deviations.reserve(values.size());
-  for (double v : values) deviations.push_back(std::abs(v - median));
-  return profiler::median(std::move(deviations));
-}
-
 // Per-frame sums of the durations (us) of the events `select` accepts, for frames
 // [first, frames_completed) (a frame without any such event sums to 0).
 template <typename Select>
@@ -223,6 +216,13 @@ void LayerProfiler::run_interleaved(
       measured(i, result.profile, rewarm);
     }
   }
+}
+
+double median_absolute_deviation(const std::vector<double>& values, double median) {
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double v : values) deviations.push_back(std::abs(v - median));
+  return profiler::median(std::move(deviations));
 }
 
 double layer_spread(const planner::LayerTimes& times) {

@@ -135,6 +135,8 @@ struct LayerMeasurement {
 // How much a processor's layer times vary from frame to frame: the sum of the layers' MADs over
 // the sum of their medians (declined layers left out; 0 without any time).
 double layer_spread(const planner::LayerTimes& times);
+// The median of |value - median| over `values` (their MAD about `median`).
+double median_absolute_deviation(const std::vector<double>& values, double median);
 
 class LayerProfiler {
  public:

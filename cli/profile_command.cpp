@@ -303,8 +303,8 @@ constexpr uint32_t kUnitsPerRandomOrder = 8;
 struct ReferenceSpeed {
   char processor = 0;
   double layer_scale = 1;  // its layers' speed then over the layer step's (> 1: slower)
-  double round_range = 0;  // (slowest - fastest round) / median of its runs
-  size_t rounds = 0;
+  double spread = 0;       // its runs' periods: MAD / median
+  size_t runs = 0;
 };
 
 // What the pipeline runs of a pair give: the chain model's hand-off and the DAG model's costs.
@@ -345,11 +345,13 @@ std::vector<std::string> random_pipeline_orders(const planner::CostModel& model,
 // on the first ones, as the chain model predicts them; the pipeline costs
 // (planner/pipeline_cost_fit.h) on all of them, against the DAG model's simulation of each run.
 // The factor on layer times is fitted against each processor's speed at that moment: the whole
-// network on it alone (its order all of one letter), in the same rounds and frame count. The
+// network on it alone (its order all of one letter), in the same rounds and frame count, twice
+// per round (after half the pipeline orders and after the rest), the median of those runs. The
 // layer step ran seconds earlier, and this host's speed drifts by a few percent over that: a fit
 // against the layer step's times took the drift for a co-run slowdown (one profile of
-// Inception-v3 fitted x1.064, the next x1.021). A processor that cannot run the network alone (a
-// declined layer) keeps its layer step's times.
+// Inception-v3 fitted x1.064, the next x1.021). Twice per round: the one reference per processor
+// sets the scale of every run's prediction, where each pipeline order is one of 11. A processor
+// that cannot run the network alone (a declined layer) keeps its layer step's times.
 // No costs when the network has one layer or an alternating order cannot run (a declined
 // layer): the DAG model then keeps the hand-off, rather than a measured-looking 0.
 PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner::LayerProfile& profile,
@@ -367,15 +369,38 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   }
   PipelineFits fits;
   if (orders.size() < 2) return fits;  // 2 layers: one boundary in every order, nothing to fit
-  std::vector<std::string> measured_orders = orders;  // then the references, each processor alone
+  std::vector<std::string> alone;  // the references, each processor alone
   if (costs) {
     for (const char p : {a, b}) {
-      if (std::string alone(n, p); model.runs(alone)) measured_orders.push_back(std::move(alone));
+      if (std::string order(n, p); model.runs(order)) alone.push_back(std::move(order));
     }
   }
+  // Each round: the first half of the orders, the references, the rest, the references again.
+  std::vector<std::string> measured_orders;
+  std::vector<size_t> reference_of;  // per measured order: its reference's index, alone.size() for a pipeline
+  const auto add = [&](const std::string& order, size_t reference) {
+    measured_orders.push_back(order);
+    reference_of.push_back(reference);
+  };
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (i == orders.size() / 2) {
+      for (size_t k = 0; k < alone.size(); ++k) add(alone[k], k);
+    }
+    add(orders[i], alone.size());
+  }
+  for (size_t k = 0; k < alone.size(); ++k) add(alone[k], k);
   const std::vector<std::vector<double>> rounds = profiler.measure_pipeline_rounds(measured_orders);
-  std::vector<double> measured;
-  for (const std::vector<double>& r : rounds) measured.push_back(profiler::median(r));
+  std::vector<double> measured;  // per order, then per reference: the median of its runs
+  std::vector<std::vector<double>> reference_runs(alone.size());
+  for (size_t i = 0; i < measured_orders.size(); ++i) {
+    if (reference_of[i] == alone.size()) {
+      measured.push_back(profiler::median(rounds[i]));
+    } else {
+      std::vector<double>& r = reference_runs[reference_of[i]];
+      r.insert(r.end(), rounds[i].begin(), rounds[i].end());
+    }
+  }
+  for (const std::vector<double>& r : reference_runs) measured.push_back(profiler::median(r));
   if (chain_orders >= 2) {
     const auto chain_end = static_cast<std::ptrdiff_t>(chain_orders);
     fits.handoff_us = planner::fit_handoff(model, a, b, std::vector<std::string>(orders.begin(), orders.begin() + chain_end),
@@ -388,8 +413,9 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   dag_model.set_pipeline_edge_us(0);
   dag_model.set_pipeline_work_factor(1);
   std::vector<planner::PipelineRun> runs, references;
-  for (size_t i = 0; i < measured_orders.size(); ++i) {
-    (i < orders.size() ? runs : references).push_back({measured_orders[i], profiler.pipeline_run_frames(), measured[i]});
+  for (size_t i = 0; i < orders.size(); ++i) runs.push_back({orders[i], profiler.pipeline_run_frames(), measured[i]});
+  for (size_t k = 0; k < alone.size(); ++k) {
+    references.push_back({alone[k], profiler.pipeline_run_frames(), measured[orders.size() + k]});
   }
   const planner::SameMomentPipelineFit fit =
       planner::fit_pipeline_costs_same_moment(dag_model, runs, references, kPipelineCostShape);
@@ -397,10 +423,9 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   fits.runs = runs.size();
   fits.layer_step_factor = planner::fit_pipeline_costs(dag_model, runs, kPipelineCostShape, false).work_factor;
   for (size_t k = 0; k < fit.speeds.size(); ++k) {
-    const std::vector<double>& r = rounds[orders.size() + k];
-    const auto [fastest, slowest] = std::minmax_element(r.begin(), r.end());
-    fits.speeds.push_back({fit.speeds[k].processor, fit.speeds[k].layer_scale, (*slowest - *fastest) / measured[orders.size() + k],
-                           r.size()});
+    const double median = measured[orders.size() + k];
+    fits.speeds.push_back({fit.speeds[k].processor, fit.speeds[k].layer_scale,
+                           median_absolute_deviation(reference_runs[k], median) / median, reference_runs[k].size()});
   }
   return fits;
 }
@@ -412,26 +437,26 @@ std::string format_us(double us) {
 }
 
 // "pipeline B<->L: layers ran 3.1 % slower on B, 0.4 % faster on L than in the layer step while
-// the pipelines ran (each alone, 3 rounds between them, within 0.8 %, 1.2 %): factor fitted
-// against that (x1.053 against the layer step's times)". Runs alone that varied more between
-// rounds than a quiet layer step's frames (MeasureSettings::quiet_spread) make the factor as
-// uncertain: said, with what to do.
+// the pipelines ran (each alone, 6 runs between them, spread 0.8 %, 1.2 %): factor fitted against
+// that (x1.053 against the layer step's times)". Runs alone that spread more than a quiet layer
+// step's frames (MeasureSettings::quiet_spread, also MAD / median) make the factor as uncertain:
+// said, with what to do.
 std::string same_moment_note(char a, char b, const PipelineFits& fits) {
   std::string line = "pipeline " + std::string{a} + "<->" + std::string{b} + ": layers ran ";
-  std::string ranges, noisy;
+  std::string spreads, noisy;
   for (size_t k = 0; k < fits.speeds.size(); ++k) {
     const ReferenceSpeed& s = fits.speeds[k];
     line += (k == 0 ? "" : ", ") + percent(std::abs(s.layer_scale - 1)) + (s.layer_scale >= 1 ? " slower" : " faster") +
             " on " + letter_string(s.processor);
-    ranges += (k == 0 ? "" : ", ") + percent(s.round_range);
-    if (s.round_range > MeasureSettings{}.quiet_spread) noisy += (noisy.empty() ? "" : " and ") + letter_string(s.processor);
+    spreads += (k == 0 ? "" : ", ") + percent(s.spread);
+    if (s.spread > MeasureSettings{}.quiet_spread) noisy += (noisy.empty() ? "" : " and ") + letter_string(s.processor);
   }
   std::ostringstream factor;
   factor << std::fixed << std::setprecision(3) << fits.layer_step_factor;
-  line += " than in the layer step while the pipelines ran (each alone, " + std::to_string(fits.speeds.front().rounds) +
-          " rounds between them, within " + ranges + "): factor fitted against that (x" + factor.str() +
+  line += " than in the layer step while the pipelines ran (each alone, " + std::to_string(fits.speeds.front().runs) +
+          " runs between them, spread " + spreads + "): factor fitted against that (x" + factor.str() +
           " against the layer step's times)";
-  if (!noisy.empty()) line += "; " + noisy + " alone varied more than " + percent(MeasureSettings{}.quiet_spread) + " between rounds" + kStillBusy;
+  if (!noisy.empty()) line += "; " + noisy + " alone spread more than " + percent(MeasureSettings{}.quiet_spread) + kStillBusy;
   for (const char p : {a, b}) {
     if (std::none_of(fits.speeds.begin(), fits.speeds.end(), [&](const ReferenceSpeed& s) { return s.processor == p; })) {
       line += "; " + letter_string(p) + " cannot run the network alone (a declined layer): its layer step's times";
