@@ -24,13 +24,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double duration_us(const Event& e) { return static_cast<double>(e.end_ns - e.begin_ns) / kNsPerUs; }
 
-double median_absolute_deviation(const std::vector<double>& values, double median) {
-  std::vector<double> deviations;
-  deviations.reserve(values.size());
-  for (double v : values) deviations.push_back(std::abs(v - median));
-  return profiler::median(std::move(deviations));
-}
-
 // Per-frame sums of the durations (us) of the events `select` accepts, for frames
 // [first, frames_completed) (a frame without any such event sums to 0).
 template <typename Select>
@@ -225,6 +218,13 @@ void LayerProfiler::run_interleaved(
   }
 }
 
+double median_absolute_deviation(const std::vector<double>& values, double median) {
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double v : values) deviations.push_back(std::abs(v - median));
+  return profiler::median(std::move(deviations));
+}
+
 double layer_spread(const planner::LayerTimes& times) {
   double mads = 0, medians = 0;
   for (size_t l = 0; l < times.median_us.size() && l < times.mad_us.size(); ++l) {
@@ -363,7 +363,7 @@ uint32_t LayerProfiler::pipeline_run_frames() const {
   return static_cast<uint32_t>(std::max(settings_.frames, 4) + (settings_.rounds > 1 ? 1 : 0));
 }
 
-std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<std::string>& orders) const {
+std::vector<std::vector<double>> LayerProfiler::measure_pipeline_rounds(const std::vector<std::string>& orders) const {
   std::vector<std::vector<double>> periods(orders.size());
   run_interleaved(
       orders, 0,
@@ -373,12 +373,10 @@ std::vector<double> LayerProfiler::measure_pipeline_periods(const std::vector<st
         if (fps > 0) periods[i].push_back(1e6 / fps);
       },
       Mode::kPipeline, std::max(settings_.frames, 4));
-  std::vector<double> medians;
   for (size_t i = 0; i < orders.size(); ++i) {
     if (periods[i].empty()) throw RuntimeError("pipeline run of order '" + orders[i] + "' measured no period");
-    medians.push_back(profiler::median(periods[i]));
   }
-  return medians;
+  return periods;
 }
 
 SwitchLatencies LayerProfiler::measure_switch_latencies(const std::vector<std::string>& orders,

@@ -25,7 +25,9 @@
 //   hand-off    pipeline mode, profile level 0, the orders planner::handoff_orders picks for a
 //               pair (2, 3 and 4 sub-graphs): each order's steady-state period (frame
 //               completions after the first), median over the rounds; `co_up profile` fits the
-//               pair's hand-off to them (planner/handoff_fit.h).
+//               pair's hand-off to them (planner/handoff_fit.h), and the pipeline costs to them,
+//               further orders and each processor's whole network alone (its speed at that
+//               moment, planner/pipeline_cost_fit.h).
 //
 // Interleaving: what the planner compares is processors against each other, and a shared or
 // virtual machine drifts in speed over seconds (this project's host: up to 1.5x between two
@@ -133,6 +135,8 @@ struct LayerMeasurement {
 // How much a processor's layer times vary from frame to frame: the sum of the layers' MADs over
 // the sum of their medians (declined layers left out; 0 without any time).
 double layer_spread(const planner::LayerTimes& times);
+// The median of |value - median| over `values` (their MAD about `median`).
+double median_absolute_deviation(const std::vector<double>& values, double median);
 
 class LayerProfiler {
  public:
@@ -153,10 +157,11 @@ class LayerProfiler {
   // least two layers.
   std::pair<planner::TransferTimes, planner::TransferTimes> measure_transfers(char a, char b) const;
 
-  // Median steady-state pipeline period (us) of each order, the orders interleaved; each turn
-  // runs max(frames, 4) frames (a period needs a few completions after the pipeline fills).
-  std::vector<double> measure_pipeline_periods(const std::vector<std::string>& orders) const;
-  // The frames of each run measure_pipeline_periods takes a period from (all admitted at once).
+  // Pipeline period (us) of each order in each round, the orders interleaved: [order][round];
+  // each turn runs max(frames, 4) frames (a period needs a few completions after the pipeline
+  // fills).
+  std::vector<std::vector<double>> measure_pipeline_rounds(const std::vector<std::string>& orders) const;
+  // The frames of each run measure_pipeline_rounds takes a period from (all admitted at once).
   uint32_t pipeline_run_frames() const;
   // One-frame latencies of each order in switch mode, the orders interleaved in
   // max(rounds, kSwitchRounds) rounds (one estimate per round for the edge fit), each turn

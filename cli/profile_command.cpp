@@ -27,6 +27,7 @@
 #include "planner/random_order.h"
 #include "planner/switch_edge_fit.h"
 #include "power/dvfs_journal.h"
+#include "profiler/report.h"
 
 namespace co_up::cli {
 namespace {
@@ -298,11 +299,21 @@ constexpr uint64_t kPipelineOrderSeed = 0x70697065;  // not co_up_bench_para_pip
 constexpr size_t kPipelineRandomOrders = 6;
 constexpr uint32_t kUnitsPerRandomOrder = 8;
 
+// One processor of the pair running the whole network alone, in the pipeline step's rounds.
+struct ReferenceSpeed {
+  char processor = 0;
+  double layer_scale = 1;  // its layers' speed then over the layer step's (> 1: slower)
+  double spread = 0;       // its runs' periods: MAD / median
+  size_t runs = 0;
+};
+
 // What the pipeline runs of a pair give: the chain model's hand-off and the DAG model's costs.
 struct PipelineFits {
   double handoff_us = 0;
   std::optional<planner::PipelineCostFit> costs;
   size_t runs = 0;  // pipeline runs the costs were fitted on
+  std::vector<ReferenceSpeed> speeds;  // the processors measured alone beside them
+  double layer_step_factor = 1;  // the factor fitted against the layer step's times instead
 };
 
 // Up to kPipelineRandomOrders distinct orders over `a` and `b` (one per kUnitsPerRandomOrder
@@ -333,6 +344,14 @@ std::vector<std::string> random_pipeline_orders(const planner::CostModel& model,
 // the network's units (random_pipeline_orders). The hand-off (planner/handoff_fit.h) is fitted
 // on the first ones, as the chain model predicts them; the pipeline costs
 // (planner/pipeline_cost_fit.h) on all of them, against the DAG model's simulation of each run.
+// The factor on layer times is fitted against each processor's speed at that moment: the whole
+// network on it alone (its order all of one letter), in the same rounds and frame count, twice
+// per round (after half the pipeline orders and after the rest), the median of those runs. The
+// layer step ran seconds earlier, and this host's speed drifts by a few percent over that: a fit
+// against the layer step's times took the drift for a co-run slowdown (one profile of
+// Inception-v3 fitted x1.064, the next x1.021). Twice per round: the one reference per processor
+// sets the scale of every run's prediction, where each pipeline order is one of 11. A processor
+// that cannot run the network alone (a declined layer) keeps its layer step's times.
 // No costs when the network has one layer or an alternating order cannot run (a declined
 // layer): the DAG model then keeps the hand-off, rather than a measured-looking 0.
 PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner::LayerProfile& profile,
@@ -350,7 +369,38 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   }
   PipelineFits fits;
   if (orders.size() < 2) return fits;  // 2 layers: one boundary in every order, nothing to fit
-  const std::vector<double> measured = profiler.measure_pipeline_periods(orders);
+  std::vector<std::string> alone;  // the references, each processor alone
+  if (costs) {
+    for (const char p : {a, b}) {
+      if (std::string order(n, p); model.runs(order)) alone.push_back(std::move(order));
+    }
+  }
+  // Each round: the first half of the orders, the references, the rest, the references again.
+  std::vector<std::string> measured_orders;
+  std::vector<size_t> reference_of;  // per measured order: its reference's index, alone.size() for a pipeline
+  const auto add = [&](const std::string& order, size_t reference) {
+    measured_orders.push_back(order);
+    reference_of.push_back(reference);
+  };
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (i == orders.size() / 2) {
+      for (size_t k = 0; k < alone.size(); ++k) add(alone[k], k);
+    }
+    add(orders[i], alone.size());
+  }
+  for (size_t k = 0; k < alone.size(); ++k) add(alone[k], k);
+  const std::vector<std::vector<double>> rounds = profiler.measure_pipeline_rounds(measured_orders);
+  std::vector<double> measured;  // per order, then per reference: the median of its runs
+  std::vector<std::vector<double>> reference_runs(alone.size());
+  for (size_t i = 0; i < measured_orders.size(); ++i) {
+    if (reference_of[i] == alone.size()) {
+      measured.push_back(profiler::median(rounds[i]));
+    } else {
+      std::vector<double>& r = reference_runs[reference_of[i]];
+      r.insert(r.end(), rounds[i].begin(), rounds[i].end());
+    }
+  }
+  for (const std::vector<double>& r : reference_runs) measured.push_back(profiler::median(r));
   if (chain_orders >= 2) {
     const auto chain_end = static_cast<std::ptrdiff_t>(chain_orders);
     fits.handoff_us = planner::fit_handoff(model, a, b, std::vector<std::string>(orders.begin(), orders.begin() + chain_end),
@@ -362,10 +412,21 @@ PipelineFits measure_pipeline_fits(const LayerProfiler& profiler, const planner:
   dag_model.set_pipeline_subgraph_us(0);
   dag_model.set_pipeline_edge_us(0);
   dag_model.set_pipeline_work_factor(1);
-  std::vector<planner::PipelineRun> runs;
+  std::vector<planner::PipelineRun> runs, references;
   for (size_t i = 0; i < orders.size(); ++i) runs.push_back({orders[i], profiler.pipeline_run_frames(), measured[i]});
-  fits.costs = planner::fit_pipeline_costs(dag_model, runs, kPipelineCostShape, false);
+  for (size_t k = 0; k < alone.size(); ++k) {
+    references.push_back({alone[k], profiler.pipeline_run_frames(), measured[orders.size() + k]});
+  }
+  const planner::SameMomentPipelineFit fit =
+      planner::fit_pipeline_costs_same_moment(dag_model, runs, references, kPipelineCostShape);
+  fits.costs = fit.costs;
   fits.runs = runs.size();
+  fits.layer_step_factor = planner::fit_pipeline_costs(dag_model, runs, kPipelineCostShape, false).work_factor;
+  for (size_t k = 0; k < fit.speeds.size(); ++k) {
+    const double median = measured[orders.size() + k];
+    fits.speeds.push_back({fit.speeds[k].processor, fit.speeds[k].layer_scale,
+                           median_absolute_deviation(reference_runs[k], median) / median, reference_runs[k].size()});
+  }
   return fits;
 }
 
@@ -373,6 +434,35 @@ std::string format_us(double us) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(1) << us;
   return text.str();
+}
+
+// "pipeline B<->L: layers ran 3.1 % slower on B, 0.4 % faster on L than in the layer step while
+// the pipelines ran (each alone, 6 runs between them, spread 0.8 %, 1.2 %): factor fitted against
+// that (x1.053 against the layer step's times)". Runs alone that spread more than a quiet layer
+// step's frames (MeasureSettings::quiet_spread, also MAD / median) make the factor as uncertain:
+// said, with what to do.
+std::string same_moment_note(char a, char b, const PipelineFits& fits) {
+  std::string line = "pipeline " + std::string{a} + "<->" + std::string{b} + ": layers ran ";
+  std::string spreads, noisy;
+  for (size_t k = 0; k < fits.speeds.size(); ++k) {
+    const ReferenceSpeed& s = fits.speeds[k];
+    line += (k == 0 ? "" : ", ") + percent(std::abs(s.layer_scale - 1)) + (s.layer_scale >= 1 ? " slower" : " faster") +
+            " on " + letter_string(s.processor);
+    spreads += (k == 0 ? "" : ", ") + percent(s.spread);
+    if (s.spread > MeasureSettings{}.quiet_spread) noisy += (noisy.empty() ? "" : " and ") + letter_string(s.processor);
+  }
+  std::ostringstream factor;
+  factor << std::fixed << std::setprecision(3) << fits.layer_step_factor;
+  line += " than in the layer step while the pipelines ran (each alone, " + std::to_string(fits.speeds.front().runs) +
+          " runs between them, spread " + spreads + "): factor fitted against that (x" + factor.str() +
+          " against the layer step's times)";
+  if (!noisy.empty()) line += "; " + noisy + " alone spread more than " + percent(MeasureSettings{}.quiet_spread) + kStillBusy;
+  for (const char p : {a, b}) {
+    if (std::none_of(fits.speeds.begin(), fits.speeds.end(), [&](const ReferenceSpeed& s) { return s.processor == p; })) {
+      line += "; " + letter_string(p) + " cannot run the network alone (a declined layer): its layer step's times";
+    }
+  }
+  return line;
 }
 
 // What a switch-mode cross-processor edge costs between `a` and `b` (planner/switch_edge_fit.h),
@@ -642,6 +732,7 @@ ProfileOutcome profile_network(const ProfileJob& job) {
                         format_us(pipeline.costs->edge_us) + " us delay per cross-processor edge (periods of " +
                         std::to_string(pipeline.runs) + " runs within " + format_us(100 * pipeline.costs->error) +
                         " %, root mean square)");
+          if (!pipeline.speeds.empty()) progress.note(same_moment_note(a, b, pipeline));
         }
         if (const std::optional<SwitchEdgeFit> edge = measure_switch_edge(profiler, profile, *job.graph, a, b)) {
           // Per megabyte where the sizes are known: a tensor the other core wrote is read from

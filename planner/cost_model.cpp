@@ -303,6 +303,20 @@ CostModel CostModel::with_handoff(char a, char b, double us) const {
   copy.handoff_[i][j] = copy.handoff_[j][i] = us;
   return copy;
 }
+CostModel CostModel::with_layer_scale(char p, double scale) const {
+  if (index_of(p) == letters_.size() || !(scale > 0) || !std::isfinite(scale)) {
+    throw InputError(std::string("layer times of '") + p + "' scaled by " + std::to_string(scale) +
+                     ": needs a processor of the profile (" + letters_ + ") and a positive factor");
+  }
+  LayerProfile scaled = profile_;
+  for (LayerTimes& t : scaled.layer_times) {
+    if (t.processor != p) continue;
+    for (double& us : t.median_us) us *= scale;  // a declined layer's NaN stays NaN
+    for (double& us : t.mad_us) us *= scale;
+  }
+  return CostModel(scaled);
+}
+
 double CostModel::input_us(size_t p) const { return input_[p]; }
 
 std::vector<int> CostModel::fastest_levels() const {

@@ -120,6 +120,10 @@ class CostModel {
   double handoff_us(size_t a, size_t b) const { return a == b ? 0.0 : handoff_[a][b]; }
   // This model with the hand-off of processors `a`, `b` (letters) set to `us` (fitting it).
   CostModel with_handoff(char a, char b, double us) const;
+  // This model with every layer time of processor `p` (letter), at every level, `scale` times
+  // the profile's (a processor measured faster or slower at another moment: fitting what the
+  // other processor's work adds to its layers, planner/pipeline_cost_fit.h).
+  CostModel with_layer_scale(char p, double scale) const;
   double input_us(size_t p) const;
   // Energy per frame (mJ) of processors busy `busy_us[p]` per frame over a period of `period_us`
   // at `levels` (the formula above); NaN when a processor with used[p] has no power data.

@@ -182,4 +182,55 @@ PipelineCostFit fit_pipeline_costs(const DagCostModel& model, const std::vector<
   return fit;
 }
 
+SameMomentPipelineFit fit_pipeline_costs_same_moment(const DagCostModel& model, const std::vector<PipelineRun>& runs,
+                                                     const std::vector<PipelineRun>& references,
+                                                     PipelineCostShape shape) {
+  const CostModel& base = model.model();
+  SameMomentPipelineFit result;
+  for (const PipelineRun& r : references) {
+    const char p = r.order.empty() ? '\0' : r.order.front();
+    if (r.order.empty() || r.order.find_first_not_of(p) != std::string::npos ||
+        base.index_of(p) == base.letters().size()) {
+      throw InputError("pipeline cost fit: reference run '" + r.order +
+                       "' must have every unit on one processor of the profile (" + base.letters() + ")");
+    }
+    for (const SameMomentSpeed& s : result.speeds) {
+      if (s.processor == p) throw InputError(std::string("pipeline cost fit: two reference runs on '") + p + "'");
+    }
+    result.speeds.push_back({p, 1.0});
+  }
+  const auto scaled_times = [&] {
+    CostModel scaled = base;
+    for (const SameMomentSpeed& s : result.speeds) scaled = scaled.with_layer_scale(s.processor, s.layer_scale);
+    return scaled;
+  };
+  // Scales that make the model (factor 1, this cost per sub-graph run) predict each reference's
+  // period: the period grows with the scale nearly in proportion (the input copy and the cost
+  // per sub-graph run do not scale), so a few fixed-point steps converge.
+  const auto calibrate = [&](double subgraph_us) {
+    for (int step = 0; step < 8 && !references.empty(); ++step) {
+      const CostModel scaled = scaled_times();
+      DagCostModel m(scaled, model.dag(), model.options());
+      m.set_pipeline_work_factor(1);
+      m.set_pipeline_subgraph_us(subgraph_us);
+      const std::vector<double> errors = pipeline_period_errors(m, references, false);  // predicted / measured - 1
+      bool converged = true;
+      for (size_t i = 0; i < errors.size(); ++i) {
+        result.speeds[i].layer_scale /= 1 + errors[i];
+        converged = converged && std::abs(errors[i]) < 1e-9;
+      }
+      if (converged) break;
+    }
+  };
+  double subgraph_us = model.options().pipeline_subgraph_us;
+  for (int round = 0; round < 2; ++round) {
+    calibrate(subgraph_us);
+    const CostModel scaled = scaled_times();
+    result.costs = fit_pipeline_costs(DagCostModel(scaled, model.dag(), model.options()), runs, shape, false);
+    if (references.empty()) break;
+    subgraph_us = result.costs.subgraph_us;
+  }
+  return result;
+}
+
 }  // namespace co_up::planner

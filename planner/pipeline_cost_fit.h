@@ -68,4 +68,33 @@ std::vector<double> pipeline_period_errors(const DagCostModel& model, const std:
 PipelineCostFit fit_pipeline_costs(const DagCostModel& model, const std::vector<PipelineRun>& runs,
                                    PipelineCostShape shape, bool relative);
 
+// A processor's speed while the pipeline runs were measured, against the layer times the model
+// has (measured earlier, in their own step): its reference run, the whole network on it alone in
+// the same pipeline machinery and frame count, interleaved with the pipeline runs.
+struct SameMomentSpeed {
+  char processor = 0;
+  // The model's layer times of `processor` x this predict its reference run's period (with the
+  // fit's cost per sub-graph run; > 1: it ran slower than in the layer step).
+  double layer_scale = 1;
+};
+
+struct SameMomentPipelineFit {
+  PipelineCostFit costs;  // work_factor: the slowdown beside the other processor's work alone
+  std::vector<SameMomentSpeed> speeds;  // one per reference, in their order
+};
+
+// fit_pipeline_costs (absolute) against layer times rescaled to the moment of the runs: per
+// processor of `references` (each the order all on one processor, measured as `runs` were and
+// interleaved with them; at most one per processor) its layer times are scaled so that the model
+// (work factor 1: nothing else computes) predicts the reference's period; processors without one
+// keep the model's times. The factor then says how much slower a layer runs while the other
+// processor works, not how much faster or slower the host was than when the layer times were
+// measured (a fit against those took both: one profile cannot tell them apart). The scale and
+// the cost per sub-graph run (which the references pay once per frame) are fitted in turn,
+// twice. No references: fit_pipeline_costs as it is. Throws InputError as fit_pipeline_costs
+// does, and for a reference on several processors, an unknown letter, or two on one processor.
+SameMomentPipelineFit fit_pipeline_costs_same_moment(const DagCostModel& model, const std::vector<PipelineRun>& runs,
+                                                     const std::vector<PipelineRun>& references,
+                                                     PipelineCostShape shape);
+
 }  // namespace co_up::planner

@@ -110,6 +110,20 @@ TEST(CostModel, SharedCoresAddAndUnmeasuredLevelsScaleWithFrequency) {
   EXPECT_TRUE(zero);
 }
 
+// with_layer_scale scales one processor's layer times at every level, on a copy; nothing else.
+TEST(CostModel, WithLayerScaleScalesOneProcessorsLayers) {
+  const CostModel model(hand_profile());
+  const CostModel slower = model.with_layer_scale('B', 1.5);
+  for (const int level : {0, 1, 2}) {
+    EXPECT_DOUBLE_EQ(slower.layer_us(0, 0, {level}), 1.5 * model.layer_us(0, 0, {level})) << level;
+  }
+  EXPECT_DOUBLE_EQ(slower.layer_us(1, 1, {0}), model.layer_us(1, 1, {0}));
+  EXPECT_DOUBLE_EQ(slower.send_us(0, 0, 1, Mode::kSwitch), model.send_us(0, 0, 1, Mode::kSwitch));
+  EXPECT_DOUBLE_EQ(model.layer_us(0, 0, {2}), 100);  // the original as it was
+  EXPECT_THROW(model.with_layer_scale('X', 1.5), InputError);
+  EXPECT_THROW(model.with_layer_scale('B', 0), InputError);
+}
+
 TEST(CostModel, PowerModelGivesEnergyWithoutMeasurements) {
   LayerProfile p;
   p.network.graph = "one";

@@ -1,5 +1,6 @@
 // The pipeline cost fit: measurements made by the DAG model with known costs per sub-graph and
-// per edge are fitted back to those costs, from a model that had none.
+// per edge are fitted back to those costs, from a model that had none; with each processor's
+// run alone beside them, the factor on layer times comes back whatever the host's speed.
 #include "planner/pipeline_cost_fit.h"
 
 #include <gtest/gtest.h>
@@ -100,6 +101,95 @@ TEST(PipelineCostFit, BothNumbersFitAtLeastAsWellAsOne) {
   const PipelineCostFit both = fit_pipeline_costs(start, runs, PipelineCostShape::kBoth, true);
   EXPECT_LE(both.error, one.error);
   EXPECT_DOUBLE_EQ(one.edge_us, 0);
+}
+
+// The pipeline runs of a host whose layers ran `b_scale` / `l_scale` times as long as the
+// profile's layer step measured them (the host's speed drifted in between), with the given
+// co-run factor and cost per sub-graph run; and beside them each processor's whole network alone
+// (factor 1: nothing else computes), the references.
+struct DriftedRuns {
+  std::vector<PipelineRun> runs, references;
+};
+DriftedRuns measured_after_drift(const Fixture& f, double b_scale, double l_scale, double subgraph_us,
+                                 double work_factor) {
+  constexpr uint32_t kFrames = 11;
+  const CostModel times = f.model.with_layer_scale('B', b_scale).with_layer_scale('L', l_scale);
+  DagCostOptions options;
+  options.pipeline_subgraph_us = subgraph_us;
+  options.pipeline_edge_us = 0;
+  options.pipeline_work_factor = work_factor;
+  options.pipeline_frames = kFrames;
+  const DagCostModel truth(times, f.chain, options);
+  DriftedRuns d;
+  for (const std::string& order : kOrders) d.runs.push_back({order, kFrames, truth.predict({order, Mode::kPipeline, {}}).period_us});
+  options.pipeline_work_factor = 1;
+  const DagCostModel alone(times, f.chain, options);
+  for (const char p : {'B', 'L'}) {
+    const std::string order(12, p);
+    d.references.push_back({order, kFrames, alone.predict({order, Mode::kPipeline, {}}).period_us});
+  }
+  return d;
+}
+
+DagCostModel start_without_costs(const Fixture& f) {
+  DagCostModel start(f.model, f.chain);
+  start.set_pipeline_subgraph_us(0);
+  start.set_pipeline_edge_us(0);
+  start.set_pipeline_work_factor(1);
+  return start;
+}
+
+// The host ran 5 % slower while the pipelines ran than in the layer step, and layers 3 % slower
+// again beside the other processor's work: against the references the fit finds the 3 %, where
+// against the layer step's times it took both (about 8 %).
+TEST(PipelineCostFit, SameMomentReferencesSeparateTheHostsDriftFromTheCoRunFactor) {
+  const Fixture f(6);
+  const DagCostModel start = start_without_costs(f);
+  const DriftedRuns d = measured_after_drift(f, 1.05, 1.05, 4, 1.03);
+  const SameMomentPipelineFit fit =
+      fit_pipeline_costs_same_moment(start, d.runs, d.references, PipelineCostShape::kWorkFactorAndSubGraph);
+  EXPECT_NEAR(fit.costs.work_factor, 1.03, 0.002);
+  EXPECT_NEAR(fit.costs.subgraph_us, 4, 1);
+  EXPECT_LT(fit.costs.error, 0.002);
+  ASSERT_EQ(fit.speeds.size(), 2u);
+  EXPECT_EQ(fit.speeds[0].processor, 'B');
+  EXPECT_EQ(fit.speeds[1].processor, 'L');
+  for (const SameMomentSpeed& s : fit.speeds) EXPECT_NEAR(s.layer_scale, 1.05, 0.002) << s.processor;
+  const PipelineCostFit layer_step = fit_pipeline_costs(start, d.runs, PipelineCostShape::kWorkFactorAndSubGraph, false);
+  EXPECT_GT(layer_step.work_factor, 1.07);
+}
+
+// Each processor drifts its own way (one slower, one faster): each gets its own scale.
+TEST(PipelineCostFit, SameMomentReferencesScaleEachProcessorOnItsOwn) {
+  const Fixture f(7);
+  const DriftedRuns d = measured_after_drift(f, 1.04, 0.97, 6, 1.06);
+  const SameMomentPipelineFit fit = fit_pipeline_costs_same_moment(start_without_costs(f), d.runs, d.references,
+                                                                   PipelineCostShape::kWorkFactorAndSubGraph);
+  EXPECT_NEAR(fit.costs.work_factor, 1.06, 0.002);
+  EXPECT_NEAR(fit.costs.subgraph_us, 6, 1);
+  ASSERT_EQ(fit.speeds.size(), 2u);
+  EXPECT_NEAR(fit.speeds[0].layer_scale, 1.04, 0.002);
+  EXPECT_NEAR(fit.speeds[1].layer_scale, 0.97, 0.002);
+}
+
+// Without references the fit is fit_pipeline_costs's; a reference must be one processor's, once.
+TEST(PipelineCostFit, SameMomentWithoutReferencesIsThePlainFitAndBadReferencesAreInputErrors) {
+  const Fixture f(6);
+  const DagCostModel start = start_without_costs(f);
+  const DriftedRuns d = measured_after_drift(f, 1.05, 1.05, 4, 1.03);
+  const SameMomentPipelineFit none =
+      fit_pipeline_costs_same_moment(start, d.runs, {}, PipelineCostShape::kWorkFactorAndSubGraph);
+  const PipelineCostFit plain = fit_pipeline_costs(start, d.runs, PipelineCostShape::kWorkFactorAndSubGraph, false);
+  EXPECT_TRUE(none.speeds.empty());
+  EXPECT_DOUBLE_EQ(none.costs.work_factor, plain.work_factor);
+  EXPECT_DOUBLE_EQ(none.costs.subgraph_us, plain.subgraph_us);
+  const auto fit_with = [&](std::vector<PipelineRun> references) {
+    return fit_pipeline_costs_same_moment(start, d.runs, references, PipelineCostShape::kWorkFactorAndSubGraph);
+  };
+  EXPECT_THROW(fit_with({{"BBBBBBLLLLLL", 11, 100}}), InputError);
+  EXPECT_THROW(fit_with({{std::string(12, 'X'), 11, 100}}), InputError);
+  EXPECT_THROW(fit_with({d.references[0], d.references[0]}), InputError);
+  EXPECT_THROW(fit_with({{std::string(12, 'B'), 11, 0}}), InputError);
 }
 
 TEST(PipelineCostFit, BadRunsAreInputErrors) {

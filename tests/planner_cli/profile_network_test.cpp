@@ -21,6 +21,7 @@
 namespace co_up::cli {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
@@ -112,6 +113,10 @@ TEST_F(ProfileNetworkTest, WritesAProfileTheReaderAccepts) {
   EXPECT_LE(p.find_pipeline_work_factor('B', 'L')->us, planner::kPipelineWorkFactorMax);
   EXPECT_THAT(log_.str(), HasSubstr("pipeline B<->L: layers x"));
   EXPECT_THAT(log_.str(), HasSubstr("periods of 6 runs within"));
+  // The factor is fitted against each processor's speed while the pipelines ran, measured alone
+  // in the same rounds; the note says how far that was from the layer step's.
+  EXPECT_THAT(log_.str(), ContainsRegex("pipeline B<->L: layers ran [0-9.]+ % (slower|faster) on B, [0-9.]+ % "
+                                        "(slower|faster) on L than in the layer step while the pipelines ran"));
   // The planner's cost model takes it as it is.
   EXPECT_GT(planner::predict(p, {"BBBBBLLLLL", planner::Mode::kPipeline, {}}).throughput_fps, 0);
   EXPECT_THAT(log_.str(), HasSubstr("[1/3] layers on B, L at level 0 (as found)"));
