@@ -35,9 +35,8 @@ NodeId movable_concat(const Graph& graph, const Node& pool, const std::vector<si
   return concat.id;
 }
 
-}  // namespace
-
-void push_pools_through_concats(Graph& graph) {
+// One sweep over the graph; false when nothing moved.
+bool push_pools_once(Graph& graph) {
   const std::vector<LayerUnit> units = graph.layers();
   std::vector<size_t> unit_sizes;
   for (const LayerUnit& u : units) unit_sizes.push_back(u.nodes.size());
@@ -56,7 +55,7 @@ void push_pools_through_concats(Graph& graph) {
     const Node& c = graph.node(concat);
     for (size_t i = 0; i < c.inputs.size(); ++i) pools_after[graph.tensor(c.inputs[i]).producer].emplace_back(n.id, i);
   }
-  if (!any) return;
+  if (!any) return false;
 
   GraphRebuild rebuild(graph);
   Graph& out = rebuild.out();
@@ -89,6 +88,16 @@ void push_pools_through_concats(Graph& graph) {
   for (size_t i = 0; i < units.size(); ++i) rebuilt.set_layer_name(static_cast<uint32_t>(i), units[i].name);
   rebuilt.validate();
   graph = std::move(rebuilt);
+  return true;
+}
+
+}  // namespace
+
+void push_pools_through_concats(Graph& graph) {
+  // A moved pool may land after another channel Concat (a split branch's parts, joined, then the
+  // module's Concat): it moves on through that one in the next sweep.
+  while (push_pools_once(graph)) {
+  }
 }
 
 }  // namespace co_up::graph

@@ -17,7 +17,9 @@ namespace co_up::graph {
 // (a pool alone in a unit of its own, after the Concat's unit, stays). The new pools are named
 // "<pool>#1", "#2", ... after the Concat inputs and follow their producers in node order; the
 // Concat keeps its name and unit, its output the pool's output name. Unit names are kept.
-// Deterministic; a graph without the pattern is left as it is.
+// Repeated until nothing moves, so a pool goes through nested Concats (an inception module's
+// join over a split branch's join) down to the split parts ("<pool>#1#2"). Deterministic; a graph
+// without the pattern is left as it is.
 void push_pools_through_concats(Graph& graph);
 
 }  // namespace co_up::graph

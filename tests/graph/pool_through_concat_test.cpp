@@ -79,9 +79,9 @@ TEST(PoolThroughConcat, AConcatReadElsewhereOrNotAlongChannelsStays) {
   }
 }
 
-// GoogLeNet's stem split in two: each part pools its own channels, the join keeps LRN; the
-// inception outputs before pool3, pool4 and the classifier's average pool lose their pool. The
-// unit count and names stay.
+// GoogLeNet's stem and inception_3b/1x1 split in two: each part pools its own channels, the
+// stem's join keeps LRN; the inception outputs before pool3, pool4 and the classifier's average
+// pool lose their pool, and pool3 moves on into the 1x1's parts. Unit count and names stay.
 TEST(PoolThroughConcat, GoogLeNetSplitPartsAndInceptionBranchesPoolTheirOwnChannels) {
   SeededWeights weights(7);
   ZooOptions options;
@@ -89,6 +89,7 @@ TEST(PoolThroughConcat, GoogLeNetSplitPartsAndInceptionBranchesPoolTheirOwnChann
   Graph g = build_zoo_graph("googlenet", weights, options);
   optimize_for_inference(g);
   assign_branch_units(g);
+  split_output_channels(g, 11, 2);  // inception_3b/1x1, a branch the module's Concat joins
   split_output_channels(g, 0, 2);
   assign_branch_units(g);
   const std::vector<std::string> before = ops_of(g);
@@ -102,6 +103,13 @@ TEST(PoolThroughConcat, GoogLeNetSplitPartsAndInceptionBranchesPoolTheirOwnChann
   EXPECT_EQ(names[2].name, "conv1/7x7_s2#concat");
   EXPECT_EQ(before[2], "Concat+MaxPool+LRN");
   EXPECT_EQ(after[2], "Concat+LRN");
+  // inception_3b's pool3 goes through the module's Concat and on through the split 1x1's.
+  for (size_t u = 0; u < after.size(); ++u) {
+    if (names[u].name == "inception_3b/1x1#1" || names[u].name == "inception_3b/1x1#2") {
+      EXPECT_EQ(after[u], "Conv(relu)+MaxPool") << names[u].name;
+    }
+    if (names[u].name == "inception_3b/1x1#concat") EXPECT_EQ(after[u], "Concat");
+  }
   int joins_losing_pools = 0;
   for (size_t u = 0; u < after.size(); ++u) {
     EXPECT_EQ(summarize_layers(g)[u].name, names[u].name);
