@@ -1,5 +1,6 @@
 #include "graph/pool_through_concat.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,19 +13,16 @@ bool is_channel_pool(OpType op) {
   return op == OpType::kMaxPool || op == OpType::kAveragePool || op == OpType::kGlobalAveragePool;
 }
 
-bool is_graph_output(const Graph& graph, TensorId tensor) {
-  for (TensorId t : graph.outputs()) {
-    if (t == tensor) return true;
-  }
-  return false;
-}
-
 // The Concat `pool` can move through, or kNoNode.
 NodeId movable_concat(const Graph& graph, const Node& pool, const std::vector<size_t>& unit_sizes) {
   if (!is_channel_pool(pool.op) || pool.inputs.size() != 1) return kNoNode;
   const TensorId joined = pool.inputs[0];
   const Tensor& t = graph.tensor(joined);
-  if (t.producer == kNoNode || is_graph_output(graph, joined) || graph.consumers(joined).size() != 1) return kNoNode;
+  const std::vector<TensorId>& outputs = graph.outputs();
+  if (t.producer == kNoNode || graph.consumers(joined).size() != 1 ||
+      std::find(outputs.begin(), outputs.end(), joined) != outputs.end()) {
+    return kNoNode;
+  }
   const Node& concat = graph.node(t.producer);
   if (concat.op != OpType::kConcat || t.desc.shape.size() != 4 || concat.attrs.get_int("axis") != 1) return kNoNode;
   for (TensorId in : concat.inputs) {
