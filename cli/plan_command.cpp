@@ -91,6 +91,9 @@ void check_network(const Options& o, const planner::LayerProfile& profile) {
   spec.input_shape = o.input_shape;
   const graph::Graph g = build_network(spec);
   planner::check_profile_matches(profile, "", "", "", static_cast<uint32_t>(g.layer_count()));
+  std::vector<std::string> unit_ops;
+  for (const graph::LayerSummary& s : graph::summarize_layers(g)) unit_ops.push_back(s.ops);
+  planner::check_profile_unit_ops(profile, unit_ops);
 }
 
 double parse_limit(const std::string& option, const std::string& text) {

@@ -17,6 +17,7 @@
 #include "graph/onnx/layer_units.h"
 #include "graph/onnx/onnx_importer.h"
 #include "graph/passes.h"
+#include "graph/pool_through_concat.h"
 #include "graph/stage_plan.h"
 #include "graph/zoo/zoo.h"
 
@@ -227,6 +228,7 @@ graph::Graph build_network(const NetworkSpec& spec) {
     }
     graph::cut_units_after_exits(g);
     apply_splits(g, spec.split);
+    graph::push_pools_through_concats(g);
   // A split's parts and its Concat: each a unit of its own, like any other branches and join.
   if (spec.units == "branches" && !spec.split.empty()) graph::assign_branch_units(g);
     g.validate();
@@ -257,6 +259,8 @@ graph::Graph build_network(const NetworkSpec& spec) {
   if (spec.units == "ops") graph::assign_op_units(g);
   if (spec.units == "branches") graph::assign_branch_units(g);
   apply_splits(g, spec.split);
+  // After the splits, so that a split layer's parts pool their own channels (on their processor).
+  graph::push_pools_through_concats(g);
   // A split's parts and its Concat: each a unit of its own, like any other branches and join.
   if (spec.units == "branches" && !spec.split.empty()) graph::assign_branch_units(g);
   g.validate();

@@ -632,6 +632,16 @@ void check_profile_matches(const LayerProfile& profile, const std::string& graph
   }
 }
 
+void check_profile_unit_ops(const LayerProfile& profile, const std::vector<std::string>& unit_ops) {
+  const std::vector<ProfileLayer>& layers = profile.network.layers;
+  for (size_t i = 0; i < layers.size() && i < unit_ops.size(); ++i) {
+    if (layers[i].ops.empty() || layers[i].ops == unit_ops[i]) continue;
+    throw InputError("the profile's layer unit " + std::to_string(i) + " ('" + layers[i].name + "') holds " +
+                     layers[i].ops + " but the network's holds " + unit_ops[i] +
+                     " (the profile predates a change of the graph passes; re-profile with co_up profile)");
+  }
+}
+
 void check_profile_has_processors(const LayerProfile& profile, const std::string& letters) {
   std::set<char> seen;
   for (char c : letters) {

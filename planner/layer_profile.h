@@ -187,6 +187,12 @@ void write_layer_profile(const io::OutputFile& out, const LayerProfile& profile)
 void write_layer_profile(const std::filesystem::path& path, const LayerProfile& profile);
 std::string layer_profile_json(const LayerProfile& profile);  // the text write_layer_profile writes
 
+// Checks each layer unit holds the ops the profile recorded for it (`unit_ops`: the network's
+// LayerSummary::ops per unit, as profiles write them), so that a profile taken before a graph pass
+// changed what the units hold is refused even where the unit count stayed. Profiles without
+// per-unit entries are not checked. Throws InputError naming the first unit that differs.
+void check_profile_unit_ops(const LayerProfile& profile, const std::vector<std::string>& unit_ops);
+
 // Checks the profile was taken of the network the user names: graph name, model (same path, or
 // same file name when paths differ), units and layer count. Pass "" for graph/model and 0 for
 // layer_count to skip that check. Throws InputError saying both sides.

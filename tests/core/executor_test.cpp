@@ -21,6 +21,7 @@
 #include "core/network.h"
 #include "graph/builder.h"
 #include "graph/passes.h"
+#include "graph/zoo/zoo.h"
 #include "tests/core/test_spin.h"
 #include "tests/core/test_support.h"
 
@@ -153,6 +154,47 @@ TEST_P(ZooMappings, OpUnitsSplitsAcrossBranchesMatchBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooMappings,
                          ::testing::Values("alexnet", "googlenet", "mobilenet", "resnet50",
                                            "squeezenet"));
+
+// Pools moved through channel Concats (graph/pool_through_concat.h) with --split and
+// --units=branches: split parts and inception branches, spread over B and L, pool on their own
+// processor; the output equals the graph without the move (all on B) bit for bit.
+TEST(ExecutorTest, PoolsMovedThroughConcatsMatchTheGraphWithoutThemBitForBit) {
+  NetworkSpec spec{"googlenet", "branches", kSmallImage, 7, ""};
+  spec.split = "0:2,2:2";
+  const graph::Graph moved = build_network(spec);
+  graph::Graph unmoved = [&] {
+    graph::SeededWeights weights(spec.seed);
+    graph::ZooOptions options;
+    options.image_size = kSmallImage;
+    return graph::build_zoo_graph("googlenet", weights, options);
+  }();
+  graph::optimize_for_inference(unmoved);
+  graph::assign_branch_units(unmoved);
+  graph::split_output_channels(unmoved, 2, 2);
+  graph::split_output_channels(unmoved, 0, 2);
+  graph::assign_branch_units(unmoved);
+  ASSERT_EQ(moved.layer_count(), unmoved.layer_count());
+  const std::vector<graph::LayerSummary> units = graph::summarize_layers(moved);
+  ASSERT_EQ(units[0].ops, "Conv(relu)+MaxPool");  // the move happened: conv1's part pools its channels
+  ASSERT_EQ(graph::summarize_layers(unmoved)[0].ops, "Conv(relu)");
+  const auto inputs = input_sets(moved, 2);
+  const uint64_t frames = 2;
+  const Outputs reference =
+      run_graph(unmoved, std::string(unmoved.layer_count(), 'B'), ExecutionMode::kSwitch, frames, inputs);
+  // All on B; every split part and every unit alternating B/L (branches and parts spread); and
+  // the other way round.
+  std::string alternating, reversed;
+  for (uint32_t u = 0; u < moved.layer_count(); ++u) {
+    alternating += u % 2 == 0 ? 'B' : 'L';
+    reversed += u % 2 == 0 ? 'L' : 'B';
+  }
+  for (const std::string& order : {std::string(moved.layer_count(), 'B'), alternating, reversed}) {
+    for (ExecutionMode mode : {ExecutionMode::kSwitch, ExecutionMode::kPipeline}) {
+      const Outputs got = run_graph(moved, order, mode, frames, inputs);
+      expect_bit_equal(reference, got, "googlenet pools moved " + order + " " + mode_name(mode));
+    }
+  }
+}
 
 // Some op-level splits of branchy networks must really fan one tensor out to several sub-graphs.
 TEST(ExecutorTest, OpUnitsProduceMultiReceiverEdges) {
