@@ -61,7 +61,13 @@ struct Fixture {
                                 o.pipeline_frames = 2;
                                 return o;
                               }()};
-  std::vector<planner::Candidate> front = planner::plan_hybrid(model, planner::Objective::kPareto, 64).ranked;
+  // Start points only: any front of real mappings serves, and a small branch-and-bound budget keeps
+  // the planning (most of each test's time under the sanitizers) short.
+  std::vector<planner::Candidate> front = planner::plan_hybrid(model, planner::Objective::kPareto, 64, [] {
+                                            planner::HybridPlanOptions o;
+                                            o.node_budget = 5'000;
+                                            return o;
+                                          }()).ranked;
   cli::MappingRunner runner = [this](const planner::Mapping& m) {
     cli::VerifySettings settings;
     settings.frames = 2;
