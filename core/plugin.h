@@ -125,6 +125,8 @@ class CompiledSubGraph {
 
  private:
   const co_up_plugin_api& api() const { return device_->plugin().api(); }
+  // check_status with "<context>: <what>"; throws when `status` is non-NULL.
+  void check(co_up_status* status, const char* what) const;
 
   std::shared_ptr<Device> device_;
   co_up_compiled* compiled_ = nullptr;
