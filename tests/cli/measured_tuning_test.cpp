@@ -347,6 +347,9 @@ TEST(MeasuredTuning, PlanTunePrintsTheMeasuredFrontAfterTheModelsUnchanged) {
   const CommandResult r = run_program(CO_UP_BINARY, some, scratch.path());
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(r.out.substr(0, model_only.out.size()), model_only.out);
+  // Runs of at least kTuneFramesPerRun frames whatever --n says (fewer measure outliers).
+  EXPECT_THAT(r.out, HasSubstr("measuring neighbours of the plans above (" + std::to_string(cli::kTuneFramesPerRun) +
+                               " frames per run after 2 warm-up"));
   EXPECT_THAT(r.out, HasSubstr("tuned (measured on this machine, now: 6 mappings"));
   EXPECT_THAT(r.out, HasSubstr("stopped: the candidate limit is reached"));
   EXPECT_THAT(r.out, HasSubstr("measured Pareto front"));
