@@ -80,6 +80,15 @@ struct TuneGoal {
   double score(const Measurement& measured, const Gains& gains) const;
 };
 
+// Frames per measured run, at least: `co_up plan --tune` raises a smaller --n to it. A run's
+// throughput counts its completions first to last (profiler::summarize), which a frame stalled by
+// another process, or a first frame that ended late, moves by their share of the run: on a busy
+// 2-core host, GoogLeNet 224 mappings interleaved with B alone varied 19-42 % run to run in their
+// ratio to B alone over 10 frames and 5-15 % over 30 (docs/para_pipe.md, "Frames per run"). A run
+// of 30 takes 2-3 times one of 10 (setup and warm-up included), so a budget measures that many
+// times fewer mappings.
+inline constexpr int kTuneFramesPerRun = 30;
+
 struct TuneSettings {
   double seconds = 0;                                           // time budget (wall clock)
   size_t max_candidates = std::numeric_limits<size_t>::max();   // mappings measured at most

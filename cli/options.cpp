@@ -264,11 +264,11 @@ planning (co_up plan --profile=FILE ...; FILE written by co_up profile)
                         predicted vs measured throughput and latency
   --tune=SECONDS        then measures neighbours of the printed plans on this machine (one unit,
                         branch or split layer moved, the mode changed; the model's best-predicted
-                        first; --n frames, 3 runs each, interleaved with the best single processor,
-                        which every ratio is against) for SECONDS and prints the measured front
-                        (latency, throughput or pareto objective); the last part of SECONDS
-                        measures the best 3 (a front: 3 spread over it) 5 more times each, beside
-                        the single processor, and picks on those runs alone
+                        first; runs of --n frames, at least 30, 3 runs each, interleaved with the
+                        best single processor, which every ratio is against) for SECONDS and
+                        prints the measured front (latency, throughput or pareto objective); the
+                        last part of SECONDS measures the best 3 (a front: 3 spread over it) 5
+                        more times each, beside the single processor, and picks on those runs alone
   --tune-candidates=N   measure at most N mappings (the start points count)
   --tune-target=FPS,MS  pareto: start from the model's whole front's points predicted nearest
                         >= FPS at <= MS (not only the printed ones), aim there

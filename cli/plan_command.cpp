@@ -322,8 +322,10 @@ int run_plan_command(const Options& o, StopSignal& stop) {
     any_ran = std::any_of(verified.begin(), verified.end(), [](const VerifiedMapping& v) { return v.failure.empty(); });
   }
   if (tune.seconds > 0) {
-    const planner::DagCostModel run_model(model, *whole_dag, measured_run_options(o));
-    const std::unique_ptr<MeasuringSetup> setup = measuring_setup(o, model, out);
+    Options tuning = o;  // runs of at least kTuneFramesPerRun frames, predicted as such
+    tuning.frames = std::max<int64_t>(o.frames, kTuneFramesPerRun);
+    const planner::DagCostModel run_model(model, *whole_dag, measured_run_options(tuning));
+    const std::unique_ptr<MeasuringSetup> setup = measuring_setup(tuning, model, out);
     TuneGoal goal;
     goal.objective = objective;
     goal.target_fps = tune.target_fps;
