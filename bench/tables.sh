@@ -385,7 +385,9 @@ para_pipe_split() {  # graph image_size
 }
 t_para_pipe() {
   need co_up co_up_bench_para_pipe || return 1
-  local frames=10 pipeline_frames=30 reps=5 select_reps=3 tune=60 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
+  # Every run 30 frames, as co_up plan --tune's runs: over 10 frames a run's ratio to B alone
+  # varied 19-42 % run to run on a busy host (docs/para_pipe.md, "Frames per run").
+  local frames=30 pipeline_frames=30 reps=5 select_reps=3 tune=60 prof_reps=10 pareto=4 gn_size=224 iv3_size=299
   quick && { frames=3; pipeline_frames=6; reps=1; select_reps=1; tune=5; prof_reps=2; pareto=2; gn_size=96; iv3_size=96; }
   local gn_split iv3_split
   gn_split=$(para_pipe_split googlenet "${gn_size}") && iv3_split=$(para_pipe_split inception_v3 "${iv3_size}") || return 1
