@@ -52,8 +52,8 @@
 //   --measured=FILE (part 1 from such a file instead of running: the model re-evaluated on
 //   earlier runs of the same profiles and --frames) PROFILE.json...
 //   --reference-every=K (2; 0: none): part 1 also runs the reference, every unit on B in switch
-//   mode, before the first mapping, before every K-th and after the last (K = 2: about a fifth
-//   more time), and part 2 reports beside the absolute errors the errors of the ratios
+//   mode, before the first mapping, before every K-th and after the last (K = 2: up to about 30 %
+//   more time, printed), and part 2 reports beside the absolute errors the errors of the ratios
 //   measured / the mean of the two references nearest the mapping against predicted / the
 //   model's own prediction of the reference: the host's drift, which moves every mapping of a
 //   stretch alike, cancels. The CSV holds the references as rows of mode "reference", in the
@@ -478,15 +478,23 @@ static int run_para_pipe(int argc, char** argv) {
                                         model.letters().find('B') != std::string::npos ? 'B' : model.letters()[0]);
       const planner::Mapping reference_mapping{reference_order, planner::Mode::kSwitch, {}};
       const bool with_references = reference_every > 0 && measured_file.empty() && model.runs(reference_order);
+      // Wall time of the references and of the mappings' runs (what the references add).
+      double reference_s = 0, mappings_s = 0;
+      const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+      };
       const auto measure_reference = [&] {
+        const auto start = std::chrono::steady_clock::now();
         const cli::Measurement m = measure_run(g, reference_order, planner::Mode::kSwitch);
         references.push_back({runs.size(), m.latency_ms, m.throughput_fps});
+        reference_s += seconds_since(start);
       };
       const std::vector<std::string> orders =
           measured_file.empty() ? random_orders(model, dag, mappings, seed) : std::vector<std::string>{};
       for (size_t k = 0; k < orders.size(); ++k) {
         const std::string& order = orders[k];
         if (with_references && k % reference_every == 0) measure_reference();
+        const auto start = std::chrono::steady_clock::now();
         for (planner::Mode mode : {planner::Mode::kSwitch, planner::Mode::kPipeline}) {
           Run r;
           r.mapping = planner::Mapping{order, mode, {}};
@@ -496,6 +504,7 @@ static int run_para_pipe(int argc, char** argv) {
           r.chain_latency_ms = model.predict(r.mapping).latency_ms;
           runs.push_back(r);
         }
+        mappings_s += seconds_since(start);
       }
       if (with_references && !orders.empty()) measure_reference();
       // 2. Fit on even mappings (switch latency), report odd ones.
@@ -625,7 +634,13 @@ static int run_para_pipe(int argc, char** argv) {
                       reference_order[0], reference_order[0], settings.frames, references.size(),
                       profiler::median(reference_ms), *low, *high, 100.0 * (*high / *low - 1),
                       reference_predicted.latency_ms, pct(profiler::median(reference_error)).c_str());
-        std::cout << line << "against " << reference_order[0]
+        std::cout << line;
+        if (mappings_s > 0) {
+          std::snprintf(line, sizeof line, "the references took %.1f s beside %.1f s of the mappings' runs (+%.0f %%)\n\n",
+                        reference_s, mappings_s, 100.0 * reference_s / mappings_s);
+          std::cout << line;
+        }
+        std::cout << "against " << reference_order[0]
                   << " alone (nothing fitted, all " << runs.size() / 2
                   << " mappings; measured / the nearest references' mean against predicted / the model's "
                   << reference_order[0] << " alone): median |error| switch latency "
