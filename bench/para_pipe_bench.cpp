@@ -51,6 +51,13 @@
 //   cross-processor edges, predicted and measured latency and throughput, order)
 //   --measured=FILE (part 1 from such a file instead of running: the model re-evaluated on
 //   earlier runs of the same profiles and --frames) PROFILE.json...
+//   --reference-every=K (2; 0: none): part 1 also runs the reference, every unit on B in switch
+//   mode, before the first mapping, before every K-th and after the last (K = 2: up to about 30 %
+//   more time, printed), and part 2 reports beside the absolute errors the errors of the ratios
+//   measured / the mean of the two references nearest the mapping against predicted / the
+//   model's own prediction of the reference: the host's drift, which moves every mapping of a
+//   stretch alike, cancels. The CSV holds the references as rows of mode "reference", in the
+//   order they ran.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +68,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <random>
 #include <string>
@@ -95,25 +103,62 @@ struct Run {
   double chain_latency_ms = 0;
 };
 
-// --runs / --measured: one CSV row per run.
+// A run of the reference mapping (every unit on B, switch mode) between the mappings' runs: the
+// host's speed at that moment. `position`: how many mapping runs came before it.
+struct Reference {
+  size_t position = 0;
+  double latency_ms = 0, fps = 0;
+};
+
+// Part 1's measurements: the mappings' runs (switch, then pipeline, per mapping) and the
+// references measured between them, in the order they ran.
+struct Measured {
+  std::vector<Run> runs;
+  std::vector<Reference> references;
+};
+
+// --runs / --measured: one CSV row per run, in the order they ran; a reference's mode is
+// "reference" (older files have none).
 constexpr const char* kRunsHeader =
     "network,mode,subgraphs,cross_edges,predicted_ms,measured_ms,predicted_fps,measured_fps,order";
+constexpr const char* kReferenceMode = "reference";
+
+// The references' mean nearest mapping `mapping` (runs 2 mapping and 2 mapping + 1): the last
+// before its runs and the first after them; one of them where the other does not exist; none
+// without references.
+std::optional<Reference> nearest_reference(const std::vector<Reference>& references, size_t mapping) {
+  const Reference* before = nullptr;
+  const Reference* after = nullptr;
+  for (const Reference& r : references) {
+    if (r.position <= 2 * mapping) before = &r;
+    if (r.position >= 2 * mapping + 2 && after == nullptr) after = &r;
+  }
+  if (before == nullptr && after == nullptr) return std::nullopt;
+  if (before == nullptr) before = after;
+  if (after == nullptr) after = before;
+  return Reference{2 * mapping, (before->latency_ms + after->latency_ms) / 2, (before->fps + after->fps) / 2};
+}
 
 // Part 1's runs of `network` from a --runs file (other networks' rows are skipped).
-std::vector<Run> read_runs(const std::string& file, const std::string& network, const planner::CostModel& model) {
+Measured read_runs(const std::string& file, const std::string& network, const planner::CostModel& model) {
   std::ifstream in(file);
   if (!in) throw InputError("cannot read --measured=" + file + ": no such file or not readable");
   std::string line;
   if (!std::getline(in, line) || line != kRunsHeader) {
     throw InputError("--measured=" + file + " is not a --runs file (its first line is not '" + kRunsHeader + "')");
   }
-  std::vector<Run> runs;
+  Measured measured;
+  std::vector<Run>& runs = measured.runs;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     std::stringstream fields(line);
     for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
     if (f.size() != 9) throw InputError("--measured=" + file + ": a row without 9 fields: " + line);
     if (f[0] != network) continue;
+    if (f[1] == kReferenceMode) {
+      measured.references.push_back({runs.size(), std::stod(f[5]), std::stod(f[7])});
+      continue;
+    }
     Run r;
     r.mapping = planner::Mapping{f[8], f[1] == "switch" ? planner::Mode::kSwitch : planner::Mode::kPipeline, {}};
     r.measured_latency_ms = std::stod(f[5]);
@@ -125,7 +170,7 @@ std::vector<Run> read_runs(const std::string& file, const std::string& network, 
     throw InputError("--measured=" + file + " has " + std::to_string(runs.size()) + " runs of " + network +
                      " (one per mapping and mode wanted)");
   }
-  return runs;
+  return measured;
 }
 
 // Sub-graphs and cross-processor edges of a mapping, as the model partitions it.
@@ -140,6 +185,11 @@ std::pair<size_t, size_t> cut_counts(const planner::DagCostModel& model, const p
 }
 
 double rel(double predicted, double measured) { return (predicted - measured) / measured; }
+
+double median_abs(std::vector<double> errors) {
+  for (double& x : errors) x = std::abs(x);
+  return profiler::median(errors);
+}
 
 // The Pareto target against B alone: >= 1.8x its throughput with >= 1.3x lower latency. Front
 // points predicted at >= 1.7x and >= 1.2x are near enough to be measured for it: the model's
@@ -318,6 +368,7 @@ static int run_para_pipe(int argc, char** argv) {
   size_t mappings = 60;
   int frames = 20, reps = 3;
   int pipeline_frames = 0;  // 0: --frames
+  size_t reference_every = 2;  // a reference run (B alone) before every this many mappings; 0: none
   size_t pareto_points = 12;
   int select_reps = 3;      // the selection pass's repetitions per point near the target (0: none)
   size_t select_max = 8;    // at most this many points near the target measured on it
@@ -329,12 +380,13 @@ static int run_para_pipe(int argc, char** argv) {
   std::string runs_file, measured_file;
   std::vector<std::string> profiles;
   constexpr const char* kUsage =
-      "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--pipeline-frames=N] [--reps=R] [--seed=S] [--pareto=K] "
+      "usage: co_up_bench_para_pipe [--mappings=M] [--frames=N] [--pipeline-frames=N] [--reference-every=K] [--reps=R] [--seed=S] [--pareto=K] "
       "[--select-reps=R] [--select-max=K] [--tune=SECONDS] [--plans=0|1] [--explain=0|1] [--plugins=DIR] [--runs=FILE.csv] [--measured=FILE.csv] PROFILE.json...";
   for (const bench::BenchOption& a : bench::read_options(argc, argv)) {
     if (a.is("mappings")) mappings = static_cast<size_t>(a.integer(0, 1000000));  // 0: only the planned ones
     else if (a.is("frames")) frames = static_cast<int>(a.integer(1, 1000000));
     else if (a.is("pipeline-frames")) pipeline_frames = static_cast<int>(a.integer(2, 1000000));
+    else if (a.is("reference-every")) reference_every = static_cast<size_t>(a.integer(0, 1000000));
     else if (a.is("reps")) reps = static_cast<int>(a.integer(1, 100000));
     else if (a.is("seed")) seed = static_cast<uint64_t>(a.integer(0, INT64_MAX));
     else if (a.is("pareto")) pareto_points = static_cast<size_t>(a.integer(1, 100000));
@@ -416,10 +468,33 @@ static int run_para_pipe(int argc, char** argv) {
 
       // 1. Measured runs.
       if (mappings > 0 || !measured_file.empty()) {
-      std::vector<Run> runs;
-      if (!measured_file.empty()) runs = read_runs(measured_file, name, model);
-      for (const std::string& order :
-           measured_file.empty() ? random_orders(model, dag, mappings, seed) : std::vector<std::string>{}) {
+      Measured measured;
+      if (!measured_file.empty()) measured = read_runs(measured_file, name, model);
+      std::vector<Run>& runs = measured.runs;
+      std::vector<Reference>& references = measured.references;
+      // The reference: every unit on B (the first letter without B), switch mode, measured before
+      // the first mapping, after every --reference-every mappings and after the last.
+      const std::string reference_order(net.layer_count,
+                                        model.letters().find('B') != std::string::npos ? 'B' : model.letters()[0]);
+      const planner::Mapping reference_mapping{reference_order, planner::Mode::kSwitch, {}};
+      const bool with_references = reference_every > 0 && measured_file.empty() && model.runs(reference_order);
+      // Wall time of the references and of the mappings' runs (what the references add).
+      double reference_s = 0, mappings_s = 0;
+      const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+      };
+      const auto measure_reference = [&] {
+        const auto start = std::chrono::steady_clock::now();
+        const cli::Measurement m = measure_run(g, reference_order, planner::Mode::kSwitch);
+        references.push_back({runs.size(), m.latency_ms, m.throughput_fps});
+        reference_s += seconds_since(start);
+      };
+      const std::vector<std::string> orders =
+          measured_file.empty() ? random_orders(model, dag, mappings, seed) : std::vector<std::string>{};
+      for (size_t k = 0; k < orders.size(); ++k) {
+        const std::string& order = orders[k];
+        if (with_references && k % reference_every == 0) measure_reference();
+        const auto start = std::chrono::steady_clock::now();
         for (planner::Mode mode : {planner::Mode::kSwitch, planner::Mode::kPipeline}) {
           Run r;
           r.mapping = planner::Mapping{order, mode, {}};
@@ -429,7 +504,9 @@ static int run_para_pipe(int argc, char** argv) {
           r.chain_latency_ms = model.predict(r.mapping).latency_ms;
           runs.push_back(r);
         }
+        mappings_s += seconds_since(start);
       }
+      if (with_references && !orders.empty()) measure_reference();
       // 2. Fit on even mappings (switch latency), report odd ones.
       auto errors = [&](const planner::DagCostModel& dm, bool report, planner::Mode mode, int what) {
         std::vector<double> e;
@@ -448,7 +525,19 @@ static int run_para_pipe(int argc, char** argv) {
       // What `co_up plan` predicts: the profile's own measured wake-up per edge, nothing fitted to
       // these runs, so every mapping is held out.
       if (runs_out.is_open()) {
+        const planner::Prediction reference_predicted = dag_model.predict(reference_mapping);
+        size_t next_reference = 0;
+        const auto write_references = [&](size_t position) {
+          for (; next_reference < references.size() && references[next_reference].position <= position; ++next_reference) {
+            const Reference& x = references[next_reference];
+            char line[256];
+            std::snprintf(line, sizeof line, "%s,%s,1,0,%.4f,%.4f,%.3f,%.3f,", name.c_str(), kReferenceMode,
+                          reference_predicted.latency_ms, x.latency_ms, reference_predicted.throughput_fps, x.fps);
+            runs_out << line << reference_order << "\n";
+          }
+        };
         for (const Run& r : runs) {
+          write_references(static_cast<size_t>(&r - runs.data()));
           const planner::Prediction p = dag_model.predict_run(r.mapping);
           const auto [subgraphs, cross] = cut_counts(dag_model, r.mapping);
           char line[256];
@@ -457,6 +546,7 @@ static int run_para_pipe(int argc, char** argv) {
                         p.throughput_fps, r.measured_fps);
           runs_out << line << r.mapping.order << "\n";
         }
+        write_references(runs.size());
         runs_out.flush();
       }
       // One simulation with the profile's median times (the searches' prediction), and the median
@@ -505,6 +595,67 @@ static int run_para_pipe(int argc, char** argv) {
                     << both(tp) << " |\n";
         }
         std::cout << "\n";
+      }
+      // The host's speed drifts (5-10 % within minutes on a shared virtual host), moving every
+      // mapping of a stretch alike. Against the reference: each mapping's measurement over the mean
+      // of the references nearest it (the last before its runs, the first after), beside the
+      // model's prediction over its own prediction of the reference (throughput: times the
+      // reference's latency); drift cancels in both ratios.
+      // The profile's own costs, nothing fitted (as the co-run table's "on" row).
+      if (!references.empty()) {
+        const planner::Prediction reference_predicted = dag_model.predict(reference_mapping);
+        std::vector<double> sw, pl, tp, sw_ratio, pl_ratio, tp_ratio, reference_ms, reference_error;
+        for (const Reference& x : references) {
+          reference_ms.push_back(x.latency_ms);
+          reference_error.push_back(rel(reference_predicted.latency_ms, x.latency_ms));
+        }
+        for (size_t i = 0; i < runs.size(); ++i) {
+          const Run& r = runs[i];
+          const bool pipeline = r.mapping.mode == planner::Mode::kPipeline;
+          const planner::Prediction p = dag_model.predict_run(r.mapping);
+          (pipeline ? pl : sw).push_back(rel(p.latency_ms, r.measured_latency_ms));
+          if (pipeline) tp.push_back(rel(p.throughput_fps, r.measured_fps));
+          const std::optional<Reference> near = nearest_reference(references, i / 2);
+          (pipeline ? pl_ratio : sw_ratio)
+              .push_back(rel(p.latency_ms / reference_predicted.latency_ms, r.measured_latency_ms / near->latency_ms));
+          // The reference's speed is its median frame latency (its throughput in switch mode takes
+          // every stall between frames too).
+          if (pipeline) {
+            tp_ratio.push_back(rel(p.throughput_fps * reference_predicted.latency_ms, r.measured_fps * near->latency_ms));
+          }
+        }
+        const auto both = [](const std::vector<double>& e) { return pct(median_abs(e)) + " / " + pct(profiler::median(e)); };
+        const auto [low, high] = std::minmax_element(reference_ms.begin(), reference_ms.end());
+        char line[512];
+        std::snprintf(line, sizeof line,
+                      "reference %c alone (every unit on %c, switch mode, %d frames): %zu runs between the mappings' "
+                      "runs, median %.3f ms, %.3f-%.3f ms (the slowest %.1f %% above the fastest); predicted %.3f ms "
+                      "(signed median error %s)\n\n",
+                      reference_order[0], reference_order[0], settings.frames, references.size(),
+                      profiler::median(reference_ms), *low, *high, 100.0 * (*high / *low - 1),
+                      reference_predicted.latency_ms, pct(profiler::median(reference_error)).c_str());
+        std::cout << line;
+        if (mappings_s > 0) {
+          std::snprintf(line, sizeof line, "the references took %.1f s beside %.1f s of the mappings' runs (+%.0f %%)\n\n",
+                        reference_s, mappings_s, 100.0 * reference_s / mappings_s);
+          std::cout << line;
+        }
+        std::cout << "against " << reference_order[0]
+                  << " alone (nothing fitted, all " << runs.size() / 2
+                  << " mappings; measured / the nearest references' mean against predicted / the model's "
+                  << reference_order[0] << " alone): median |error| switch latency "
+                  << pct(median_abs(sw_ratio))
+                  << ", pipeline latency "
+                  << pct(median_abs(pl_ratio))
+                  << ", pipeline throughput "
+                  << pct(median_abs(tp_ratio))
+                  << "\n\n"
+                  << "| nothing fitted, all mappings | switch latency: median abs / signed | pipeline latency | "
+                     "pipeline throughput |\n|---|---|---|---|\n"
+                  << "| absolute: predicted against measured | " << both(sw) << " | " << both(pl) << " | " << both(tp)
+                  << " |\n"
+                  << "| against " << reference_order[0] << " alone: ratios to the reference | " << both(sw_ratio) << " | "
+                  << both(pl_ratio) << " | " << both(tp_ratio) << " |\n\n";
       }
       // A loaded host's waiting thread comes back a scheduler time slice late (several ms): the
       // grid reaches 20 ms so that the fit is never cut off at its edge.

@@ -161,9 +161,11 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
       }
     }
   }
-  for (double& f : profile_work_factor_) {
-    if (!(f > 0)) f = 1;
-  }
+  // At least 1, as the co-run factor below: the factor is the slowdown of layers beside the other
+  // processor's work, and that work never speeds them up. A fit below 1 took something else for
+  // it (the profile's references alone ran slower than their layers for reasons of their own;
+  // docs/para_pipe.md, "How close the model is").
+  for (double& f : profile_work_factor_) f = f > 0 ? std::max(1.0, f) : 1.0;
   profile_corun_factor_.assign(letters.size(), std::vector<double>(letters.size(), 1.0));
   for (size_t a = 0; a < letters.size(); ++a) {
     for (size_t b = 0; b < letters.size(); ++b) {
@@ -262,7 +264,7 @@ double DagCostModel::pipeline_subgraph_us(size_t p) const {
 }
 
 double DagCostModel::pipeline_work_factor(size_t p) const {
-  return options_.pipeline_work_factor > 0 ? options_.pipeline_work_factor : profile_work_factor_[p];
+  return options_.pipeline_work_factor > 0 ? std::max(1.0, options_.pipeline_work_factor) : profile_work_factor_[p];
 }
 
 double DagCostModel::corun_work_factor(size_t p, size_t q) const {

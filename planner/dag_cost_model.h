@@ -106,7 +106,8 @@ struct DagCostOptions {
   // where both processors compute at once and share the last-level cache and memory bandwidth,
   // than profiled one processor at a time (copies are not scaled: the profile timed them in
   // runs of both processors). Not positive: the profile's (LayerProfile::pipeline_work_factors,
-  // 1 if absent).
+  // 1 if absent). At least 1 either way (a value below is taken as 1): the other processor's
+  // work slows layers, it never speeds them up.
   double pipeline_work_factor = -1;
   // Switch and overlap mode, the co-run slowdown (above): the factor on a sub-graph's layer
   // times while a sub-graph of another resource runs. Not positive: the pair's pipeline work

@@ -26,8 +26,9 @@ double coarse_step(double us) { return us < 100 ? 5 : 25; }
 // Newton steps on the runs' errors instead (the period is close to linear in both: the factor
 // scales the busiest processor's layer work, the cost adds its sub-graph count), the slopes by
 // finite differences, kept inside the limits (a cost that would go negative stays 0 and only
-// the factor moves), then a scan around the result in 0.001 / 1 us steps. `error` evaluates
-// `m` as it stands; `fit` holds the best seen.
+// the factor moves; a factor that would go below 1 stays 1 and only the cost moves), then a
+// scan around the result in 0.001 / 1 us steps. `error` evaluates `m` as it stands; `fit`
+// holds the best seen.
 template <class Error>
 void fit_factor_and_subgraph(DagCostModel& m, const std::vector<PipelineRun>& runs, const Error& error,
                              PipelineCostFit& fit) {
@@ -71,6 +72,10 @@ void fit_factor_and_subgraph(DagCostModel& m, const std::vector<PipelineRun>& ru
     if (!(det > 1e-12 * ff * ss && det > 0) || subgraph_us + d_subgraph < 0) {
       d_subgraph = -subgraph_us;  // at the limit: the factor alone
       d_factor = ff > 0 ? -(fr + fs * d_subgraph) / ff : 0;
+    }
+    if (factor + d_factor < kPipelineWorkFactorMin && ss > 0) {
+      d_factor = kPipelineWorkFactorMin - factor;  // at the limit: the cost alone
+      d_subgraph = std::max(-subgraph_us, -(sr + fs * d_factor) / ss);
     }
     const double next_factor = std::clamp(factor + d_factor, kPipelineWorkFactorMin, kPipelineWorkFactorMax);
     const double next_subgraph = std::clamp(subgraph_us + d_subgraph, 0.0, kPipelineSubgraphFitLimitUs);

@@ -196,6 +196,25 @@ TEST(DagCostModel, APipelinesLayersTakeTheProfilesWorkFactor) {
   EXPECT_DOUBLE_EQ(explicit_factor.pipeline_period_us(m), 23);
 }
 
+// A factor below 1, from the profile or set, is taken as 1: the other processor's work never
+// makes layers faster than profiled (a fit below 1 took the references' own slowness for it).
+TEST(DagCostModel, APipelineWorkFactorBelowOneIsTakenAsOne) {
+  LayerProfile p = profile({10, 100, 10}, {100, 5, 100}, 1, 2);
+  p.set_pipeline_work_factor('B', 'L', 0.9);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag({{}, {0}, {1}}));
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_work_factor(0), 1);
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_work_factor(1), 1);
+  const Mapping m{"BLB", Mode::kPipeline, {}};
+  // B: 10 + 10 + sends 1 + receives 2 = 23 (x0.9 on the layers would give 21).
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us(m), 23);
+  EXPECT_DOUBLE_EQ(dag_model.predict(m).period_us, 23);
+  EXPECT_DOUBLE_EQ(dag_model.period_lower_bound_us("BLB", {}, Mode::kPipeline), 20);
+  DagCostModel set_below = dag_model;
+  set_below.set_pipeline_work_factor(0.95);
+  EXPECT_DOUBLE_EQ(set_below.pipeline_period_us(m), 23);
+}
+
 // Switch and overlap mode: while both processors compute, their layers progress at 1 / the
 // pair's pipeline work factor (they share the last-level cache and memory bandwidth); alone, as
 // profiled.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,28 @@ TEST(PipelineCostFit, RecoversAWorkFactorBesideTheCostPerSubGraphRun) {
   const PipelineCostFit alone = fit_pipeline_costs(start, runs, PipelineCostShape::kPerSubGraph, false);
   EXPECT_GT(alone.error, 10 * fit.error);
   EXPECT_THROW(fit_pipeline_costs(start, runs, PipelineCostShape::kWorkFactorAndSubGraph, true), InputError);
+}
+
+// Runs 5 % faster than the layer times and 4 us per sub-graph run predict: the factor stays 1
+// (the other processor's work never speeds layers up), and the cost per sub-graph run alone
+// takes what it can of the difference.
+TEST(PipelineCostFit, TheWorkFactorStaysAtLeastOne) {
+  const Fixture f(6);
+  DagCostModel start(f.model, f.chain);
+  start.set_pipeline_work_factor(1);
+  const std::vector<PipelineRun> runs = measured_by(f, 4, 0, 11, 0.95);
+  const PipelineCostFit fit = fit_pipeline_costs(start, runs, PipelineCostShape::kWorkFactorAndSubGraph, false);
+  EXPECT_DOUBLE_EQ(fit.work_factor, 1);
+  EXPECT_LT(fit.subgraph_us, 4);
+  // The best cost with the factor at 1: no cost per sub-graph from 0 to the limit fits better.
+  DagCostModel at_one = start;
+  const auto rms = [&](double subgraph_us) {
+    at_one.set_pipeline_subgraph_us(subgraph_us);
+    double sum = 0;
+    for (double e : pipeline_period_errors(at_one, runs, false)) sum += e * e;
+    return std::sqrt(sum / static_cast<double>(runs.size()));
+  };
+  for (double us = 0; us <= 20; us += 1) EXPECT_GE(rms(us), fit.error - 1e-12) << us;
 }
 
 // Fitting both numbers never fits worse than the cost per sub-graph alone (it starts there).
