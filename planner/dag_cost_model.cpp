@@ -37,8 +37,10 @@ constexpr double kMostDeviations = 3;
 // half-width of its executor cost's spread.
 struct DagCostModel::RunNoise {
   std::vector<double> sigma_us, spread_us;
-  std::mt19937_64 random;
-  double uniform() { return static_cast<double>(random() >> 11) * 0x1p-53; }  // [0, 1)
+  // Layer times and the executor's costs from engines of their own: the executor's draws leave
+  // the layer draws as they were.
+  std::mt19937_64 random, executor_random;
+  double uniform() { return static_cast<double>(executor_random() >> 11) * 0x1p-53; }  // [0, 1)
   // A standard normal draw (Box-Muller on the engine's 53-bit uniforms, which the standard fixes,
   // unlike std::normal_distribution), cut at kMostDeviations.
   double normal() {
@@ -787,6 +789,7 @@ Prediction DagCostModel::predict_run(const Mapping& m, uint32_t draws, uint64_t 
   }
   if (!any || draws == 0) return predict(plan, m, nullptr);
   noise.random.seed(seed);
+  noise.executor_random.seed(~seed);
   std::vector<double> latency_ms, period_us;
   Prediction out;
   for (uint32_t k = 0; k < draws; ++k) {
