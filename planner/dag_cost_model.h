@@ -164,8 +164,8 @@ struct CyclicEntry {
 using CyclicOrder = std::vector<std::vector<CyclicEntry>>;
 
 // The executor's own work per sub-graph run, timed around every step of its loop (docs/design.md,
-// "What one sub-graph run costs the executor"): 1.1-1.4 us median per run, 2.0-2.3 us where the two
-// threads' cache lines are far apart, a hand-off to the other thread 1.1-3.6 us. A profile's
+// "What one sub-graph run costs the executor"): 1.1-1.4 us median per run, 2.0-2.3 us in runs where
+// the two vCPUs landed farther apart, a hand-off to the other thread 1.1-3.6 us. A profile's
 // pipeline fit below the least of it (a network of few, long sub-graphs leaves it loose: the
 // Inception-v4-style fixture's profiles fitted 0.3-0.4 us) is taken as kExecutorRunUs, and
 // predict_run() draws each run's cost within kExecutorRunSpreadUs of the one charged.
