@@ -33,10 +33,14 @@ constexpr double kMostDeviations = 3;
 
 }  // namespace
 
-// predict_run's draws: per sub-graph, the standard deviation of its run's layer time.
+// predict_run's draws: per sub-graph, the standard deviation of its run's layer time and the
+// half-width of its executor cost's spread.
 struct DagCostModel::RunNoise {
-  std::vector<double> sigma_us;
-  std::mt19937_64 random;
+  std::vector<double> sigma_us, spread_us;
+  // Layer times and the executor's costs from engines of their own: the executor's draws leave
+  // the layer draws as they were.
+  std::mt19937_64 random, executor_random;
+  double uniform() { return static_cast<double>(executor_random() >> 11) * 0x1p-53; }  // [0, 1)
   // A standard normal draw (Box-Muller on the engine's 53-bit uniforms, which the standard fixes,
   // unlike std::normal_distribution), cut at kMostDeviations.
   double normal() {
@@ -46,7 +50,8 @@ struct DagCostModel::RunNoise {
     return std::clamp(z, -kMostDeviations, kMostDeviations);
   }
   double run_us(uint32_t s, double cost_us) {
-    return sigma_us[s] > 0 ? std::max(0.0, cost_us + sigma_us[s] * normal()) : cost_us;
+    const double executor = spread_us[s] > 0 ? spread_us[s] * (2 * uniform() - 1) : 0;
+    return executor + (sigma_us[s] > 0 ? std::max(0.0, cost_us + sigma_us[s] * normal()) : cost_us);
   }
 };
 
@@ -149,7 +154,7 @@ DagCostModel::DagCostModel(const CostModel& model, graph::UnitDag dag, DagCostOp
     for (size_t b = 0; b < letters.size(); ++b) {
       if (a == b) continue;
       if (const HandoffTime* h = model.profile().find_pipeline_subgraph(letters[a], letters[b])) {
-        profile_subgraph_us_[a] = std::max(profile_subgraph_us_[a], h->us);
+        profile_subgraph_us_[a] = std::max({profile_subgraph_us_[a], h->us, kExecutorRunUs});
       }
       if (const HandoffTime* h = model.profile().find_pipeline_work_factor(letters[a], letters[b])) {
         profile_work_factor_[a] = std::max(profile_work_factor_[a], h->us);
@@ -770,6 +775,7 @@ Prediction DagCostModel::predict_run(const Mapping& m, uint32_t draws, uint64_t 
   const Plan plan = build(m, m.mode != Mode::kSwitch);
   RunNoise noise;
   noise.sigma_us.assign(plan.processor.size(), 0.0);
+  noise.spread_us.assign(plan.processor.size(), 0.0);
   bool any = false;
   // Pipeline mode only: one switch frame queues nothing (the draws moved the saved runs' switch
   // latency errors by 0-0.4 points either way), and overlap mode's gate keeps two frames in flight.
@@ -778,10 +784,12 @@ Prediction DagCostModel::predict_run(const Mapping& m, uint32_t draws, uint64_t 
     for (uint32_t u = plan.first[s]; u <= plan.last[s]; ++u) {
       noise.sigma_us[s] += layer_sigma_us(u, p, m.levels) * pipeline_work_factor(p);
     }
+    noise.spread_us[s] = std::min(kExecutorRunSpreadUs, pipeline_subgraph_us(p));
     any = any || noise.sigma_us[s] > 0;
   }
   if (!any || draws == 0) return predict(plan, m, nullptr);
   noise.random.seed(seed);
+  noise.executor_random.seed(~seed);
   std::vector<double> latency_ms, period_us;
   Prediction out;
   for (uint32_t k = 0; k < draws; ++k) {

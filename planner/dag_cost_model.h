@@ -96,7 +96,8 @@ struct DagCostOptions {
   double switch_edge_mb_us = -1;
   // Pipeline mode, per sub-graph run: work of its processor's thread outside its layers and
   // copies (the executor's scheduling lock, claim, commit and wake-up of the other thread);
-  // negative: the profile's (LayerProfile::pipeline_subgraphs, 0 if absent).
+  // negative: the profile's (LayerProfile::pipeline_subgraphs, at least kExecutorRunUs; 0 if
+  // absent).
   double pipeline_subgraph_us = -1;
   // Pipeline mode, per cross-processor edge: the delay between a frame's publishing and its
   // reader seeing it; negative: the profile's (LayerProfile::pipeline_edges where the profile
@@ -162,6 +163,15 @@ struct CyclicEntry {
 // cycle, each once its frame's inputs are there (planner/modulo_schedule.h makes them).
 using CyclicOrder = std::vector<std::vector<CyclicEntry>>;
 
+// The executor's own work per sub-graph run, timed around every step of its loop (docs/design.md,
+// "What one sub-graph run costs the executor"): 1.1-1.4 us median per run, 2.0-2.3 us in runs where
+// the two vCPUs landed farther apart, a hand-off to the other thread 1.1-3.6 us. A profile's
+// pipeline fit below the least of it (a network of few, long sub-graphs leaves it loose: the
+// Inception-v4-style fixture's profiles fitted 0.3-0.4 us) is taken as kExecutorRunUs, and
+// predict_run() draws each run's cost within kExecutorRunSpreadUs of the one charged.
+inline constexpr double kExecutorRunUs = 1.1;
+inline constexpr double kExecutorRunSpreadUs = 1.0;
+
 class DagCostModel {
  public:
   // `dag` must have model.layer_count() units; throws InputError otherwise. `model` must outlive
@@ -203,7 +213,13 @@ class DagCostModel {
   // a normal; mad_us of the profile's layer times at the mapping's level, relative to the median,
   // applied to the layer time as charged) summed over the sub-graph's units, as if they varied
   // together (a host's interference slows consecutive layers alike), cut at 3 deviations;
-  // copies and per-sub-graph costs as predict(). Latency, period and throughput are the medians
+  // copies as predict(); the cost per sub-graph run (pipeline_subgraph_us) uniform within
+  // kExecutorRunSpreadUs of it (at most the cost itself: never below 0), as the executor's own
+  // work varies from run to run. That spread decides which sub-graph an idle processor takes
+  // where a tiny sub-graph of the other processor ends just before or after its choice: whether
+  // frames alternate between two latencies (a 30-frame run's median then falls between them,
+  // which no frame had) or a processor starts the next frame first and most frames wait for it
+  // (docs/para_pipe.md, "How close the model is"). Latency, period and throughput are the medians
   // over the simulations; energy is predict()'s at that period. Deterministic for a given seed
   // (std::mt19937_64 and its own normal draw: the standard distributions differ between
   // libraries). Pipeline mode only: switch mode (one frame, no queueing) and overlap mode (its

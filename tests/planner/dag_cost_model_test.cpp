@@ -359,12 +359,55 @@ TEST(DagCostModel, ARunsPredictionIsSeededAndDrawnFromTheProfilesSpread) {
   }
 }
 
+// A profile's cost per sub-graph run below the executor's measured least (kExecutorRunUs: its
+// loop's steps around one run, docs/design.md) is taken as that; a value set is kept as set.
+TEST(DagCostModel, APipelineChargesAtLeastTheExecutorsOwnCostPerRun) {
+  LayerProfile p = profile({10, 100, 10}, {100, 5, 100});
+  p.set_pipeline_costs('B', 'L', 0.3, 0);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag({{}, {0}, {1}}));
+  const Mapping m{"BLB", Mode::kPipeline, {}};
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_subgraph_us(0), kExecutorRunUs);
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_subgraph_us(1), kExecutorRunUs);
+  // B: 10 + 1.1 + 10 + 1.1 (with the profile's 0.3: 20.6).
+  EXPECT_DOUBLE_EQ(dag_model.pipeline_period_us(m), 22.2);
+  DagCostModel set = dag_model;
+  set.set_pipeline_subgraph_us(0.3);
+  EXPECT_DOUBLE_EQ(set.pipeline_period_us(m), 20.6);
+}
+
+// The executor's own cost varies from run to run, and in a pipeline of frames admitted at once
+// that decides which sub-graph an idle processor takes. Chain L 100 -> B 1 -> L 1.5, 1.1 us per
+// run: L 101.1, B 2.1, L 2.6. L runs unit 0 of frames 0 and 1 [0,101.1] [101.1,202.2] (unit 2
+// of frame 0 waits for B), then unit 2 of frame 0 [202.2,204.8] while B runs frame 1's unit 1
+// [202.2,204.3], which is there when L is free: unit 2 of frame 1 [204.8,207.4], then unit 0 of
+// frames 2 and 3. Frames pair up: latencies 204.8 and 106.3 in turn, and a run of 30 frames has
+// the median 155.55 us, between the two, which no frame had. Where B's 2.1 us ends after L's 2.6
+// (each run +-1 us: in 28 % of the pairs), L starts the next frame's unit 0 first and that frame
+// waits for it too: more than half the frames take the long latency, and the run's median is
+// about it. Without the executor's spread the profile's layer noise (2 %) never reaches the
+// 0.5 us between them, and every simulation pairs the frames as the one above.
+TEST(DagCostModel, ARunsDrawsVaryTheExecutorsCostPerRun) {
+  DagCostOptions run;
+  run.pipeline_frames = 30;
+  LayerProfile p = with_spread(profile({1000, 1, 1000}, {100, 1000, 1.5}), 0.02);
+  p.set_pipeline_costs('B', 'L', kExecutorRunUs, 0);
+  const CostModel model(p);
+  const DagCostModel dag_model(model, dag({{}, {0}, {1}}), run);
+  const Mapping m{"LBL", Mode::kPipeline, {}};
+  EXPECT_NEAR(dag_model.predict(m).latency_ms, 0.15555, 1e-9);
+  const double runs = dag_model.predict_run(m).latency_ms;
+  EXPECT_GT(runs, 0.195);
+  EXPECT_LT(runs, 0.215);
+}
+
 // A profile with the pipeline fit (pipeline_edge_us) delays an edge by it, not by the hand-off,
 // which then is the chain model's alone; an older profile keeps the hand-off as the delay
 // (AHandOffDelaysThePipelinesReader).
 TEST(DagCostModel, TheProfilesPipelineFitReplacesTheHandOffAsTheDelay) {
   DagCostOptions three;
   three.pipeline_frames = 3;
+  three.pipeline_subgraph_us = 0;  // the delay alone
   LayerProfile p = profile({10, 100}, {100, 20}, 0, 0, 5);
   p.set_pipeline_costs('B', 'L', 0, 2);
   const CostModel model(p);
