@@ -216,6 +216,11 @@ std::string pct(double fraction) {
   return text;
 }
 
+// "median |error| / median signed error" of relative errors, as the tables print them.
+std::string abs_and_signed(const std::vector<double>& errors) {
+  return pct(median_abs(errors)) + " / " + pct(profiler::median(errors));
+}
+
 std::vector<std::string> random_orders(const planner::CostModel& model, const graph::UnitDag& dag, size_t count,
                                        uint64_t seed) {
   std::mt19937_64 random(seed);
@@ -507,6 +512,9 @@ static int run_para_pipe(int argc, char** argv) {
         mappings_s += seconds_since(start);
       }
       if (with_references && !orders.empty()) measure_reference();
+      // The model's B alone, which every ratio to the references is against (none: not needed).
+      const planner::Prediction reference_predicted =
+          references.empty() ? planner::Prediction{} : dag_model.predict(reference_mapping);
       // 2. Fit on even mappings (switch latency), report odd ones.
       auto errors = [&](const planner::DagCostModel& dm, bool report, planner::Mode mode, int what) {
         std::vector<double> e;
@@ -525,7 +533,6 @@ static int run_para_pipe(int argc, char** argv) {
       // What `co_up plan` predicts: the profile's own measured wake-up per edge, nothing fitted to
       // these runs, so every mapping is held out.
       if (runs_out.is_open()) {
-        const planner::Prediction reference_predicted = dag_model.predict(reference_mapping);
         size_t next_reference = 0;
         const auto write_references = [&](size_t position) {
           for (; next_reference < references.size() && references[next_reference].position <= position; ++next_reference) {
@@ -586,13 +593,8 @@ static int run_para_pipe(int argc, char** argv) {
             (r.mapping.mode == planner::Mode::kSwitch ? sw : pl).push_back(rel(p.latency_ms, r.measured_latency_ms));
             if (r.mapping.mode == planner::Mode::kPipeline) tp.push_back(rel(p.throughput_fps, r.measured_fps));
           }
-          const auto both = [](const std::vector<double>& e) {
-            std::vector<double> a;
-            for (double x : e) a.push_back(std::abs(x));
-            return pct(profiler::median(a)) + " / " + pct(profiler::median(e));
-          };
-          std::cout << "| " << (dm == &off ? "off" : "on") << " | " << both(sw) << " | " << both(pl) << " | "
-                    << both(tp) << " |\n";
+          std::cout << "| " << (dm == &off ? "off" : "on") << " | " << abs_and_signed(sw) << " | "
+                    << abs_and_signed(pl) << " | " << abs_and_signed(tp) << " |\n";
         }
         std::cout << "\n";
       }
@@ -603,7 +605,6 @@ static int run_para_pipe(int argc, char** argv) {
       // reference's latency); drift cancels in both ratios.
       // The profile's own costs, nothing fitted (as the co-run table's "on" row).
       if (!references.empty()) {
-        const planner::Prediction reference_predicted = dag_model.predict(reference_mapping);
         std::vector<double> sw, pl, tp, sw_ratio, pl_ratio, tp_ratio, reference_ms, reference_error;
         for (const Reference& x : references) {
           reference_ms.push_back(x.latency_ms);
@@ -624,7 +625,6 @@ static int run_para_pipe(int argc, char** argv) {
             tp_ratio.push_back(rel(p.throughput_fps * reference_predicted.latency_ms, r.measured_fps * near->latency_ms));
           }
         }
-        const auto both = [](const std::vector<double>& e) { return pct(median_abs(e)) + " / " + pct(profiler::median(e)); };
         const auto [low, high] = std::minmax_element(reference_ms.begin(), reference_ms.end());
         char line[512];
         std::snprintf(line, sizeof line,
@@ -652,10 +652,11 @@ static int run_para_pipe(int argc, char** argv) {
                   << "\n\n"
                   << "| nothing fitted, all mappings | switch latency: median abs / signed | pipeline latency | "
                      "pipeline throughput |\n|---|---|---|---|\n"
-                  << "| absolute: predicted against measured | " << both(sw) << " | " << both(pl) << " | " << both(tp)
-                  << " |\n"
-                  << "| against " << reference_order[0] << " alone: ratios to the reference | " << both(sw_ratio) << " | "
-                  << both(pl_ratio) << " | " << both(tp_ratio) << " |\n\n";
+                  << "| absolute: predicted against measured | " << abs_and_signed(sw) << " | "
+                  << abs_and_signed(pl) << " | " << abs_and_signed(tp) << " |\n"
+                  << "| against " << reference_order[0] << " alone: ratios to the reference | "
+                  << abs_and_signed(sw_ratio) << " | " << abs_and_signed(pl_ratio) << " | "
+                  << abs_and_signed(tp_ratio) << " |\n\n";
       }
       // A loaded host's waiting thread comes back a scheduler time slice late (several ms): the
       // grid reaches 20 ms so that the fit is never cut off at its edge.
@@ -752,11 +753,7 @@ static int run_para_pipe(int argc, char** argv) {
           own.set_pipeline_subgraph_us(-1);
           own.set_pipeline_edge_us(-1);
           report("the profile's", own,
-                 profiler::median([&] {
-                   std::vector<double> e = planner::pipeline_period_errors(own, fit_runs, false);
-                   for (double& x : e) x = std::abs(x);
-                   return e;
-                 }()));
+                 median_abs(planner::pipeline_period_errors(own, fit_runs, false)));
           using Shape = planner::PipelineCostShape;
           for (const auto& [shape, name] : {std::pair{Shape::kPerSubGraph, "per sub-graph"},
                                             std::pair{Shape::kPerEdge, "per edge (delay)"},
